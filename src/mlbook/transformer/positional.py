@@ -1,0 +1,569 @@
+"""Positional encodings: sinusoidal, learned, T5 relative bias (1-D and Swin 2-D), RoPE, ALiBi.
+
+Self-attention is permutation-equivariant, so order has to be injected somewhere:
+
+    add to the input      sinusoidal (fixed) or learned absolute tables
+    add to the scores     T5 bucketed bias b[h, bucket(j - i)], ALiBi -m_h (i - j)
+    rotate q and k        RoPE: <R_m q, R_n k> depends on n - m only
+
+Conventions used throughout: positions are integers starting at 0, `T_q` queries are the
+*last* `T_q` of `T_k` key positions unless a query offset is given, angles are computed in
+float32 whatever the model's dtype, and every public entry point validates its arguments.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Callable, NamedTuple
+
+import torch
+from torch import nn
+
+__all__ = [
+    "sinusoidal_positional_encoding",
+    "LearnedPositionalEmbedding",
+    "relative_position_bucket",
+    "RelativePositionBias",
+    "RelativePositionBias2D",
+    "RotaryEmbedding",
+    "ROPE_SCALINGS",
+    "ROPE_PAIRINGS",
+    "rope_inv_freq",
+    "rotate_half",
+    "rotate_interleaved",
+    "apply_rotary",
+    "convert_rotary_weights",
+    "alibi_slopes",
+    "alibi_bias",
+]
+
+
+# ---------------------------------------------------------------------------
+# Validation helpers: every public function fails early, naming the argument.
+# ---------------------------------------------------------------------------
+
+
+def _check_int(name: str, value: object, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__} ({value!r})")
+    if value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value}")
+    return value
+
+
+def _check_positive_float(name: str, value: object, *, above: float = 0.0) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{name} must be a number, got {type(value).__name__} ({value!r})")
+    if not math.isfinite(value) or value <= above:
+        raise ValueError(f"{name} must be a finite number > {above}, got {value}")
+    return float(value)
+
+
+def _check_choice(name: str, value: object, choices: tuple[str, ...]) -> str:
+    if value not in choices:
+        raise ValueError(f"unknown {name} {value!r}; valid values are {', '.join(repr(c) for c in choices)}")
+    return value  # type: ignore[return-value]
+
+
+def _check_even_d(name: str, value: object) -> int:
+    _check_int(name, value, 2)
+    if value % 2 != 0:  # type: ignore[operator]
+        raise ValueError(f"{name} must be even (dimensions are rotated or encoded in pairs), got {value}")
+    return value  # type: ignore[return-value]
+
+
+# ---------------------------------------------------------------------------
+# Absolute: sinusoidal and learned
+# ---------------------------------------------------------------------------
+
+
+def sinusoidal_positional_encoding(T: int, d_model: int, base: float = 10000.0) -> torch.Tensor:
+    """Fixed sinusoidal table of Vaswani et al. (2017), section 3.5.
+
+    PE[t, 2i] = sin(t * w_i),  PE[t, 2i+1] = cos(t * w_i),  w_i = base^(-2i / d_model).
+
+    Returns a float32 tensor of shape (T, d_model); row t encodes position t. Because each
+    (sin, cos) pair turns by the angle k * w_i when t moves to t + k, PE[t + k] is a fixed
+    linear map (a rotation per pair) of PE[t].
+    """
+    _check_int("T", T, 0)
+    _check_even_d("d_model", d_model)
+    _check_positive_float("base", base, above=1.0)
+    omega = _inv_freq_base(d_model, base)  # (d_model/2,) w_i
+    t = torch.arange(T, dtype=torch.float32)  # (T,)
+    angle = torch.outer(t, omega)  # (T, d_model/2) t * w_i
+    pe = torch.stack([angle.sin(), angle.cos()], dim=-1)  # (T, d_model/2, 2) (sin, cos) per pair
+    return pe.reshape(T, d_model)  # (T, d_model) sin at even columns, cos at odd
+
+
+class LearnedPositionalEmbedding(nn.Module):
+    """A trained (T_max, d_model) table indexed by absolute position (GPT-2, BERT).
+
+    out[0, t] = P[offset + t]. There is no row for a position >= T_max, so the table cannot
+    extrapolate; `offset` is the absolute position of the first token (the cache length
+    during cached decoding).
+    """
+
+    def __init__(self, T_max: int, d_model: int) -> None:
+        super().__init__()
+        self.T_max = _check_int("T_max", T_max, 1)
+        self.d_model = _check_int("d_model", d_model, 1)
+        self.table = nn.Embedding(T_max, d_model)  # (T_max, d_model)
+
+    def forward(self, T: int, offset: int = 0) -> torch.Tensor:
+        """Returns (1, T, d_model): the rows for positions offset .. offset + T - 1."""
+        _check_int("T", T, 0)
+        _check_int("offset", offset, 0)
+        if offset + T > self.T_max:
+            raise ValueError(
+                f"learned positions cannot extrapolate: positions {offset}..{offset + T - 1} were asked for, "
+                f"but the table only has rows 0..{self.T_max - 1} (T_max = {self.T_max}); "
+                f"keep offset + T <= T_max or use a relative scheme (rope, alibi, t5)"
+            )
+        pos = torch.arange(offset, offset + T, device=self.table.weight.device)  # (T,)
+        return self.table(pos)[None]  # (1, T, d_model)
+
+
+# ---------------------------------------------------------------------------
+# Relative: T5 bucketed bias and its 2-D (Swin) form
+# ---------------------------------------------------------------------------
+
+
+def relative_position_bucket(
+    relative_position: torch.Tensor, bidirectional: bool = True, num_buckets: int = 32, max_distance: int = 128
+) -> torch.Tensor:
+    """Map key_pos - query_pos to a T5 bucket id (Raffel et al., 2020).
+
+    With n = query_pos - key_pos (positive for past keys) and, if bidirectional, the buckets
+    split in half by the sign of n (future keys take the upper half), let B be the buckets
+    per direction and e = B // 2. Then
+
+        bucket(n) = |n|                                             if |n| < e (exact)
+                  = min(B - 1, e + floor(log(|n| / e) / log(max_distance / e) * (B - e)))  otherwise
+
+    so small offsets are exact and larger ones share log-spaced buckets; every offset at or
+    past max_distance lands in the last bucket. In the causal case future keys map to 0.
+
+    relative_position: integer tensor of any shape. Returns int64 bucket ids of that shape.
+    """
+    if not isinstance(relative_position, torch.Tensor):
+        raise TypeError(f"relative_position must be a torch.Tensor, got {type(relative_position).__name__}")
+    if relative_position.is_floating_point() or relative_position.is_complex():
+        raise TypeError(f"relative_position must hold integers, got dtype {relative_position.dtype}")
+    _check_int("num_buckets", num_buckets, 1)
+    per_direction = num_buckets // 2 if bidirectional else num_buckets
+    exact = per_direction // 2
+    if exact < 1:
+        raise ValueError(
+            f"num_buckets={num_buckets} is too few: need at least {4 if bidirectional else 2} "
+            f"({'bidirectional' if bidirectional else 'causal'}) so that distance 0 has an exact bucket"
+        )
+    _check_int("max_distance", max_distance, 1)
+    if max_distance <= exact:
+        raise ValueError(
+            f"max_distance must be greater than the exact range ({exact} = num_buckets // "
+            f"{4 if bidirectional else 2}), got {max_distance}"
+        )
+    n = -relative_position.long()  # (...) query - key, > 0 for past keys
+    offset = torch.zeros_like(n)  # (...)
+    if bidirectional:
+        offset = (n < 0).long() * per_direction  # (...) future keys use the upper half
+        n = n.abs()
+    else:
+        n = n.clamp(min=0)  # (...) future keys (masked anyway) share bucket 0
+    # log-spaced buckets for |n| >= exact; the float32 rounding matches the reference implementations
+    ratio = n.float() / exact  # (...)
+    log_bucket = exact + (torch.log(ratio) / math.log(max_distance / exact) * (per_direction - exact)).long()
+    log_bucket = log_bucket.clamp(max=per_direction - 1)  # (...) everything far shares the last bucket
+    return offset + torch.where(n < exact, n, log_bucket)  # (...)
+
+
+class RelativePositionBias(nn.Module):
+    """T5 relative bias: a learned scalar per (bucket, head) added to the attention scores.
+
+    S[h, i, j] += b[bucket(j - i), h]. One instance is shared by all layers of a stack.
+    """
+
+    def __init__(self, n_heads: int, num_buckets: int = 32, max_distance: int = 128, bidirectional: bool = True) -> None:
+        super().__init__()
+        self.n_heads = _check_int("n_heads", n_heads, 1)
+        # validates num_buckets and max_distance once, at construction
+        relative_position_bucket(torch.zeros(1, dtype=torch.long), bidirectional, num_buckets, max_distance)
+        self.num_buckets, self.max_distance, self.bidirectional = num_buckets, max_distance, bidirectional
+        self.table = nn.Embedding(num_buckets, n_heads)  # (num_buckets, H)
+
+    def forward(self, T_q: int, T_k: int, query_offset: int | None = None) -> torch.Tensor:
+        """Returns the bias (1, H, T_q, T_k) for queries at query_offset + i and keys at j.
+
+        By default the queries are the last T_q of the T_k positions (query_offset = T_k - T_q),
+        which is what cached decoding needs; with T_q == T_k that is position i for row i.
+        """
+        _check_int("T_q", T_q, 0)
+        _check_int("T_k", T_k, 0)
+        if query_offset is None:
+            if T_q > T_k:
+                raise ValueError(f"T_q ({T_q}) > T_k ({T_k}): pass query_offset to say where the queries sit")
+            query_offset = T_k - T_q
+        device = self.table.weight.device
+        q_pos = torch.arange(query_offset, query_offset + T_q, device=device)[:, None]  # (T_q, 1)
+        k_pos = torch.arange(T_k, device=device)[None, :]  # (1, T_k)
+        buckets = relative_position_bucket(k_pos - q_pos, self.bidirectional, self.num_buckets, self.max_distance)
+        bias = self.table(buckets)  # (T_q, T_k, H)
+        return bias.permute(2, 0, 1)[None]  # (1, H, T_q, T_k)
+
+
+class RelativePositionBias2D(nn.Module):
+    """Swin-style 2-D relative bias inside a w x w window (Liu et al., 2021).
+
+    A learned table of shape ((2w-1)^2, H) indexed by the offset (dy, dx) in [-(w-1), w-1]^2:
+    index = (dy + w - 1) * (2w - 1) + (dx + w - 1). Gathered for every pair of the w*w window
+    positions (row-major) it gives the bias (H, w*w, w*w), which depends only on the offset.
+    """
+
+    def __init__(self, window: int, n_heads: int) -> None:
+        super().__init__()
+        self.window = _check_int("window", window, 1)
+        self.n_heads = _check_int("n_heads", n_heads, 1)
+        span = 2 * window - 1
+        self.table = nn.Parameter(torch.zeros(span * span, n_heads))  # ((2w-1)^2, H)
+        nn.init.trunc_normal_(self.table, std=0.02)
+        ys, xs = torch.meshgrid(torch.arange(window), torch.arange(window), indexing="ij")  # (w, w) each
+        coords = torch.stack([ys.flatten(), xs.flatten()])  # (2, w*w) row-major window positions
+        delta = coords[:, :, None] - coords[:, None, :]  # (2, w*w, w*w) (dy, dx) of query minus key
+        index = (delta[0] + window - 1) * span + (delta[1] + window - 1)  # (w*w, w*w) in [0, span^2)
+        self.register_buffer("index", index, persistent=False)
+
+    def forward(self) -> torch.Tensor:
+        """Returns the bias (H, w*w, w*w)."""
+        w2 = self.window * self.window
+        bias = self.table[self.index.reshape(-1)]  # (w*w * w*w, H)
+        return bias.reshape(w2, w2, self.n_heads).permute(2, 0, 1).contiguous()  # (H, w*w, w*w)
+
+
+# ---------------------------------------------------------------------------
+# RoPE: frequencies, the scaling registry, rotation in both pairings
+# ---------------------------------------------------------------------------
+
+ROPE_SCALINGS: tuple[str, ...] = ("none", "linear", "ntk", "dynamic", "yarn", "llama3")
+ROPE_PAIRINGS: tuple[str, ...] = ("half", "interleaved")
+
+
+def _inv_freq_base(d: int, base: float) -> torch.Tensor:
+    """theta_i = base^(-2i/d) for i = 0 .. d/2 - 1, computed in float64 and returned as float32."""
+    two_i = torch.arange(0, d, 2, dtype=torch.float64)  # (d/2,) 2i
+    return (1.0 / base ** (two_i / d)).float()  # (d/2,)
+
+
+class _RopeParams(NamedTuple):
+    d_head: int
+    base: float
+    factor: float
+    original_max_len: int | None
+    beta_fast: float
+    beta_slow: float
+    low_freq_factor: float
+    high_freq_factor: float
+
+
+def _ntk_base(p: _RopeParams, factor: float) -> float:
+    """NTK-aware base: base * s^(d / (d - 2)) keeps theta_0 = 1 and divides theta_last by s."""
+    if p.d_head == 2:  # one pair: theta_0 = 1 is the only frequency, nothing to stretch
+        return p.base
+    return p.base * factor ** (p.d_head / (p.d_head - 2))
+
+
+def _freq_none(p: _RopeParams) -> tuple[torch.Tensor, float]:
+    return _inv_freq_base(p.d_head, p.base), 1.0
+
+
+def _freq_linear(p: _RopeParams) -> tuple[torch.Tensor, float]:
+    # m * theta / s == (m / s) * theta: dividing the frequencies is position interpolation
+    return _inv_freq_base(p.d_head, p.base) / p.factor, 1.0
+
+
+def _freq_ntk(p: _RopeParams) -> tuple[torch.Tensor, float]:
+    return _inv_freq_base(p.d_head, _ntk_base(p, p.factor)), 1.0
+
+
+def _freq_dynamic(p: _RopeParams) -> tuple[torch.Tensor, float]:
+    # within the original length dynamic NTK is plain RoPE; RotaryEmbedding grows the base past it
+    return _inv_freq_base(p.d_head, p.base), 1.0
+
+
+def _yarn_boundary(p: _RopeParams, rotations: float) -> float:
+    """Pair index (fractional) whose wavelength fits `rotations` full turns in original_max_len."""
+    L = p.original_max_len
+    return p.d_head * math.log(L / (rotations * 2 * math.pi)) / (2 * math.log(p.base))
+
+
+def _freq_yarn(p: _RopeParams) -> tuple[torch.Tensor, float]:
+    theta = _inv_freq_base(p.d_head, p.base)  # (d/2,) extrapolation: the trained frequencies
+    # pairs that turn more than beta_fast times in L keep theta; fewer than beta_slow times get theta / s
+    low = max(math.floor(_yarn_boundary(p, p.beta_fast)), 0)
+    high = min(math.ceil(_yarn_boundary(p, p.beta_slow)), p.d_head - 1)
+    if high == low:
+        high += 0.001  # avoid a zero-width ramp
+    i = torch.arange(p.d_head // 2, dtype=torch.float32)  # (d/2,)
+    ramp = ((i - low) / (high - low)).clamp(0.0, 1.0)  # (d/2,) 0: keep, 1: interpolate
+    inv_freq = theta * (1 - ramp) + (theta / p.factor) * ramp  # (d/2,)
+    attention_factor = 0.1 * math.log(p.factor) + 1.0 if p.factor > 1 else 1.0
+    return inv_freq, attention_factor
+
+
+def _freq_llama3(p: _RopeParams) -> tuple[torch.Tensor, float]:
+    theta = _inv_freq_base(p.d_head, p.base)  # (d/2,)
+    L = p.original_max_len
+    wavelength = 2 * math.pi / theta  # (d/2,)
+    low_freq_wavelength = L / p.low_freq_factor  # longer than this: divide by factor
+    high_freq_wavelength = L / p.high_freq_factor  # shorter than this: unchanged
+    smooth = (L / wavelength - p.low_freq_factor) / (p.high_freq_factor - p.low_freq_factor)  # (d/2,)
+    blended = (1 - smooth) * theta / p.factor + smooth * theta  # (d/2,)
+    inv_freq = torch.where(wavelength > low_freq_wavelength, theta / p.factor, theta)  # (d/2,)
+    medium = (wavelength >= high_freq_wavelength) & (wavelength <= low_freq_wavelength)  # (d/2,)
+    return torch.where(medium, blended, inv_freq), 1.0
+
+
+# One registry from scaling name to the function computing (inv_freq, attention_factor).
+_ROPE_FREQUENCIES: dict[str, Callable[[_RopeParams], tuple[torch.Tensor, float]]] = {
+    "none": _freq_none,
+    "linear": _freq_linear,
+    "ntk": _freq_ntk,
+    "dynamic": _freq_dynamic,
+    "yarn": _freq_yarn,
+    "llama3": _freq_llama3,
+}
+_NEEDS_ORIGINAL_LEN = ("dynamic", "yarn", "llama3")
+
+
+def rope_inv_freq(
+    d_head: int,
+    base: float = 10000.0,
+    scaling: str = "none",
+    factor: float = 1.0,
+    *,
+    original_max_len: int | None = None,
+    beta_fast: float = 32.0,
+    beta_slow: float = 1.0,
+    low_freq_factor: float = 1.0,
+    high_freq_factor: float = 4.0,
+) -> tuple[torch.Tensor, float]:
+    """RoPE frequencies after context-extension scaling, and the attention factor.
+
+    theta_i = base^(-2i/d_head), then per `scaling` with factor s and trained length L:
+        none     theta_i
+        linear   theta_i / s                       (position interpolation, Chen et al. 2023)
+        ntk      (base * s^(d/(d-2)))^(-2i/d)      (NTK-aware, bloc97 2023)
+        dynamic  theta_i up to L; past it RotaryEmbedding grows the base with the length
+        yarn     theta_i blended to theta_i / s by a ramp over pair index between the pairs that
+                 turn beta_fast and beta_slow times within L; attention factor 0.1 ln s + 1
+        llama3   theta_i / s for wavelengths > L / low_freq_factor, theta_i for wavelengths
+                 < L / high_freq_factor, a linear blend in L / wavelength between
+    Returns (inv_freq of shape (d_head/2,), float32; attention_factor).
+    """
+    _check_even_d("d_head", d_head)
+    base = _check_positive_float("base", base, above=1.0)
+    _check_choice("scaling", scaling, ROPE_SCALINGS)
+    factor = _check_positive_float("factor", factor)
+    if scaling != "none" and factor < 1.0:
+        raise ValueError(
+            f"factor must be >= 1 with scaling={scaling!r} (it is the context-extension ratio L'/L), got {factor}"
+        )
+    if scaling in _NEEDS_ORIGINAL_LEN:
+        if original_max_len is None:
+            raise ValueError(f"scaling={scaling!r} needs original_max_len, the context length the model was trained at")
+        _check_int("original_max_len", original_max_len, 1)
+    elif original_max_len is not None:
+        _check_int("original_max_len", original_max_len, 1)
+    beta_fast = _check_positive_float("beta_fast", beta_fast)
+    beta_slow = _check_positive_float("beta_slow", beta_slow)
+    if scaling == "yarn" and beta_fast <= beta_slow:
+        raise ValueError(f"beta_fast ({beta_fast}) must be greater than beta_slow ({beta_slow})")
+    low_freq_factor = _check_positive_float("low_freq_factor", low_freq_factor)
+    high_freq_factor = _check_positive_float("high_freq_factor", high_freq_factor)
+    if scaling == "llama3" and high_freq_factor <= low_freq_factor:
+        raise ValueError(f"high_freq_factor ({high_freq_factor}) must be greater than low_freq_factor ({low_freq_factor})")
+    params = _RopeParams(
+        d_head, base, factor, original_max_len, beta_fast, beta_slow, low_freq_factor, high_freq_factor
+    )
+    return _ROPE_FREQUENCIES[scaling](params)
+
+
+def rotate_half(x: torch.Tensor) -> torch.Tensor:
+    """Half layout (GPT-NeoX, LLaMA): [x1, x2] -> [-x2, x1], x1 and x2 the two halves of the last dim."""
+    half = x.shape[-1] // 2
+    x1, x2 = x[..., :half], x[..., half:]  # (..., d/2) each
+    return torch.cat([-x2, x1], dim=-1)  # (..., d)
+
+
+def rotate_interleaved(x: torch.Tensor) -> torch.Tensor:
+    """Interleaved layout (RoFormer, GPT-J): (x0, x1, x2, x3, ...) -> (-x1, x0, -x3, x2, ...)."""
+    even, odd = x[..., 0::2], x[..., 1::2]  # (..., d/2) each
+    return torch.stack([-odd, even], dim=-1).flatten(-2)  # (..., d)
+
+
+def apply_rotary(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, pairing: str = "half") -> torch.Tensor:
+    """Rotate x by per-position angles: x * cos + rot(x) * sin, rot = rotate_half or rotate_interleaved.
+
+    For a pair (a, b) at angle t this is (a cos t - b sin t, b cos t + a sin t), i.e. the
+    complex product (a + ib) e^{it}. x: (..., T, d_head); cos, sin: (T, d_head) in the layout
+    of `pairing`, as returned by RotaryEmbedding. Computed in float32, returned in x.dtype.
+    """
+    _check_choice("pairing", pairing, ROPE_PAIRINGS)
+    if cos.shape != sin.shape or cos.dim() != 2:
+        raise ValueError(f"cos and sin must both be (T, d_head), got {tuple(cos.shape)} and {tuple(sin.shape)}")
+    if x.dim() < 2 or x.shape[-2:] != cos.shape:
+        raise ValueError(f"x must end in (T, d_head) = {tuple(cos.shape)} to match cos/sin, got shape {tuple(x.shape)}")
+    rot = rotate_half if pairing == "half" else rotate_interleaved
+    xf = x.float()  # (..., T, d_head)
+    return (xf * cos + rot(xf) * sin).to(x.dtype)  # (..., T, d_head)
+
+
+class RotaryEmbedding(nn.Module):
+    """Rotary position embedding (Su et al., 2021) with context-extension scaling.
+
+    Pair i of a head (dims (i, i + d/2) for pairing="half", (2i, 2i+1) for "interleaved") is
+    rotated at position m by the angle m * theta_i, theta_i = base^(-2i/d_head) after scaling
+    (see `rope_inv_freq`). Then <R_m q, R_n k> = <q, R_{n-m} k>: scores depend on n - m only.
+
+    `inv_freq` (d_head/2,) is kept in float32 even if the module is cast to a lower precision,
+    and `forward(T, offset)` returns float32 cos/sin tables (T, d_head) multiplied by
+    `attention_factor` (YaRN's 0.1 ln s + 1, else 1.0). With scaling="dynamic" the base grows
+    as base * (s * n / L - (s - 1))^(d/(d-2)) once n = offset + T passes L = original_max_len.
+    """
+
+    inv_freq: torch.Tensor
+
+    def __init__(
+        self,
+        d_head: int,
+        base: float = 10000.0,
+        scaling: str = "none",
+        factor: float = 1.0,
+        *,
+        original_max_len: int | None = None,
+        pairing: str = "half",
+        beta_fast: float = 32.0,
+        beta_slow: float = 1.0,
+        low_freq_factor: float = 1.0,
+        high_freq_factor: float = 4.0,
+    ) -> None:
+        super().__init__()
+        self.pairing = _check_choice("pairing", pairing, ROPE_PAIRINGS)
+        inv_freq, attention_factor = rope_inv_freq(
+            d_head, base, scaling, factor, original_max_len=original_max_len, beta_fast=beta_fast,
+            beta_slow=beta_slow, low_freq_factor=low_freq_factor, high_freq_factor=high_freq_factor,
+        )
+        self.d_head, self.base, self.scaling, self.factor = d_head, float(base), scaling, float(factor)
+        self.original_max_len = original_max_len
+        self.attention_factor = attention_factor
+        self.register_buffer("inv_freq", inv_freq, persistent=False)  # (d_head/2,) float32
+
+    def _apply(self, fn, recurse=True):  # type: ignore[no-untyped-def]
+        # .to(bfloat16) would quantise the frequencies; keep them float32, follow the device only
+        freq = self.inv_freq
+        super()._apply(fn, recurse)
+        self.inv_freq = freq.to(device=self.inv_freq.device, dtype=torch.float32)
+        return self
+
+    def extra_repr(self) -> str:
+        return f"d_head={self.d_head}, base={self.base:g}, scaling={self.scaling!r}, factor={self.factor:g}, pairing={self.pairing!r}"
+
+    def inv_freq_at(self, seq_len: int) -> torch.Tensor:
+        """The frequencies used for a sequence of total length seq_len (differs from inv_freq only for dynamic)."""
+        if self.scaling == "dynamic" and seq_len > self.original_max_len:  # type: ignore[operator]
+            growth = self.factor * seq_len / self.original_max_len - (self.factor - 1)  # type: ignore[operator]
+            base = self.base * growth ** (self.d_head / (self.d_head - 2)) if self.d_head > 2 else self.base
+            return _inv_freq_base(self.d_head, base).to(self.inv_freq.device)  # (d_head/2,)
+        return self.inv_freq
+
+    def angles(self, positions: torch.Tensor, seq_len: int | None = None) -> torch.Tensor:
+        """m * theta_i for the given (T,) positions: (T, d_head/2) float32."""
+        inv_freq = self.inv_freq_at(seq_len if seq_len is not None else int(positions.max().item()) + 1)
+        return torch.outer(positions.to(device=inv_freq.device, dtype=torch.float32), inv_freq)  # (T, d_head/2)
+
+    def forward(self, T: int, offset: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+        """cos and sin for positions offset .. offset + T - 1, each (T, d_head) float32."""
+        _check_int("T", T, 0)
+        _check_int("offset", offset, 0)
+        positions = torch.arange(offset, offset + T, device=self.inv_freq.device)  # (T,)
+        angle = self.angles(positions, seq_len=offset + T)  # (T, d_head/2)
+        if self.pairing == "half":
+            angle = torch.cat([angle, angle], dim=-1)  # (T, d_head) pair i at columns i and i + d/2
+        else:
+            angle = angle.repeat_interleave(2, dim=-1)  # (T, d_head) pair i at columns 2i and 2i + 1
+        return angle.cos() * self.attention_factor, angle.sin() * self.attention_factor
+
+    def rotate(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
+        """Rotate x (..., T, d_head) as if its T rows sit at positions offset .. offset + T - 1."""
+        if x.dim() < 2 or x.shape[-1] != self.d_head:
+            raise ValueError(f"x must have shape (..., T, d_head={self.d_head}), got {tuple(x.shape)}")
+        cos, sin = self(x.shape[-2], offset)  # (T, d_head) each
+        return apply_rotary(x, cos, sin, self.pairing)  # (..., T, d_head)
+
+
+def convert_rotary_weights(weight: torch.Tensor, n_heads: int, to: str) -> torch.Tensor:
+    """Permute the output rows of a q or k projection between the two RoPE pairings.
+
+    A weight of shape (n_heads * d_head, d_in) trained with pairing "half" (pairs (i, i + d/2))
+    becomes one for pairing "interleaved" (pairs (2i, 2i + 1)) with to="interleaved", and back
+    with to="half". Rotated scores q . k are unchanged, because both q and k channels move by
+    the same permutation and each pair keeps its frequency. A bias (n_heads * d_head,) works too.
+    """
+    if not isinstance(weight, torch.Tensor):
+        raise TypeError(f"weight must be a torch.Tensor, got {type(weight).__name__}")
+    _check_choice("to", to, ROPE_PAIRINGS)
+    _check_int("n_heads", n_heads, 1)
+    rows = weight.shape[0]
+    if rows % n_heads != 0 or (rows // n_heads) % 2 != 0:
+        raise ValueError(
+            f"weight has {rows} output rows, which is not n_heads ({n_heads}) times an even d_head"
+        )
+    d_head = rows // n_heads
+    half = torch.arange(d_head // 2)  # (d/2,)
+    to_interleaved = torch.stack([half, half + d_head // 2], dim=-1).flatten()  # (d,) new row r <- old row
+    perm = to_interleaved if to == "interleaved" else torch.argsort(to_interleaved)  # (d,)
+    w = weight.reshape(n_heads, d_head, *weight.shape[1:])  # (H, d_head, ...)
+    return w[:, perm].reshape(weight.shape)  # (H * d_head, ...)
+
+
+# ---------------------------------------------------------------------------
+# ALiBi
+# ---------------------------------------------------------------------------
+
+
+def _power_of_two_slopes(n: int) -> list[float]:
+    start = 2.0 ** (-8.0 / n)  # 2^(-8/n)
+    return [start ** (h + 1) for h in range(n)]
+
+
+def alibi_slopes(n_heads: int) -> torch.Tensor:
+    """Per-head ALiBi slopes (Press et al., 2022).
+
+    For H a power of two: m_h = 2^(-8h/H), h = 1..H (H = 8 gives 1/2, 1/4, ..., 1/256). Otherwise,
+    with n the largest power of two below H, the paper takes the n slopes for n heads and adds
+    every other slope of the 2n-head sequence until there are H. Returns (H,) float32.
+    """
+    _check_int("n_heads", n_heads, 1)
+    n = 2 ** math.floor(math.log2(n_heads))
+    slopes = _power_of_two_slopes(n)
+    if n < n_heads:
+        slopes += _power_of_two_slopes(2 * n)[0::2][: n_heads - n]
+    return torch.tensor(slopes, dtype=torch.float32)  # (H,)
+
+
+def alibi_bias(n_heads: int, T_q: int, T_k: int) -> torch.Tensor:
+    """Causal ALiBi bias: S[h, i, j] += -m_h * (i - j) for keys j <= i, 0 for future keys.
+
+    The T_q queries are the last T_q of the T_k positions (query i sits at T_k - T_q + i), as in
+    cached decoding. Future keys get 0 rather than a bonus; the causal mask removes them.
+    Returns (1, H, T_q, T_k) float32.
+    """
+    _check_int("n_heads", n_heads, 1)
+    _check_int("T_q", T_q, 0)
+    _check_int("T_k", T_k, 0)
+    if T_q > T_k:
+        raise ValueError(f"T_q ({T_q}) must be <= T_k ({T_k}): the queries are the last T_q of the T_k key positions")
+    q_pos = torch.arange(T_k - T_q, T_k)[:, None]  # (T_q, 1)
+    k_pos = torch.arange(T_k)[None, :]  # (1, T_k)
+    distance = (q_pos - k_pos).clamp(min=0).float()  # (T_q, T_k) i - j, 0 for future keys
+    return -alibi_slopes(n_heads)[None, :, None, None] * distance[None, None]  # (1, H, T_q, T_k)
