@@ -1,0 +1,140 @@
+"""Multi-head attention that takes any positional scheme: rotate q and k, or add a score bias.
+
+    S = q k^T / sqrt(d_head) + bias        bias: T5 relative bias or ALiBi, (1 or B, H, T_q, T_k)
+    A = softmax(S masked causally)         queries are the last T_q of the T_k keys
+    out = A v
+
+RoPE is applied after splitting heads and before the cache update, so a plain KV cache holds
+keys already rotated at their absolute positions. A sink cache holds unrotated keys, which are
+rotated by slot when read. Without `return_weights` the fused
+`torch.nn.functional.scaled_dot_product_attention` does the work; with it, the readable path
+below computes the same thing and also returns the weights for plots.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Callable, Union
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from mlbook.transformer.cache import KVCache, SinkCache
+from mlbook.transformer.positional import RotaryEmbedding, _check_int
+
+__all__ = ["MultiHeadAttention", "causal_mask", "PositionBias"]
+
+# A score bias given directly, or a function (T_q, T_k) -> (1 or B, H, T_q, T_k) called once T_k is known.
+PositionBias = Union[torch.Tensor, Callable[[int, int], torch.Tensor], None]
+
+
+def causal_mask(T_q: int, T_k: int, device: torch.device | None = None) -> torch.Tensor:
+    """Boolean (T_q, T_k) mask, True where query i (at position T_k - T_q + i) may see key j <= it."""
+    q_pos = torch.arange(T_k - T_q, T_k, device=device)[:, None]  # (T_q, 1)
+    k_pos = torch.arange(T_k, device=device)[None, :]  # (1, T_k)
+    return k_pos <= q_pos  # (T_q, T_k)
+
+
+class MultiHeadAttention(nn.Module):
+    """Multi-head attention with optional RoPE, additive position bias and a KV or sink cache.
+
+    Args:
+        d_model: model width; split into n_heads heads of d_head = d_model / n_heads.
+        n_heads: number of heads.
+        causal: mask future keys (decoder) or not (encoder, cross-attention).
+        rotary: a RotaryEmbedding to rotate q and k with (None: no rotation).
+        bias: whether the four projections carry a bias.
+        dropout: attention-weight dropout while training.
+    """
+
+    def __init__(
+        self,
+        d_model: int,
+        n_heads: int,
+        *,
+        causal: bool = True,
+        rotary: RotaryEmbedding | None = None,
+        bias: bool = False,
+        dropout: float = 0.0,
+    ) -> None:
+        super().__init__()
+        _check_int("d_model", d_model, 1)
+        _check_int("n_heads", n_heads, 1)
+        if d_model % n_heads != 0:
+            raise ValueError(f"d_model ({d_model}) must be divisible by n_heads ({n_heads})")
+        self.d_model, self.n_heads, self.d_head = d_model, n_heads, d_model // n_heads
+        if rotary is not None and rotary.d_head != self.d_head:
+            raise ValueError(f"rotary.d_head ({rotary.d_head}) must equal d_model / n_heads ({self.d_head})")
+        self.causal, self.rotary, self.dropout = causal, rotary, dropout
+        self.q_proj = nn.Linear(d_model, d_model, bias=bias)
+        self.k_proj = nn.Linear(d_model, d_model, bias=bias)
+        self.v_proj = nn.Linear(d_model, d_model, bias=bias)
+        self.o_proj = nn.Linear(d_model, d_model, bias=bias)
+
+    def _split(self, x: torch.Tensor) -> torch.Tensor:
+        B, T, _ = x.shape
+        return x.view(B, T, self.n_heads, self.d_head).transpose(1, 2)  # (B, H, T, d_head)
+
+    def forward(
+        self,
+        x: torch.Tensor,
+        *,
+        context: torch.Tensor | None = None,
+        cache: KVCache | SinkCache | None = None,
+        position_bias: PositionBias = None,
+        return_weights: bool = False,
+    ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
+        """x: (B, T_q, d_model). context: (B, T_k, d_model) for cross-attention (keys from it).
+
+        Returns (B, T_q, d_model), and the weights (B, H, T_q, T_k) if return_weights.
+        """
+        if x.dim() != 3 or x.shape[-1] != self.d_model:
+            raise ValueError(f"x must be (B, T, d_model={self.d_model}), got {tuple(x.shape)}")
+        if context is not None and cache is not None:
+            raise ValueError("cross-attention (context=...) does not use a cache here; pass cache=None")
+        B, T_q, _ = x.shape
+        src = x if context is None else context
+        q = self._split(self.q_proj(x))  # (B, H, T_q, d_head)
+        k = self._split(self.k_proj(src))  # (B, H, T_src, d_head)
+        v = self._split(self.v_proj(src))  # (B, H, T_src, d_head)
+
+        if cache is not None and cache.rotates_on_read:
+            k, v = cache.update(k, v)  # (B, H, T_k, d_head) unrotated, in slot order
+            if self.rotary is not None:
+                T_k = k.shape[2]
+                k = self.rotary.rotate(k, offset=0)  # (B, H, T_k, d_head) slot s at position s
+                q = self.rotary.rotate(q, offset=T_k - T_q)  # (B, H, T_q, d_head) the last slots
+        else:
+            offset = cache.length if cache is not None else 0  # absolute position of the first query
+            if self.rotary is not None and context is None:
+                q = self.rotary.rotate(q, offset)  # (B, H, T_q, d_head)
+                k = self.rotary.rotate(k, offset)  # (B, H, T_q, d_head) rotated once, at write time
+            if cache is not None:
+                k, v = cache.update(k, v)  # (B, H, T_k, d_head)
+        T_k = k.shape[2]
+
+        bias = position_bias(T_q, T_k) if callable(position_bias) else position_bias
+        mask = causal_mask(T_q, T_k, x.device) if self.causal else None  # (T_q, T_k) bool
+        dropout_p = self.dropout if self.training else 0.0
+
+        if return_weights:
+            scores = (q.float() @ k.float().transpose(-2, -1)) / math.sqrt(self.d_head)  # (B, H, T_q, T_k)
+            if bias is not None:
+                scores = scores + bias.float()
+            if mask is not None:
+                scores = scores.masked_fill(~mask, float("-inf"))
+            weights = scores.softmax(dim=-1)  # (B, H, T_q, T_k) rows sum to 1
+            out = F.dropout(weights, dropout_p, self.training).to(v.dtype) @ v  # (B, H, T_q, d_head)
+        else:
+            if bias is None:
+                attn_mask, is_causal = (None, True) if (mask is not None and T_q == T_k) else (mask, False)
+            else:
+                attn_mask = bias.to(q.dtype)  # (1 or B, H, T_q, T_k)
+                if mask is not None:
+                    attn_mask = attn_mask.masked_fill(~mask, float("-inf"))
+                is_causal = False
+            out = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, dropout_p=dropout_p, is_causal=is_causal)
+
+        out = self.o_proj(out.transpose(1, 2).reshape(B, T_q, self.d_model))  # (B, T_q, d_model)
+        return (out, weights) if return_weights else out

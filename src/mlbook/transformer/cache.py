@@ -1,0 +1,124 @@
+"""Key/value caches for incremental decoding: a plain append-only cache and a StreamingLLM sink cache.
+
+One cache object serves one attention layer. Both expose the same small interface used by
+`MultiHeadAttention`:
+
+    cache.length            tokens currently held
+    cache.seen              tokens ever written (== length for the plain cache)
+    cache.rotates_on_read   False: keys are stored already rotated at their absolute positions
+                            True:  keys are stored unrotated and rotated by slot when read
+    cache.update(k, v)      append (B, H, T, d) keys and values; returns everything held
+"""
+
+from __future__ import annotations
+
+import torch
+
+from mlbook.transformer.positional import _check_int
+
+__all__ = ["KVCache", "SinkCache"]
+
+
+def _check_kv(k: torch.Tensor, v: torch.Tensor) -> None:
+    if not isinstance(k, torch.Tensor) or not isinstance(v, torch.Tensor):
+        raise TypeError("k and v must be torch.Tensors of shape (B, H, T, d_head)")
+    if k.dim() != 4 or v.dim() != 4 or k.shape[:3] != v.shape[:3]:
+        raise ValueError(f"k and v must be (B, H, T, d_head) with matching B, H, T; got {tuple(k.shape)} and {tuple(v.shape)}")
+
+
+class KVCache:
+    """Append-only cache with a fixed capacity (the longest sequence it may hold).
+
+    Keys go in already rotated at their absolute positions, so they stay valid for every
+    later query: the new token's position is simply `length` before the update.
+    """
+
+    rotates_on_read = False
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = _check_int("capacity", capacity, 1)
+        self.k: torch.Tensor | None = None  # (B, H, length, d_head)
+        self.v: torch.Tensor | None = None  # (B, H, length, d_head)
+
+    @property
+    def length(self) -> int:
+        return 0 if self.k is None else self.k.shape[2]
+
+    @property
+    def seen(self) -> int:
+        return self.length
+
+    def update(self, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Append k, v (B, H, T, d_head); returns all keys and values held, (B, H, length, d_head)."""
+        _check_kv(k, v)
+        if self.length + k.shape[2] > self.capacity:
+            raise ValueError(
+                f"KVCache is full: it holds {self.length} of capacity={self.capacity} tokens and cannot take "
+                f"{k.shape[2]} more; create it with a larger capacity, or use SinkCache for unbounded streams"
+            )
+        if self.k is None:
+            self.k, self.v = k, v
+        else:
+            self.k = torch.cat([self.k, k], dim=2)  # (B, H, length + T, d_head)
+            self.v = torch.cat([self.v, v], dim=2)  # (B, H, length + T, d_head)
+        return self.k, self.v
+
+    def reset(self) -> None:
+        self.k = self.v = None
+
+
+class SinkCache:
+    """StreamingLLM cache (Xiao et al., 2023): the first `n_sink` tokens plus the last `window`.
+
+    When full, the oldest non-sink token is evicted. Positions are assigned by slot: the token
+    in slot s is treated as position s, so no rotation or bias ever goes beyond
+    n_sink + window - 1, however long the stream. Keys are therefore stored unrotated and
+    rotated by slot each time they are read. n_sink=0 gives a plain sliding window.
+    """
+
+    rotates_on_read = True
+
+    def __init__(self, n_sink: int, window: int) -> None:
+        self.n_sink = _check_int("n_sink", n_sink, 0)
+        self.window = _check_int("window", window, 1)
+        self.capacity = n_sink + window
+        self.k: torch.Tensor | None = None  # (B, H, length, d_head), unrotated
+        self.v: torch.Tensor | None = None
+        self.seen = 0
+
+    @property
+    def length(self) -> int:
+        return 0 if self.k is None else self.k.shape[2]
+
+    def kept_positions(self) -> list[int]:
+        """Absolute stream positions of the tokens held, in slot order."""
+        n = self.length
+        sinks = list(range(min(self.n_sink, n)))
+        rest = n - len(sinks)
+        return sinks + list(range(self.seen - rest, self.seen))
+
+    def update(self, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Append k, v (B, H, T, d_head), evict past capacity; returns what is held (unrotated keys)."""
+        _check_kv(k, v)
+        T = k.shape[2]
+        if T > 1 and self.length + T > self.capacity:
+            raise ValueError(
+                f"SinkCache can take a chunk of {T} tokens only while it fits (held {self.length}, "
+                f"capacity n_sink + window = {self.capacity}); feed tokens one at a time once the cache is full"
+            )
+        if self.k is None:
+            self.k, self.v = k, v
+        else:
+            self.k = torch.cat([self.k, k], dim=2)  # (B, H, length + T, d_head)
+            self.v = torch.cat([self.v, v], dim=2)
+        self.seen += T
+        if self.length > self.capacity:  # evict the oldest token after the sinks
+            keep = torch.cat([torch.arange(self.n_sink), torch.arange(self.length - self.window, self.length)])
+            keep = keep.to(self.k.device)
+            self.k = self.k.index_select(2, keep)  # (B, H, capacity, d_head)
+            self.v = self.v.index_select(2, keep)
+        return self.k, self.v
+
+    def reset(self) -> None:
+        self.k = self.v = None
+        self.seen = 0

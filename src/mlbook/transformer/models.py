@@ -1,0 +1,492 @@
+"""Tiny Transformers for the chapter's experiments: an encoder block, a GPT, a T5-style encoder-decoder.
+
+All are pre-norm. The GPT follows the LLaMA layout by default (RMSNorm, SwiGLU, no biases),
+so its logits can be checked against Hugging Face's Llama with copied weights; `positional`
+picks where order enters:
+
+    none        nothing (the causal mask still leaks some position)
+    sinusoidal  fixed table added to the token embeddings
+    learned     trained table added to the token embeddings (cannot go past max_len)
+    t5          one RelativePositionBias per stack, added to the scores of every layer
+    rope        q and k rotated in every layer (options in `rope`, passed to RotaryEmbedding)
+    alibi       fixed linear distance penalty added to the scores
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from mlbook.transformer.attention import MultiHeadAttention, PositionBias
+from mlbook.transformer.cache import KVCache, SinkCache
+from mlbook.transformer.positional import (
+    LearnedPositionalEmbedding,
+    RelativePositionBias,
+    RotaryEmbedding,
+    _check_choice,
+    _check_int,
+    alibi_slopes,
+    convert_rotary_weights,
+    sinusoidal_positional_encoding,
+)
+
+__all__ = [
+    "POSITIONAL_SCHEMES",
+    "RMSNorm",
+    "MLP",
+    "TransformerEncoderBlock",
+    "DecoderBlock",
+    "GPTConfig",
+    "GPT",
+    "T5Config",
+    "TinyT5",
+]
+
+POSITIONAL_SCHEMES: tuple[str, ...] = ("none", "sinusoidal", "learned", "t5", "rope", "alibi")
+
+
+class RMSNorm(nn.Module):
+    """y = x / sqrt(mean(x^2) + eps) * g, computed in float32 (Zhang & Sennrich, 2019; LLaMA)."""
+
+    def __init__(self, d: int, eps: float = 1e-5) -> None:
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(d))  # (d,)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        xf = x.float()
+        xf = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + self.eps)  # (..., d)
+        return self.weight * xf.to(x.dtype)
+
+
+def _norm(kind: str, d: int, eps: float) -> nn.Module:
+    return RMSNorm(d, eps) if kind == "rms" else nn.LayerNorm(d, eps=eps)
+
+
+class MLP(nn.Module):
+    """SwiGLU, down(silu(gate x) * up x), or GELU, down(gelu(up x))."""
+
+    def __init__(self, d_model: int, d_ff: int, kind: str = "swiglu", bias: bool = False) -> None:
+        super().__init__()
+        self.kind = _check_choice("mlp", kind, ("swiglu", "gelu"))
+        self.up = nn.Linear(d_model, d_ff, bias=bias)
+        self.gate = nn.Linear(d_model, d_ff, bias=bias) if kind == "swiglu" else None
+        self.down = nn.Linear(d_ff, d_model, bias=bias)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.gate is not None:
+            return self.down(F.silu(self.gate(x)) * self.up(x))  # (..., d_model)
+        return self.down(F.gelu(self.up(x)))  # (..., d_model)
+
+
+class TransformerEncoderBlock(nn.Module):
+    """Pre-norm bidirectional block: x + attn(norm(x)), then x + mlp(norm(x)). No mask.
+
+    With no positional information this block is exactly permutation-equivariant:
+    block(x[:, perm]) == block(x)[:, perm].
+    """
+
+    def __init__(
+        self, d_model: int, n_heads: int, d_ff: int | None = None, dropout: float = 0.0, *,
+        norm: str = "layer", mlp: str = "gelu", bias: bool = True, rotary: RotaryEmbedding | None = None,
+        norm_eps: float = 1e-5,
+    ) -> None:
+        super().__init__()
+        d_ff = 4 * d_model if d_ff is None else _check_int("d_ff", d_ff, 1)
+        _check_choice("norm", norm, ("layer", "rms"))
+        self.norm1, self.norm2 = _norm(norm, d_model, norm_eps), _norm(norm, d_model, norm_eps)
+        self.attn = MultiHeadAttention(d_model, n_heads, causal=False, rotary=rotary, bias=bias)
+        self.mlp = MLP(d_model, d_ff, mlp, bias)
+        self.drop = nn.Dropout(dropout)
+
+    def forward(self, x: torch.Tensor, position_bias: PositionBias = None) -> torch.Tensor:
+        """x: (B, T, d_model) -> (B, T, d_model)."""
+        x = x + self.drop(self.attn(self.norm1(x), position_bias=position_bias))  # (B, T, d_model)
+        return x + self.drop(self.mlp(self.norm2(x)))  # (B, T, d_model)
+
+
+class DecoderBlock(nn.Module):
+    """Pre-norm causal block with optional cross-attention (T5 decoder) and a per-layer cache."""
+
+    def __init__(
+        self, d_model: int, n_heads: int, d_ff: int, *, norm: str, mlp: str, bias: bool, dropout: float,
+        norm_eps: float, rotary: RotaryEmbedding | None = None, cross: bool = False,
+    ) -> None:
+        super().__init__()
+        self.norm1, self.norm2 = _norm(norm, d_model, norm_eps), _norm(norm, d_model, norm_eps)
+        self.attn = MultiHeadAttention(d_model, n_heads, causal=True, rotary=rotary, bias=bias, dropout=dropout)
+        self.cross = MultiHeadAttention(d_model, n_heads, causal=False, bias=bias) if cross else None
+        self.norm_cross = _norm(norm, d_model, norm_eps) if cross else None
+        self.mlp = MLP(d_model, d_ff, mlp, bias)
+        self.drop = nn.Dropout(dropout)
+
+    def forward(
+        self, x: torch.Tensor, *, cache: KVCache | SinkCache | None = None, position_bias: PositionBias = None,
+        memory: torch.Tensor | None = None, return_weights: bool = False,
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """x: (B, T, d_model); memory: (B, T_src, d_model) encoder output. Returns (x, weights or None)."""
+        out = self.attn(self.norm1(x), cache=cache, position_bias=position_bias, return_weights=return_weights)
+        h, w = out if return_weights else (out, None)
+        x = x + self.drop(h)  # (B, T, d_model)
+        if self.cross is not None:
+            x = x + self.drop(self.cross(self.norm_cross(x), context=memory))  # (B, T, d_model)
+        return x + self.drop(self.mlp(self.norm2(x))), w  # (B, T, d_model)
+
+
+@dataclass
+class GPTConfig:
+    """A tiny decoder-only model. `max_len` is the trained context (T_max for learned positions)."""
+
+    vocab_size: int = 256
+    d_model: int = 128
+    n_heads: int = 4
+    n_layers: int = 2
+    max_len: int = 128
+    positional: str = "rope"
+    d_ff: int | None = None  # default 4 * d_model
+    rope: dict[str, Any] = field(default_factory=dict)  # RotaryEmbedding options: base, scaling, factor, pairing ...
+    t5_num_buckets: int = 32
+    t5_max_distance: int = 128
+    norm: str = "rms"
+    mlp: str = "swiglu"
+    bias: bool = False
+    tie_embeddings: bool = False
+    dropout: float = 0.0
+    norm_eps: float = 1e-5
+
+    def __post_init__(self) -> None:
+        for name in ("vocab_size", "d_model", "n_heads", "n_layers", "max_len"):
+            _check_int(name, getattr(self, name), 1)
+        if self.d_model % self.n_heads != 0:
+            raise ValueError(f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads})")
+        _check_choice("positional", self.positional, POSITIONAL_SCHEMES)
+        _check_choice("norm", self.norm, ("rms", "layer"))
+        _check_choice("mlp", self.mlp, ("swiglu", "gelu"))
+        if not isinstance(self.rope, dict):
+            raise TypeError(f"rope must be a dict of RotaryEmbedding options, got {type(self.rope).__name__}")
+        if self.rope and self.positional != "rope":
+            raise ValueError(f"rope options were given but positional={self.positional!r}; use positional='rope'")
+
+    def replace(self, **changes: Any) -> "GPTConfig":
+        return dataclasses.replace(self, **changes)
+
+
+class GPT(nn.Module):
+    """Decoder-only language model with a choice of positional scheme and cached generation."""
+
+    def __init__(self, config: GPTConfig) -> None:
+        super().__init__()
+        if not isinstance(config, GPTConfig):
+            raise TypeError(f"config must be a GPTConfig, got {type(config).__name__}")
+        c = self.config = config
+        d_ff = c.d_ff or 4 * c.d_model
+        self.tok_emb = nn.Embedding(c.vocab_size, c.d_model)  # (V, d_model)
+        self.pos_emb = LearnedPositionalEmbedding(c.max_len, c.d_model) if c.positional == "learned" else None
+        self.rotary = None
+        if c.positional == "rope":
+            rope = dict(c.rope)
+            if rope.get("scaling", "none") in ("dynamic", "yarn", "llama3"):
+                rope.setdefault("original_max_len", c.max_len)
+            self.rotary = RotaryEmbedding(c.d_model // c.n_heads, **rope)  # shared by every layer
+        self.rel_bias = (
+            RelativePositionBias(c.n_heads, c.t5_num_buckets, c.t5_max_distance, bidirectional=False)
+            if c.positional == "t5" else None
+        )  # one table for the whole stack, as in T5
+        if c.positional == "alibi":
+            self.register_buffer("alibi_slopes", alibi_slopes(c.n_heads), persistent=False)  # (H,)
+        self.blocks = nn.ModuleList(
+            DecoderBlock(c.d_model, c.n_heads, d_ff, norm=c.norm, mlp=c.mlp, bias=c.bias, dropout=c.dropout,
+                         norm_eps=c.norm_eps, rotary=self.rotary)
+            for _ in range(c.n_layers)
+        )
+        self.norm_f = _norm(c.norm, c.d_model, c.norm_eps)
+        self.lm_head = nn.Linear(c.d_model, c.vocab_size, bias=False)
+        self.apply(self._init_weights)
+        if c.tie_embeddings:
+            self.lm_head.weight = self.tok_emb.weight
+
+    @staticmethod
+    def _init_weights(module: nn.Module) -> None:
+        if isinstance(module, (nn.Linear, nn.Embedding)):
+            nn.init.normal_(module.weight, mean=0.0, std=0.02)
+            if isinstance(module, nn.Linear) and module.bias is not None:
+                nn.init.zeros_(module.bias)
+
+    def num_params(self) -> int:
+        return sum(p.numel() for p in self.parameters())
+
+    # -- positions ---------------------------------------------------------------------------
+
+    def _score_bias(self, B: int) -> PositionBias:
+        if self.rel_bias is not None:
+            return lambda T_q, T_k: self.rel_bias(T_q, T_k)  # (1, H, T_q, T_k)
+        if self.config.positional == "alibi":
+            def alibi(T_q: int, T_k: int) -> torch.Tensor:
+                dev = self.alibi_slopes.device
+                q_pos = torch.arange(T_k - T_q, T_k, device=dev)[:, None]  # (T_q, 1)
+                dist = (q_pos - torch.arange(T_k, device=dev)[None, :]).clamp(min=0)  # (T_q, T_k) i - j
+                return -self.alibi_slopes[None, :, None, None] * dist[None, None]  # (1, H, T_q, T_k)
+            return alibi
+        return None
+
+    def _absolute(self, T: int, offset: int, device: torch.device) -> torch.Tensor | None:
+        if self.pos_emb is not None:
+            return self.pos_emb(T, offset)  # (1, T, d_model); raises past max_len
+        if self.config.positional == "sinusoidal":
+            pe = sinusoidal_positional_encoding(offset + T, self.config.d_model)[offset:]  # (T, d_model)
+            return pe.to(device)[None]  # (1, T, d_model)
+        return None
+
+    # -- forward and generation -------------------------------------------------------------
+
+    def forward(
+        self,
+        idx: torch.Tensor,
+        caches: list[KVCache | SinkCache] | None = None,
+        return_attention: bool = False,
+    ) -> torch.Tensor | tuple[torch.Tensor, list[torch.Tensor]]:
+        """idx: (B, T) token ids -> logits (B, T, vocab); with return_attention also the
+        per-layer weights [(B, H, T, T_k)]. With caches, idx holds the new tokens only."""
+        if not isinstance(idx, torch.Tensor) or idx.dim() != 2 or idx.dtype not in (torch.long, torch.int, torch.int32):
+            raise TypeError("idx must be an integer tensor of token ids with shape (B, T)")
+        B, T = idx.shape
+        if caches is not None and len(caches) != len(self.blocks):
+            raise ValueError(f"caches must hold one cache per layer ({len(self.blocks)}), got {len(caches)}")
+        sink = caches is not None and caches[0].rotates_on_read
+        if sink and self.config.positional in ("learned", "sinusoidal"):
+            raise ValueError(
+                "a SinkCache assigns positions by cache slot, which absolute encodings (learned, sinusoidal) "
+                "cannot follow: their positions are baked into the cached values; use rope, alibi, t5 or none"
+            )
+        offset = caches[0].length if caches is not None else 0
+        x = self.tok_emb(idx)  # (B, T, d_model)
+        pos = self._absolute(T, offset, idx.device)
+        if pos is not None:
+            x = x + pos.to(x.dtype)  # (B, T, d_model)
+        bias = self._score_bias(B)
+        weights = []
+        for i, block in enumerate(self.blocks):
+            x, w = block(x, cache=None if caches is None else caches[i], position_bias=bias,
+                         return_weights=return_attention)
+            weights.append(w)
+        logits = self.lm_head(self.norm_f(x))  # (B, T, vocab)
+        return (logits, weights) if return_attention else logits
+
+    def new_caches(self, kind: str = "kv", *, capacity: int | None = None, n_sink: int = 4,
+                   window: int | None = None) -> list[KVCache | SinkCache]:
+        """One cache per layer: kind="kv" (capacity tokens) or "sink" (n_sink + window tokens)."""
+        _check_choice("kind", kind, ("kv", "sink"))
+        if kind == "kv":
+            cap = capacity if capacity is not None else self.config.max_len
+            return [KVCache(cap) for _ in self.blocks]
+        win = window if window is not None else self.config.max_len - n_sink
+        return [SinkCache(n_sink, win) for _ in self.blocks]
+
+    @torch.no_grad()
+    def generate(
+        self,
+        idx: torch.Tensor,
+        max_new_tokens: int,
+        *,
+        temperature: float = 1.0,
+        top_k: int | None = None,
+        cache: str = "kv",
+        n_sink: int = 4,
+        window: int | None = None,
+        generator: torch.Generator | None = None,
+    ) -> torch.Tensor:
+        """Extend idx (B, T) by max_new_tokens, feeding one token at a time through the cache.
+
+        temperature=0 is greedy. cache="kv" keeps everything (up to the prompt plus the new
+        tokens); cache="sink" streams with n_sink sinks and a sliding window.
+        """
+        _check_int("max_new_tokens", max_new_tokens, 0)
+        if temperature < 0:
+            raise ValueError(f"temperature must be >= 0, got {temperature}")
+        caches = self.new_caches(cache, capacity=idx.shape[1] + max_new_tokens, n_sink=n_sink, window=window)
+        out = idx
+        if cache == "sink" and idx.shape[1] > caches[0].capacity:
+            logits = None
+            for t in range(idx.shape[1]):
+                logits = self(idx[:, t : t + 1], caches)
+        else:
+            logits = self(idx, caches)  # prefill: (B, T, vocab)
+        for _ in range(max_new_tokens):
+            last = logits[:, -1, :].float()  # (B, vocab)
+            if temperature == 0:
+                nxt = last.argmax(dim=-1, keepdim=True)  # (B, 1)
+            else:
+                last = last / temperature
+                if top_k is not None:
+                    kth = torch.topk(last, min(top_k, last.shape[-1])).values[:, -1:]  # (B, 1)
+                    last = last.masked_fill(last < kth, float("-inf"))
+                nxt = torch.multinomial(last.softmax(-1), 1, generator=generator)  # (B, 1)
+            out = torch.cat([out, nxt], dim=1)  # (B, T + 1)
+            logits = self(nxt, caches)  # (B, 1, vocab)
+        return out
+
+    # -- interoperability -------------------------------------------------------------------
+
+    @classmethod
+    def from_hf_llama(cls, hf_model: nn.Module, pairing: str = "half") -> "GPT":
+        """Copy a Hugging Face LlamaForCausalLM's weights into a GPT (positional="rope").
+
+        pairing="interleaved" converts the q and k projections with `convert_rotary_weights`,
+        so the model computes the same attention scores in the other RoPE layout.
+        """
+        _check_choice("pairing", pairing, ("half", "interleaved"))
+        hc = hf_model.config
+        n_kv = getattr(hc, "num_key_value_heads", None) or hc.num_attention_heads
+        if n_kv != hc.num_attention_heads:
+            raise ValueError("grouped-query attention (num_key_value_heads != num_attention_heads) is not supported")
+        if getattr(hc, "head_dim", None) not in (None, hc.hidden_size // hc.num_attention_heads):
+            raise ValueError("head_dim must equal hidden_size / num_attention_heads")
+        rope: dict[str, Any] = {"base": float(getattr(hc, "rope_theta", 10000.0)), "pairing": pairing}
+        scaling = getattr(hc, "rope_scaling", None) or {}
+        kind = scaling.get("rope_type", scaling.get("type", "default"))
+        mapping = {"default": "none", "linear": "linear", "dynamic": "dynamic", "yarn": "yarn", "llama3": "llama3"}
+        if kind not in mapping:
+            raise ValueError(f"unsupported rope_scaling type {kind!r}; supported: {', '.join(mapping)}")
+        if kind != "default":
+            rope.update(scaling=mapping[kind], factor=float(scaling["factor"]))
+            orig = scaling.get("original_max_position_embeddings", hc.max_position_embeddings)
+            if mapping[kind] in ("dynamic", "yarn", "llama3"):
+                rope["original_max_len"] = int(orig)
+            for key in ("beta_fast", "beta_slow", "low_freq_factor", "high_freq_factor"):
+                if key in scaling:
+                    rope[key] = float(scaling[key])
+        config = GPTConfig(
+            vocab_size=hc.vocab_size, d_model=hc.hidden_size, n_heads=hc.num_attention_heads,
+            n_layers=hc.num_hidden_layers, max_len=hc.max_position_embeddings, positional="rope",
+            d_ff=hc.intermediate_size, rope=rope, norm="rms", mlp="swiglu",
+            bias=bool(getattr(hc, "attention_bias", False)), tie_embeddings=bool(hc.tie_word_embeddings),
+            norm_eps=hc.rms_norm_eps,
+        )
+        model = cls(config)
+        src = hf_model.model
+        H = config.n_heads
+
+        def qk(w: torch.Tensor) -> torch.Tensor:
+            return convert_rotary_weights(w, H, "interleaved") if pairing == "interleaved" else w
+
+        with torch.no_grad():
+            model.tok_emb.weight.copy_(src.embed_tokens.weight)
+            for ours, theirs in zip(model.blocks, src.layers):
+                a, t = ours.attn, theirs.self_attn
+                a.q_proj.weight.copy_(qk(t.q_proj.weight))
+                a.k_proj.weight.copy_(qk(t.k_proj.weight))
+                a.v_proj.weight.copy_(t.v_proj.weight)
+                a.o_proj.weight.copy_(t.o_proj.weight)
+                if config.bias:
+                    a.q_proj.bias.copy_(qk(t.q_proj.bias))
+                    a.k_proj.bias.copy_(qk(t.k_proj.bias))
+                    a.v_proj.bias.copy_(t.v_proj.bias)
+                    a.o_proj.bias.copy_(t.o_proj.bias)
+                ours.norm1.weight.copy_(theirs.input_layernorm.weight)
+                ours.norm2.weight.copy_(theirs.post_attention_layernorm.weight)
+                ours.mlp.gate.weight.copy_(theirs.mlp.gate_proj.weight)
+                ours.mlp.up.weight.copy_(theirs.mlp.up_proj.weight)
+                ours.mlp.down.weight.copy_(theirs.mlp.down_proj.weight)
+            model.norm_f.weight.copy_(src.norm.weight)
+            if not config.tie_embeddings:
+                model.lm_head.weight.copy_(hf_model.lm_head.weight)
+        return model
+
+
+@dataclass
+class T5Config:
+    """A tiny encoder-decoder. positional="t5" shares one bias per stack; "learned"/"sinusoidal"/"none" for contrast."""
+
+    vocab_size: int = 64
+    d_model: int = 64
+    n_heads: int = 4
+    n_encoder_layers: int = 2
+    n_decoder_layers: int = 2
+    max_len: int = 64
+    positional: str = "t5"
+    d_ff: int | None = None
+    num_buckets: int = 32
+    max_distance: int = 128
+    dropout: float = 0.0
+    norm_eps: float = 1e-6
+
+    def __post_init__(self) -> None:
+        for name in ("vocab_size", "d_model", "n_heads", "n_encoder_layers", "n_decoder_layers", "max_len"):
+            _check_int(name, getattr(self, name), 1)
+        _check_choice("positional", self.positional, ("t5", "learned", "sinusoidal", "none"))
+
+
+class TinyT5(nn.Module):
+    """T5-style encoder-decoder: relative bias shared across the layers of each stack
+    (bidirectional in the encoder, causal in the decoder), none in cross-attention."""
+
+    def __init__(self, config: T5Config) -> None:
+        super().__init__()
+        c = self.config = config
+        d_ff = c.d_ff or 4 * c.d_model
+        self.emb = nn.Embedding(c.vocab_size, c.d_model)  # shared by encoder, decoder (T5)
+        t5 = c.positional == "t5"
+        self.enc_bias = RelativePositionBias(c.n_heads, c.num_buckets, c.max_distance, bidirectional=True) if t5 else None
+        self.dec_bias = RelativePositionBias(c.n_heads, c.num_buckets, c.max_distance, bidirectional=False) if t5 else None
+        self.enc_pos = LearnedPositionalEmbedding(c.max_len, c.d_model) if c.positional == "learned" else None
+        self.dec_pos = LearnedPositionalEmbedding(c.max_len, c.d_model) if c.positional == "learned" else None
+        self.encoder = nn.ModuleList(
+            TransformerEncoderBlock(c.d_model, c.n_heads, d_ff, c.dropout, norm="rms", mlp="gelu", bias=False,
+                                    norm_eps=c.norm_eps)
+            for _ in range(c.n_encoder_layers)
+        )
+        self.decoder = nn.ModuleList(
+            DecoderBlock(c.d_model, c.n_heads, d_ff, norm="rms", mlp="gelu", bias=False, dropout=c.dropout,
+                         norm_eps=c.norm_eps, cross=True)
+            for _ in range(c.n_decoder_layers)
+        )
+        self.enc_norm, self.dec_norm = RMSNorm(c.d_model, c.norm_eps), RMSNorm(c.d_model, c.norm_eps)
+        self.lm_head = nn.Linear(c.d_model, c.vocab_size, bias=False)
+        self.apply(GPT._init_weights)
+
+    def _embed(self, ids: torch.Tensor, table: LearnedPositionalEmbedding | None) -> torch.Tensor:
+        x = self.emb(ids)  # (B, T, d_model)
+        T = ids.shape[1]
+        if table is not None:
+            x = x + table(T)  # (B, T, d_model); raises past max_len
+        elif self.config.positional == "sinusoidal":
+            x = x + sinusoidal_positional_encoding(T, self.config.d_model).to(x.device, x.dtype)[None]
+        return x
+
+    def encode(self, src: torch.Tensor) -> torch.Tensor:
+        """src: (B, T_src) -> memory (B, T_src, d_model)."""
+        x = self._embed(src, self.enc_pos)
+        T = src.shape[1]
+        bias = self.enc_bias(T, T) if self.enc_bias is not None else None  # (1, H, T, T), computed once
+        for block in self.encoder:
+            x = block(x, position_bias=bias)
+        return self.enc_norm(x)
+
+    def decode(self, tgt: torch.Tensor, memory: torch.Tensor) -> torch.Tensor:
+        """tgt: (B, T_tgt) decoder inputs -> logits (B, T_tgt, vocab)."""
+        x = self._embed(tgt, self.dec_pos)
+        T = tgt.shape[1]
+        bias = self.dec_bias(T, T) if self.dec_bias is not None else None  # (1, H, T, T)
+        for block in self.decoder:
+            x, _ = block(x, position_bias=bias, memory=memory)
+        return self.lm_head(self.dec_norm(x))
+
+    def forward(self, src: torch.Tensor, tgt: torch.Tensor) -> torch.Tensor:
+        """Teacher-forced logits (B, T_tgt, vocab)."""
+        return self.decode(tgt, self.encode(src))
+
+    @torch.no_grad()
+    def generate(self, src: torch.Tensor, max_new_tokens: int, bos_id: int = 0) -> torch.Tensor:
+        """Greedy decoding: returns (B, max_new_tokens) ids, the start token excluded."""
+        _check_int("max_new_tokens", max_new_tokens, 0)
+        memory = self.encode(src)
+        out = torch.full((src.shape[0], 1), bos_id, dtype=torch.long, device=src.device)
+        for _ in range(max_new_tokens):
+            nxt = self.decode(out, memory)[:, -1].argmax(-1, keepdim=True)  # (B, 1)
+            out = torch.cat([out, nxt], dim=1)
+        return out[:, 1:]
