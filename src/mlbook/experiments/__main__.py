@@ -1,0 +1,42 @@
+"""Command line: `python -m mlbook.experiments list` and
+`python -m mlbook.experiments run NAME [--budget quick|full] [--device auto|cpu|cuda|mps]`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from mlbook.experiments.registry import BUDGETS, REGISTRY, _get, result_path, run_experiment
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m mlbook.experiments", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("list", help="list the experiments")
+    run = sub.add_parser("run", help="run one experiment and write its JSON result under results/")
+    run.add_argument("name")
+    run.add_argument("--budget", choices=BUDGETS, default="quick")
+    run.add_argument("--device", default="auto", help="auto (cuda, then mps, then cpu), cpu, cuda, cuda:N or mps")
+    run.add_argument("--no-save", action="store_true", help="print the result without writing it")
+    args = parser.parse_args(argv)
+
+    if args.command == "list":
+        from mlbook.experiments import catalog  # noqa: F401
+
+        for name in sorted(REGISTRY):
+            print(f"{name:24s} {REGISTRY[name].title}")
+        return 0
+    try:
+        _get(args.name)
+        record = run_experiment(args.name, args.budget, args.device, save=not args.no_save)
+    except ValueError as err:
+        parser.error(str(err))
+    print(json.dumps(record["results"], indent=1))
+    where = "" if args.no_save else f" -> {result_path(args.name, args.budget)}"
+    print(f"{args.name} ({args.budget}) on {record['device']} in {record['elapsed_s']} s{where}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,113 @@
+"""Data with no download: the standard library's own documentation, at character level, and a
+synthetic passkey-retrieval task.
+
+The corpus is `pydoc_data.topics`, the help texts that ship with every CPython (about 0.46 M
+characters of English prose and code). Its exact text varies a little between Python versions,
+so every result records the version it was computed on.
+"""
+
+from __future__ import annotations
+
+import random
+import sys
+from dataclasses import dataclass
+
+import torch
+
+from mlbook.transformer.positional import _check_int
+
+__all__ = ["CharTokenizer", "TOKENIZER", "corpus_text", "corpus_tokens", "split_tokens", "random_windows",
+           "PasskeyTask"]
+
+
+class CharTokenizer:
+    """A fixed character vocabulary: newline, printable ASCII 32..126, and one unknown id (96)."""
+
+    def __init__(self) -> None:
+        self.chars = ["\n"] + [chr(c) for c in range(32, 127)]
+        self.stoi = {ch: i for i, ch in enumerate(self.chars)}
+        self.unk = len(self.chars)
+        self.vocab_size = len(self.chars) + 1
+
+    def encode(self, text: str) -> torch.Tensor:
+        return torch.tensor([self.stoi.get(ch, self.unk) for ch in text], dtype=torch.long)
+
+    def decode(self, ids: torch.Tensor | list[int]) -> str:
+        return "".join(self.chars[i] if i < self.unk else "?" for i in (ids.tolist() if torch.is_tensor(ids) else ids))
+
+
+TOKENIZER = CharTokenizer()
+
+
+def corpus_text() -> str:
+    """The concatenated help topics of this Python's `pydoc_data`, in a fixed (sorted) order."""
+    from pydoc_data.topics import topics
+
+    return "\n\n".join(topics[key].strip() for key in sorted(topics))
+
+
+_CACHE: dict[str, torch.Tensor] = {}
+
+
+def corpus_tokens() -> torch.Tensor:
+    """The corpus as a 1-D long tensor of character ids (cached)."""
+    key = sys.version
+    if key not in _CACHE:
+        _CACHE[key] = TOKENIZER.encode(corpus_text())
+    return _CACHE[key]
+
+
+def split_tokens(tokens: torch.Tensor, val_fraction: float = 0.1) -> tuple[torch.Tensor, torch.Tensor]:
+    """Train on the first 1 - val_fraction of the stream, evaluate on the rest (no overlap)."""
+    if not 0.0 < val_fraction < 1.0:
+        raise ValueError(f"val_fraction must be in (0, 1), got {val_fraction}")
+    cut = int(len(tokens) * (1 - val_fraction))
+    return tokens[:cut], tokens[cut:]
+
+
+def random_windows(tokens: torch.Tensor, batch_size: int, length: int, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+    """A batch of (inputs, targets), each (batch_size, length), shifted by one character."""
+    _check_int("batch_size", batch_size, 1)
+    _check_int("length", length, 1)
+    if len(tokens) <= length + 1:
+        raise ValueError(f"length ({length}) must be shorter than the token stream ({len(tokens)})")
+    start = torch.randint(0, len(tokens) - length - 1, (batch_size,), generator=generator)  # (B,)
+    offsets = torch.arange(length + 1)  # (length + 1,)
+    window = tokens[start[:, None] + offsets[None, :]]  # (B, length + 1)
+    return window[:, :-1], window[:, 1:]
+
+
+@dataclass
+class PasskeyTask:
+    """A key hidden in filler, to be recalled at the end (Mohtashami & Jaggi, 2023, in miniature).
+
+    A sequence of exactly `length` characters: filler sentences, with the sentence
+    "the pass key is NNNNN. " inserted at `depth` (0 = start, 1 = just before the question),
+    ending in the question "what is the pass key? NNNNN" whose digits are the targets.
+    """
+
+    n_digits: int = 5
+    filler: str = "the grass is green. the sky is blue. the sun is yellow. here we go again. "
+
+    def sample(self, length: int, depth: float, rng: random.Random) -> tuple[str, str]:
+        """Returns (text, key); text has exactly `length` characters and ends with the key."""
+        key = "".join(rng.choice("0123456789") for _ in range(self.n_digits))
+        needle = f"the pass key is {key}. "
+        question = f"what is the pass key? {key}"
+        room = length - len(needle) - len(question)
+        if room < 0:
+            raise ValueError(f"length {length} is too short for the passkey task (needs {len(needle) + len(question)})")
+        if not 0.0 <= depth <= 1.0:
+            raise ValueError(f"depth must be in [0, 1], got {depth}")
+        shift = rng.randrange(len(self.filler))
+        filler = (self.filler * (room // len(self.filler) + 2))[shift : shift + room]
+        at = int(round(depth * room))
+        return filler[:at] + needle + filler[at:] + question, key
+
+    def batch(self, batch_size: int, length: int, rng: random.Random, depth: float | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """(inputs, targets), each (B, length - 1); targets are -100 except on the key's digits."""
+        rows = [self.sample(length, rng.random() if depth is None else depth, rng)[0] for _ in range(batch_size)]
+        ids = torch.stack([TOKENIZER.encode(r) for r in rows])  # (B, length)
+        targets = torch.full_like(ids[:, 1:], -100)  # (B, length - 1) ignore everything ...
+        targets[:, -self.n_digits :] = ids[:, -self.n_digits :]  # ... but the digits of the answer
+        return ids[:, :-1], targets

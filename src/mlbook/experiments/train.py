@@ -1,0 +1,156 @@
+"""One training and evaluation loop for every experiment: AdamW, linear warm-up then cosine decay,
+fixed seeds, a tqdm progress bar with loss and tokens/s, and automatic device choice."""
+
+from __future__ import annotations
+
+import math
+import os
+import random
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from mlbook.transformer.positional import _check_int
+
+__all__ = ["TrainConfig", "pick_device", "seed_everything", "lr_at", "train", "evaluate_loss", "BatchFn"]
+
+# A function (step, generator) -> (inputs, targets) on the CPU; targets of -100 are ignored.
+BatchFn = Callable[[int, torch.Generator], tuple[torch.Tensor, torch.Tensor]]
+
+
+@dataclass
+class TrainConfig:
+    steps: int = 300
+    batch_size: int = 16
+    lr: float = 3e-3
+    min_lr_ratio: float = 0.1
+    warmup_steps: int = 30
+    weight_decay: float = 0.1
+    grad_clip: float = 1.0
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        _check_int("steps", self.steps, 1)
+        _check_int("batch_size", self.batch_size, 1)
+        _check_int("warmup_steps", self.warmup_steps, 0)
+        if not self.lr > 0:
+            raise ValueError(f"lr must be > 0, got {self.lr}")
+
+
+def pick_device(preference: str | None = None) -> torch.device:
+    """'auto' (or None) picks cuda, then mps, then cpu; otherwise the named device, checked."""
+    pref = (preference or os.environ.get("MLBOOK_DEVICE") or "auto").lower()
+    if pref == "auto":
+        if torch.cuda.is_available():
+            return torch.device("cuda")
+        if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
+            return torch.device("mps")
+        return torch.device("cpu")
+    if pref.startswith("cuda") and not torch.cuda.is_available():
+        raise ValueError("device 'cuda' was asked for but torch.cuda.is_available() is False; use --device cpu or auto")
+    if pref == "mps" and not (getattr(torch.backends, "mps", None) and torch.backends.mps.is_available()):
+        raise ValueError("device 'mps' was asked for but is not available; use --device cpu or auto")
+    if pref not in ("cpu", "mps") and not pref.startswith("cuda"):
+        raise ValueError(f"unknown device {preference!r}; valid: 'auto', 'cpu', 'cuda', 'cuda:N', 'mps'")
+    return torch.device(pref)
+
+
+def seed_everything(seed: int) -> torch.Generator:
+    random.seed(seed)
+    torch.manual_seed(seed)
+    return torch.Generator().manual_seed(seed)
+
+
+def lr_at(step: int, cfg: TrainConfig) -> float:
+    """Linear warm-up to cfg.lr over warmup_steps, then cosine decay to min_lr_ratio * lr."""
+    if step < cfg.warmup_steps:
+        return cfg.lr * (step + 1) / cfg.warmup_steps
+    progress = (step - cfg.warmup_steps) / max(1, cfg.steps - cfg.warmup_steps)
+    cosine = 0.5 * (1 + math.cos(math.pi * min(progress, 1.0)))
+    return cfg.lr * (cfg.min_lr_ratio + (1 - cfg.min_lr_ratio) * cosine)
+
+
+def _loss(model: nn.Module, x: torch.Tensor, y: torch.Tensor, forward: Callable | None) -> torch.Tensor:
+    logits = forward(model, x) if forward is not None else model(x)  # (B, T, V)
+    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), y.reshape(-1), ignore_index=-100)
+
+
+def train(
+    model: nn.Module,
+    batches: BatchFn,
+    cfg: TrainConfig,
+    device: torch.device | str | None = None,
+    *,
+    desc: str = "train",
+    progress: bool = True,
+    forward: Callable[[nn.Module, torch.Tensor], torch.Tensor] | None = None,
+) -> dict:
+    """Train in place; returns {"loss": [per-step losses], "tokens_per_s": float, "seconds": float}.
+
+    `forward(model, inputs)` overrides how logits are computed (e.g. an encoder-decoder).
+    """
+    device = pick_device(device if isinstance(device, str) or device is None else str(device))
+    model.to(device).train()
+    gen = seed_everything(cfg.seed)
+    decay = [p for n, p in model.named_parameters() if p.dim() >= 2 and p.requires_grad]
+    no_decay = [p for n, p in model.named_parameters() if p.dim() < 2 and p.requires_grad]
+    opt = torch.optim.AdamW(
+        [{"params": decay, "weight_decay": cfg.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
+        lr=cfg.lr, betas=(0.9, 0.95),
+    )
+    losses: list[float] = []
+    tokens = 0
+    start = time.perf_counter()
+    bar = _progress(range(cfg.steps), desc, progress)
+    for step in bar:
+        for group in opt.param_groups:
+            group["lr"] = lr_at(step, cfg)
+        x, y = batches(step, gen)
+        x, y = x.to(device), y.to(device)
+        loss = _loss(model, x, y, forward)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        if cfg.grad_clip:
+            nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
+        opt.step()
+        losses.append(loss.item())
+        tokens += x.numel()
+        if hasattr(bar, "set_postfix") and (step % 10 == 0 or step == cfg.steps - 1):
+            bar.set_postfix(loss=f"{losses[-1]:.3f}", tok_s=f"{tokens / (time.perf_counter() - start):,.0f}")
+    seconds = time.perf_counter() - start
+    model.eval()
+    return {"loss": losses, "tokens_per_s": tokens / seconds, "seconds": seconds}
+
+
+def _progress(iterable, desc: str, enabled: bool):  # type: ignore[no-untyped-def]
+    if not enabled or os.environ.get("MLBOOK_NO_PROGRESS"):
+        return iterable
+    from tqdm.auto import tqdm
+
+    return tqdm(iterable, desc=desc, leave=False, mininterval=1.0)
+
+
+@torch.no_grad()
+def evaluate_loss(
+    model: nn.Module,
+    batches: Callable[[int], tuple[torch.Tensor, torch.Tensor]],
+    n_batches: int,
+    device: torch.device | str | None = None,
+    forward: Callable[[nn.Module, torch.Tensor], torch.Tensor] | None = None,
+) -> float:
+    """Mean cross-entropy (nats per predicted token) over n_batches from batches(i)."""
+    device = pick_device(device if isinstance(device, str) or device is None else str(device))
+    model.to(device).eval()
+    total, count = 0.0, 0
+    for i in range(n_batches):
+        x, y = batches(i)
+        x, y = x.to(device), y.to(device)
+        logits = forward(model, x) if forward is not None else model(x)
+        flat = F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), y.reshape(-1), ignore_index=-100, reduction="sum")
+        total += flat.item()
+        count += int((y != -100).sum())
+    return total / max(count, 1)
