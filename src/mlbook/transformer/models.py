@@ -30,7 +30,7 @@ from mlbook.transformer.positional import (
     RotaryEmbedding,
     _check_choice,
     _check_int,
-    alibi_slopes,
+    alibi_bias,
     convert_rotary_weights,
     sinusoidal_positional_encoding,
 )
@@ -197,8 +197,6 @@ class GPT(nn.Module):
             RelativePositionBias(c.n_heads, c.t5_num_buckets, c.t5_max_distance, bidirectional=False)
             if c.positional == "t5" else None
         )  # one table for the whole stack, as in T5
-        if c.positional == "alibi":
-            self.register_buffer("alibi_slopes", alibi_slopes(c.n_heads), persistent=False)  # (H,)
         self.blocks = nn.ModuleList(
             DecoderBlock(c.d_model, c.n_heads, d_ff, norm=c.norm, mlp=c.mlp, bias=c.bias, dropout=c.dropout,
                          norm_eps=c.norm_eps, rotary=self.rotary)
@@ -226,12 +224,8 @@ class GPT(nn.Module):
         if self.rel_bias is not None:
             return lambda T_q, T_k: self.rel_bias(T_q, T_k)  # (1, H, T_q, T_k)
         if self.config.positional == "alibi":
-            def alibi(T_q: int, T_k: int) -> torch.Tensor:
-                dev = self.alibi_slopes.device
-                q_pos = torch.arange(T_k - T_q, T_k, device=dev)[:, None]  # (T_q, 1)
-                dist = (q_pos - torch.arange(T_k, device=dev)[None, :]).clamp(min=0)  # (T_q, T_k) i - j
-                return -self.alibi_slopes[None, :, None, None] * dist[None, None]  # (1, H, T_q, T_k)
-            return alibi
+            device = self.tok_emb.weight.device
+            return lambda T_q, T_k: alibi_bias(self.config.n_heads, T_q, T_k, device)  # (1, H, T_q, T_k)
         return None
 
     def _absolute(self, T: int, offset: int, device: torch.device) -> torch.Tensor | None:

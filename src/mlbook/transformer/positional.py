@@ -204,6 +204,7 @@ class RelativePositionBias(nn.Module):
             if T_q > T_k:
                 raise ValueError(f"T_q ({T_q}) > T_k ({T_k}): pass query_offset to say where the queries sit")
             query_offset = T_k - T_q
+        _check_int("query_offset", query_offset, 0)
         device = self.table.weight.device
         q_pos = torch.arange(query_offset, query_offset + T_q, device=device)[:, None]  # (T_q, 1)
         k_pos = torch.arange(T_k, device=device)[None, :]  # (1, T_k)
@@ -406,7 +407,8 @@ def apply_rotary(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, pairing:
 
     For a pair (a, b) at angle t this is (a cos t - b sin t, b cos t + a sin t), i.e. the
     complex product (a + ib) e^{it}. x: (..., T, d_head); cos, sin: (T, d_head) in the layout
-    of `pairing`, as returned by RotaryEmbedding. Computed in float32, returned in x.dtype.
+    of `pairing`, as returned by RotaryEmbedding. Computed in float32 (float64 for float64 x),
+    returned in x.dtype.
     """
     _check_choice("pairing", pairing, ROPE_PAIRINGS)
     if cos.shape != sin.shape or cos.dim() != 2:
@@ -414,8 +416,8 @@ def apply_rotary(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, pairing:
     if x.dim() < 2 or x.shape[-2:] != cos.shape:
         raise ValueError(f"x must end in (T, d_head) = {tuple(cos.shape)} to match cos/sin, got shape {tuple(x.shape)}")
     rot = rotate_half if pairing == "half" else rotate_interleaved
-    xf = x.float()  # (..., T, d_head)
-    return (xf * cos + rot(xf) * sin).to(x.dtype)  # (..., T, d_head)
+    xf = x if x.dtype == torch.float64 else x.float()  # (..., T, d_head) at least float32
+    return (xf * cos.to(xf.dtype) + rot(xf) * sin.to(xf.dtype)).to(x.dtype)  # (..., T, d_head)
 
 
 class RotaryEmbedding(nn.Module):
@@ -478,7 +480,9 @@ class RotaryEmbedding(nn.Module):
 
     def angles(self, positions: torch.Tensor, seq_len: int | None = None) -> torch.Tensor:
         """m * theta_i for the given (T,) positions: (T, d_head/2) float32."""
-        inv_freq = self.inv_freq_at(seq_len if seq_len is not None else int(positions.max().item()) + 1)
+        if seq_len is None:
+            seq_len = int(positions.max().item()) + 1 if positions.numel() else 0
+        inv_freq = self.inv_freq_at(seq_len)
         return torch.outer(positions.to(device=inv_freq.device, dtype=torch.float32), inv_freq)  # (T, d_head/2)
 
     def forward(self, T: int, offset: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
@@ -551,19 +555,20 @@ def alibi_slopes(n_heads: int) -> torch.Tensor:
     return torch.tensor(slopes, dtype=torch.float32)  # (H,)
 
 
-def alibi_bias(n_heads: int, T_q: int, T_k: int) -> torch.Tensor:
+def alibi_bias(n_heads: int, T_q: int, T_k: int, device: torch.device | str | None = None) -> torch.Tensor:
     """Causal ALiBi bias: S[h, i, j] += -m_h * (i - j) for keys j <= i, 0 for future keys.
 
     The T_q queries are the last T_q of the T_k positions (query i sits at T_k - T_q + i), as in
     cached decoding. Future keys get 0 rather than a bonus; the causal mask removes them.
-    Returns (1, H, T_q, T_k) float32.
+    Returns (1, H, T_q, T_k) float32 on `device` (default: CPU).
     """
     _check_int("n_heads", n_heads, 1)
     _check_int("T_q", T_q, 0)
     _check_int("T_k", T_k, 0)
     if T_q > T_k:
         raise ValueError(f"T_q ({T_q}) must be <= T_k ({T_k}): the queries are the last T_q of the T_k key positions")
-    q_pos = torch.arange(T_k - T_q, T_k)[:, None]  # (T_q, 1)
-    k_pos = torch.arange(T_k)[None, :]  # (1, T_k)
+    q_pos = torch.arange(T_k - T_q, T_k, device=device)[:, None]  # (T_q, 1)
+    k_pos = torch.arange(T_k, device=device)[None, :]  # (1, T_k)
     distance = (q_pos - k_pos).clamp(min=0).float()  # (T_q, T_k) i - j, 0 for future keys
-    return -alibi_slopes(n_heads)[None, :, None, None] * distance[None, None]  # (1, H, T_q, T_k)
+    slopes = alibi_slopes(n_heads).to(distance.device)  # (H,)
+    return -slopes[None, :, None, None] * distance[None, None]  # (1, H, T_q, T_k)

@@ -1,0 +1,225 @@
+"""Bad input fails early at the public entry point with a ValueError/TypeError that names the
+argument and says what is allowed, never with a shape error deep inside torch."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+
+import pytest
+import torch
+
+from mlbook.transformer.positional import (
+    ROPE_PAIRINGS,
+    ROPE_SCALINGS,
+    LearnedPositionalEmbedding,
+    RelativePositionBias,
+    RelativePositionBias2D,
+    RotaryEmbedding,
+    alibi_bias,
+    alibi_slopes,
+    apply_rotary,
+    convert_rotary_weights,
+    relative_position_bucket,
+    rope_inv_freq,
+    sinusoidal_positional_encoding,
+)
+
+
+# --- odd or non-integer dimensions -------------------------------------------------------
+
+
+@pytest.mark.parametrize("d_head", [3, 63])
+def test_odd_d_head(d_head: int) -> None:
+    with pytest.raises(ValueError, match=rf"d_head must be even .*got {d_head}"):
+        RotaryEmbedding(d_head)
+    with pytest.raises(ValueError, match=rf"d_head must be even .*got {d_head}"):
+        rope_inv_freq(d_head)
+
+
+@pytest.mark.parametrize("d_head", [0, 1])
+def test_d_head_below_one_pair(d_head: int) -> None:
+    with pytest.raises(ValueError, match=rf"d_head must be >= 2, got {d_head}"):
+        RotaryEmbedding(d_head)
+
+
+@pytest.mark.parametrize("d_model", [3, 17])
+def test_odd_sinusoidal_d_model(d_model: int) -> None:
+    with pytest.raises(ValueError, match=rf"d_model must be even .*got {d_model}"):
+        sinusoidal_positional_encoding(8, d_model)
+
+
+def test_non_integer_d_head() -> None:
+    with pytest.raises(TypeError, match=r"d_head must be an int, got float"):
+        RotaryEmbedding(64.0)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"d_model must be an int, got bool"):
+        sinusoidal_positional_encoding(8, True)  # type: ignore[arg-type]
+
+
+# --- RoPE scaling options ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("scaling", [s for s in ROPE_SCALINGS if s != "none"])
+def test_factor_below_one_with_a_scaling(scaling: str) -> None:
+    with pytest.raises(ValueError, match=rf"factor must be >= 1 with scaling='{scaling}'.*got 0.5"):
+        RotaryEmbedding(64, scaling=scaling, factor=0.5, original_max_len=2048)
+
+
+@pytest.mark.parametrize("factor", [0.0, -2.0, float("nan"), float("inf")])
+def test_factor_not_positive_finite(factor: float) -> None:
+    with pytest.raises(ValueError, match=r"factor must be a finite number > 0"):
+        RotaryEmbedding(64, scaling="linear", factor=factor)
+
+
+def test_unknown_scaling_lists_valid_ones() -> None:
+    with pytest.raises(ValueError, match=r"unknown scaling 'ntk-aware'; valid values are") as info:
+        RotaryEmbedding(64, scaling="ntk-aware")
+    for name in ROPE_SCALINGS:
+        assert repr(name) in str(info.value)
+    with pytest.raises(ValueError, match=r"unknown scaling 'longrope'"):
+        rope_inv_freq(64, scaling="longrope")
+
+
+def test_unknown_pairing_lists_valid_ones() -> None:
+    for call in (
+        lambda: RotaryEmbedding(64, pairing="adjacent"),
+        lambda: apply_rotary(torch.zeros(4, 8), torch.zeros(4, 8), torch.zeros(4, 8), pairing="adjacent"),
+    ):
+        with pytest.raises(ValueError, match=r"unknown pairing 'adjacent'; valid values are") as info:
+            call()
+        for name in ROPE_PAIRINGS:
+            assert repr(name) in str(info.value)
+    with pytest.raises(ValueError, match=r"unknown to 'neox'; valid values are 'half', 'interleaved'"):
+        convert_rotary_weights(torch.zeros(8, 4), 1, "neox")
+
+
+@pytest.mark.parametrize("scaling", ["yarn", "dynamic", "llama3"])
+def test_scaling_needs_original_max_len(scaling: str) -> None:
+    with pytest.raises(ValueError, match=rf"scaling='{scaling}' needs original_max_len"):
+        RotaryEmbedding(64, scaling=scaling, factor=4.0)
+    with pytest.raises(ValueError, match=r"original_max_len must be >= 1, got 0"):
+        RotaryEmbedding(64, scaling=scaling, factor=4.0, original_max_len=0)
+
+
+def test_yarn_and_llama3_band_order() -> None:
+    with pytest.raises(ValueError, match=r"beta_fast \(1.0\) must be greater than beta_slow \(32.0\)"):
+        RotaryEmbedding(64, scaling="yarn", factor=4.0, original_max_len=2048, beta_fast=1.0, beta_slow=32.0)
+    with pytest.raises(ValueError, match=r"high_freq_factor \(1.0\) must be greater than low_freq_factor \(4.0\)"):
+        RotaryEmbedding(64, scaling="llama3", factor=8.0, original_max_len=2048, low_freq_factor=4.0, high_freq_factor=1.0)
+
+
+def test_base_must_exceed_one() -> None:
+    with pytest.raises(ValueError, match=r"base must be a finite number > 1.0, got 1.0"):
+        RotaryEmbedding(64, base=1.0)
+
+
+def test_rotate_shape_mismatch_is_reported_early() -> None:
+    rope = RotaryEmbedding(16)
+    with pytest.raises(ValueError, match=r"x must have shape \(\.\.\., T, d_head=16\), got \(2, 5, 8\)"):
+        rope.rotate(torch.zeros(2, 5, 8))
+    cos, sin = rope(5)
+    with pytest.raises(ValueError, match=r"x must end in \(T, d_head\) = \(5, 16\)"):
+        apply_rotary(torch.zeros(2, 6, 16), cos, sin)
+
+
+def test_convert_rotary_weights_rows() -> None:
+    with pytest.raises(ValueError, match=r"weight has 12 output rows, which is not n_heads \(8\) times an even d_head"):
+        convert_rotary_weights(torch.zeros(12, 4), 8, "interleaved")
+    with pytest.raises(TypeError, match=r"weight must be a torch.Tensor"):
+        convert_rotary_weights([[0.0]], 1, "half")  # type: ignore[arg-type]
+
+
+# --- learned table past T_max ------------------------------------------------------------
+
+
+def test_learned_positions_cannot_extrapolate() -> None:
+    emb = LearnedPositionalEmbedding(16, 8)
+    emb(16)  # exactly T_max is fine
+    emb(1, offset=15)
+    with pytest.raises(ValueError, match=r"learned positions cannot extrapolate.*T_max = 16"):
+        emb(17)
+    with pytest.raises(ValueError, match=r"learned positions cannot extrapolate: positions 14\.\.16.*T_max = 16"):
+        emb(3, offset=14)
+    with pytest.raises(ValueError, match=r"offset must be >= 0, got -1"):
+        emb(2, offset=-1)
+
+
+# --- ALiBi ---------------------------------------------------------------------------------
+
+
+def test_alibi_t_q_greater_than_t_k() -> None:
+    with pytest.raises(ValueError, match=r"T_q \(5\) must be <= T_k \(3\)"):
+        alibi_bias(8, 5, 3)
+
+
+@pytest.mark.parametrize("n_heads", [0, -4])
+def test_n_heads_below_one(n_heads: int) -> None:
+    for call in (
+        lambda: alibi_slopes(n_heads),
+        lambda: alibi_bias(n_heads, 2, 2),
+        lambda: RelativePositionBias(n_heads),
+        lambda: RelativePositionBias2D(7, n_heads),
+    ):
+        with pytest.raises(ValueError, match=rf"n_heads must be >= 1, got {n_heads}"):
+            call()
+    with pytest.raises(TypeError, match=r"n_heads must be an int, got float"):
+        alibi_slopes(8.0)  # type: ignore[arg-type]
+
+
+# --- T5 buckets ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("num_buckets,bidirectional", [(1, True), (2, True), (3, True), (1, False)])
+def test_too_few_buckets(num_buckets: int, bidirectional: bool) -> None:
+    need = 4 if bidirectional else 2
+    with pytest.raises(ValueError, match=rf"num_buckets={num_buckets} is too few: need at least {need}"):
+        relative_position_bucket(torch.arange(-3, 4), bidirectional, num_buckets, 128)
+    with pytest.raises(ValueError, match=rf"num_buckets={num_buckets} is too few"):
+        RelativePositionBias(4, num_buckets=num_buckets, bidirectional=bidirectional)
+
+
+@pytest.mark.parametrize("num_buckets,bidirectional,max_distance", [(32, True, 8), (32, True, 2), (32, False, 16)])
+def test_max_distance_not_above_exact_range(num_buckets: int, bidirectional: bool, max_distance: int) -> None:
+    exact = (num_buckets // 2 if bidirectional else num_buckets) // 2
+    pattern = rf"max_distance must be greater than the exact range \({exact} = .*got {max_distance}"
+    with pytest.raises(ValueError, match=pattern):
+        relative_position_bucket(torch.arange(-3, 4), bidirectional, num_buckets, max_distance)
+    with pytest.raises(ValueError, match=pattern):
+        RelativePositionBias(4, num_buckets, max_distance, bidirectional)
+    relative_position_bucket(torch.arange(-3, 4), bidirectional, num_buckets, exact + 1)  # the smallest allowed
+
+
+def test_relative_position_must_be_an_integer_tensor() -> None:
+    with pytest.raises(TypeError, match=r"relative_position must hold integers, got dtype torch.float32"):
+        relative_position_bucket(torch.arange(-3.0, 4.0))
+    with pytest.raises(TypeError, match=r"relative_position must be a torch.Tensor, got list"):
+        relative_position_bucket([-1, 0, 1])  # type: ignore[arg-type]
+
+
+def test_relative_bias_t_q_greater_than_t_k() -> None:
+    rpb = RelativePositionBias(2)
+    with pytest.raises(ValueError, match=r"T_q \(6\) > T_k \(4\): pass query_offset"):
+        rpb(6, 4)
+
+
+def test_window_below_one() -> None:
+    with pytest.raises(ValueError, match=r"window must be >= 1, got 0"):
+        RelativePositionBias2D(0, 4)
+
+
+# --- KV cache past its capacity (needs cache.py) ---------------------------------------------
+
+
+@pytest.mark.skipif(importlib.util.find_spec("mlbook.transformer.cache") is None, reason="mlbook.transformer.cache not written yet")
+def test_kv_cache_cannot_grow_past_capacity() -> None:
+    from mlbook.transformer.cache import KVCache
+
+    cache = KVCache(8)
+    k = torch.zeros(1, 2, 6, 4)  # (B, H, T, d_head)
+    cache.update(k, k)
+    cache.update(k[:, :, :2], k[:, :, :2])  # exactly at capacity is fine
+    with pytest.raises(ValueError, match=r"capacity") as info:
+        cache.update(k[:, :, :1], k[:, :, :1])
+    assert re.search(r"\b8\b", str(info.value)), f"the message should give the capacity (8): {info.value}"
+    with pytest.raises(ValueError, match=r"capacity"):
+        KVCache(4).update(torch.zeros(1, 2, 5, 4), torch.zeros(1, 2, 5, 4))
