@@ -1,0 +1,181 @@
+"""Checkers for the notebooks' exercises: each says what is wrong, not only that something is.
+
+A checker calls the reader's function on small cases, compares with the library, and when
+they disagree tries the usual mistakes (a transposed rotation, the other pair layout, a
+forgotten permutation) to name the one that was made. It prints one verdict and returns
+True or False; it never raises, so a notebook cell with an unfinished answer still runs.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import torch
+
+from mlbook.transformer.positional import rope_inv_freq, sinusoidal_positional_encoding
+from mlbook.viz.absolute import offset_matrix, pair_frequencies
+
+__all__ = ["check_equivariance_error", "check_offset_matrix"]
+
+
+def _verdict(ok: bool, message: str) -> bool:
+    print(("Correct. " if ok else "Not yet. ") + message)
+    return ok
+
+
+def _call(fn: Callable, *args: object) -> tuple[object, str | None]:
+    try:
+        return fn(*args), None
+    except Exception as exc:  # the reader's code: report it, do not crash the cell
+        return None, f"{type(exc).__name__}: {exc}"
+
+
+def _as_float(value: object) -> float | None:
+    if isinstance(value, torch.Tensor):
+        return float(value.detach()) if value.numel() == 1 else None
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    return None
+
+
+# ---------------------------------------------------------------------------
+# Notebook 01: measuring permutation equivariance
+# ---------------------------------------------------------------------------
+
+
+def _bag_mixer(x: torch.Tensor) -> torch.Tensor:
+    """Equivariant: each token plus the mean over all tokens (a set function per token)."""
+    return x + x.mean(dim=1, keepdim=True)  # (B, T, d)
+
+
+def _running_mean(x: torch.Tensor) -> torch.Tensor:
+    """Not equivariant: the mean over each prefix, as a causal mask would see it."""
+    counts = torch.arange(1, x.shape[1] + 1, dtype=x.dtype)[None, :, None]  # (1, T, 1)
+    return x.cumsum(dim=1) / counts  # (B, T, d)
+
+
+def check_equivariance_error(fn: Callable[[Callable, torch.Tensor, torch.Tensor], object]) -> bool:
+    """Check fn(f, x, perm) -> max |f(P x) - P f(x)|, with (P x)[:, j] = x[:, perm[j]] and x (B, T, d).
+
+    Cases: an equivariant f (answer 0 to rounding) and a causal running mean (answer > 0),
+    with a permutation that is not its own inverse, so P and P^-1 give different answers.
+    """
+    gen = torch.Generator().manual_seed(0)
+    x = torch.randn(2, 5, 3, generator=gen, dtype=torch.float64)  # (B, T, d)
+    x[1] *= 3.0  # batch rows of different scale: an answer that skips a row shows it
+    perm = torch.tensor([1, 2, 3, 4, 0])  # a 5-cycle: perm != argsort(perm)
+    inv = torch.argsort(perm)
+
+    def ref(f: Callable, out_perm: torch.Tensor | None = perm) -> float:
+        y = f(x)
+        y = y if out_perm is None else y[:, out_perm]
+        return (f(x[:, perm]) - y).abs().max().item()
+
+    got = {}
+    for name, f in (("equivariant", _bag_mixer), ("causal", _running_mean)):
+        value, err = _call(fn, f, x, perm)
+        if err is not None:
+            hint = ""
+            if "index" in err.lower() or "out of bounds" in err.lower():
+                hint = (" Positions are dimension 1 of x (B, T, d): permute with x[:, perm] and f(x)[:, perm],"
+                        " not x[perm] (batch) or x[..., perm] (features).")
+            return _verdict(False, f"Your function raised {err}.{hint}")
+        v = _as_float(value)
+        if v is None:
+            return _verdict(False, f"Return one number (a float or a 1-element tensor); got {type(value).__name__}.")
+        got[name] = v
+
+    want_eq, want_causal = ref(_bag_mixer), ref(_running_mean)
+    close = lambda a, b: abs(a - b) <= 1e-9 * max(1.0, abs(b))  # noqa: E731
+    if close(got["equivariant"], want_eq) and close(got["causal"], want_causal):
+        return _verdict(True, "Zero (to rounding) for the equivariant function and a clear nonzero error for the "
+                              "causal running mean.")
+    if got["equivariant"] > 1e-9:
+        if close(got["equivariant"], ref(_bag_mixer, None)):
+            return _verdict(False, "For an equivariant f the answer must be 0, but you compared f(Px) with the "
+                                   "unpermuted f(x). Apply the same permutation to the output, f(x)[:, perm], "
+                                   "before subtracting.")
+        if close(got["equivariant"], ref(_bag_mixer, inv)):
+            return _verdict(False, "You permuted the output with the inverse permutation. (Px)[:, j] = x[:, perm[j]], "
+                                   "so P f(x) is f(x)[:, perm], not f(x)[:, argsort(perm)]; the two agree only when "
+                                   "perm is its own inverse, e.g. a reversal or a single swap.")
+        if got["equivariant"] < 0 or got["causal"] < 0:
+            return _verdict(False, "An error must be >= 0: take the absolute value before the max.")
+        return _verdict(False, "For an equivariant f the answer must be 0 (to rounding); yours is not. Compute "
+                               "f(x[:, perm]) - f(x)[:, perm], then the max of its absolute value.")
+    if got["causal"] < 1e-9:
+        return _verdict(False, "You report 0 for a causal running mean, which is not equivariant. Are both sides of "
+                               "the difference computed from the same tensor? One side is f of the permuted input, "
+                               "the other the permuted output of f on the original input.")
+    return _verdict(False, "Zero for the equivariant case, but the wrong size for the causal running mean: take the "
+                           "max of |f(x[:, perm]) - f(x)[:, perm]| over every batch row, position and feature.")
+
+
+# ---------------------------------------------------------------------------
+# Notebook 02: the offset property of the sinusoidal table
+# ---------------------------------------------------------------------------
+
+
+def _blocks(phi: torch.Tensor, *, layout: str = "interleaved", sign: int = 1) -> torch.Tensor:
+    """Block rotation [[cos, sign*sin], [-sign*sin, cos]] per pair, in either pair layout."""
+    d = 2 * phi.numel()
+    c, s = phi.cos(), sign * phi.sin()
+    M = torch.zeros(d, d, dtype=torch.float64)
+    for i in range(d // 2):
+        a, b = (2 * i, 2 * i + 1) if layout == "interleaved" else (i, i + d // 2)
+        M[a, a], M[a, b], M[b, a], M[b, b] = c[i], s[i], -s[i], c[i]
+    return M
+
+
+def check_offset_matrix(fn: Callable[[int, int, float], object]) -> bool:
+    """Check fn(k, d_model, base) -> the (d_model, d_model) matrix M with PE[t + k] = M @ PE[t].
+
+    PE is `sinusoidal_positional_encoding` (sin at column 2i, cos at 2i+1). Compares with the
+    library's `offset_matrix` and names the usual mistakes: the transposed (wrong-way) rotation,
+    the rotate-half pair layout, frequencies base^(-i/d) instead of base^(-2i/d), the identity.
+    """
+    cases = ((3, 8, 10000.0), (5, 16, 100.0), (11, 12, 500.0))
+    for k, d, base in cases:
+        value, err = _call(fn, k, d, base)
+        if err is not None:
+            return _verdict(False, f"fn({k}, {d}, {base:g}) raised {err}.")
+        if not isinstance(value, torch.Tensor):
+            return _verdict(False, f"Return a torch.Tensor; fn({k}, {d}, {base:g}) returned {type(value).__name__}.")
+        if tuple(value.shape) != (d, d):
+            return _verdict(False, f"fn({k}, {d}, {base:g}) has shape {tuple(value.shape)}; it must be (d_model, "
+                                   f"d_model) = ({d}, {d}), one row and one column per PE dimension.")
+        M = value.detach().double()
+        want = offset_matrix(k, d, base)
+        if torch.allclose(M, want, atol=1e-5):
+            continue
+        phi = torch.from_numpy(pair_frequencies(d, base)) * k  # (d/2,)
+        where = f"for k={k}, d_model={d}, base={base:g}"
+        if torch.allclose(M, torch.eye(d, dtype=torch.float64), atol=1e-6):
+            return _verdict(False, f"Your matrix is the identity {where}: it maps PE[t] to itself, not to PE[t+k]. "
+                                   "Each (sin, cos) pair must turn by the angle omega_i * k.")
+        if torch.allclose(M, want.T, atol=1e-5):
+            return _verdict(False, f"Your rotation turns the wrong way {where}: it maps PE[t] to PE[t-k]. With the "
+                                   "pair stored as (sin, cos), sin(a+b) = sin a cos b + cos a sin b puts +sin(phi) in "
+                                   "the top-right: R(phi) = [[cos phi, sin phi], [-sin phi, cos phi]].")
+        if torch.allclose(M, _blocks(phi, layout="half"), atol=1e-5) or torch.allclose(
+            M, _blocks(phi, layout="half", sign=-1), atol=1e-5
+        ):
+            return _verdict(False, f"Your blocks couple column i with column i + d/2 {where} (the rotate-half layout "
+                                   "of GPT-NeoX and LLaMA RoPE), but the sinusoidal table interleaves its pairs: "
+                                   "sin at column 2i, cos at column 2i + 1.")
+        half_rate = rope_inv_freq(2 * d, base)[0][: d // 2].double() * k  # base^(-i/d) * k
+        if torch.allclose(M, _blocks(half_rate), atol=1e-5) or torch.allclose(M, _blocks(half_rate, sign=-1), atol=1e-5):
+            return _verdict(False, f"Right structure, wrong frequencies {where}: you used base^(-i/d). Pair i turns "
+                                   "at omega_i = base^(-2i/d), i.e. the exponent is the even column index 2i over d.")
+        off = M.clone()
+        for i in range(d // 2):
+            off[2 * i : 2 * i + 2, 2 * i : 2 * i + 2] = 0
+        if off.abs().max() > 1e-6:
+            return _verdict(False, f"Your matrix has entries outside the 2x2 blocks on the diagonal {where}. Pair i "
+                                   "only ever mixes columns 2i and 2i + 1 with each other.")
+        pe = sinusoidal_positional_encoding(40 + k, d, base).double()  # (40 + k, d)
+        gap = (pe[k:] - pe[:-k] @ M.T).abs().max().item() if k else 0.0
+        return _verdict(False, f"M @ PE[t] misses PE[t+k] by up to {gap:.2g} {where}. Build pair i's block from the "
+                               "angle-addition identities for sin(omega_i (t+k)) and cos(omega_i (t+k)).")
+    return _verdict(True, "M_k maps PE[t] to PE[t+k] for every t tested, with the (sin, cos) layout and the "
+                          "frequencies omega_i = base^(-2i/d).")

@@ -1,0 +1,635 @@
+"""Figures and tables for section 1 (why position) and section 2.1 (sinusoidal encoding).
+
+One function per figure. A figure with a knob has one private build function (one value,
+one figure) behind two public forms:
+
+    fig_x(..., value, grid=...)   a plotly slider over a precomputed grid (`grid_slider`, static
+                                  site); grid=None gives the single figure at `value`
+    live_x(...)                   ipywidgets sliders (`live_sliders`) that call the same build
+                                  function with any value; show it with `show_live`
+
+Every number comes from `mlbook.transformer`; this module only arranges, rounds and draws it.
+Static data is rounded (`_DIGITS`) and slider grids are short, so a page stays small.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+import torch
+from plotly.subplots import make_subplots
+
+from mlbook.transformer.positional import rope_inv_freq, sinusoidal_positional_encoding
+from mlbook.viz.core import DIVERGING, LINE_COLORS, SEQUENTIAL, grid_slider, live_sliders
+
+__all__ = [
+    "BASES",
+    "HEATMAP_BASES",
+    "D_MODELS",
+    "D_HEADS",
+    "pair_frequencies",
+    "pair_wavelengths",
+    "offset_matrix",
+    "offset_property_error",
+    "WavelengthTable",
+    "wavelength_table",
+    "first_pair_exceeding",
+    "EquivarianceCase",
+    "EquivarianceReport",
+    "permutation_errors",
+    "equivariance_report",
+    "fig_sinusoidal_heatmap",
+    "live_sinusoidal_heatmap",
+    "fig_pe_similarity",
+    "live_pe_similarity",
+    "fig_binary_vs_sinusoid",
+    "fig_offset_rotation",
+    "live_offset_rotation",
+    "fig_wavelengths",
+    "live_wavelengths",
+    "fig_permutation_equivariance",
+]
+
+# Slider grids: short (6-8 steps) so the static page stays light.
+BASES: tuple[float, ...] = (10.0, 100.0, 1_000.0, 10_000.0, 100_000.0, 500_000.0, 1_000_000.0)  # 500k: Llama 3
+HEATMAP_BASES: tuple[float, ...] = (10.0, 100.0, 1_000.0, 10_000.0, 100_000.0, 1_000_000.0)  # heavier figures
+D_MODELS: tuple[int, ...] = (8, 16, 32, 64, 128)
+D_HEADS: tuple[int, ...] = (32, 64, 128, 256)
+_DIGITS = 3  # decimals kept in static heatmaps and curves
+
+
+# ---------------------------------------------------------------------------
+# Data: tables, frequencies and models all come from mlbook.transformer
+# ---------------------------------------------------------------------------
+
+
+def pair_frequencies(d: int, base: float = 10000.0) -> np.ndarray:
+    """omega_i = base^(-2i/d) for i = 0 .. d/2 - 1, as float64 numpy (from `rope_inv_freq`).
+
+    The sinusoidal table and RoPE share this frequency ladder: `sinusoidal_positional_encoding`
+    turns pair i by omega_i per position, RoPE by theta_i = omega_i (unscaled).
+    """
+    inv_freq, _ = rope_inv_freq(d, base)  # (d/2,) float32
+    return inv_freq.double().numpy()
+
+
+def pair_wavelengths(d: int, base: float = 10000.0) -> np.ndarray:
+    """Wavelength in tokens of each pair, 2 pi / omega_i: (d/2,) float64, pair 0 is 2 pi."""
+    return 2 * math.pi / pair_frequencies(d, base)
+
+
+def offset_matrix(k: int, d_model: int, base: float = 10000.0, dtype: torch.dtype = torch.float64) -> torch.Tensor:
+    """The (d_model, d_model) matrix M_k with PE[t + k] = M_k @ PE[t] for every t.
+
+    Block-diagonal, one 2x2 block per pair in the library's layout (sin at column 2i, cos at 2i+1):
+
+        R(phi) = [[cos phi,  sin phi],      phi = omega_i * k
+                  [-sin phi, cos phi]]
+
+    which is the angle-addition identity for (sin, cos). It depends on k, never on t.
+    """
+    if isinstance(k, bool) or not isinstance(k, int):
+        raise TypeError(f"k must be an int offset, got {type(k).__name__} ({k!r})")
+    phi = torch.from_numpy(pair_frequencies(d_model, base)) * k  # (d/2,) omega_i k
+    c, s = phi.cos(), phi.sin()  # (d/2,) each
+    blocks = torch.stack([torch.stack([c, s], -1), torch.stack([-s, c], -1)], -2)  # (d/2, 2, 2)
+    return torch.block_diag(*blocks).to(dtype)  # (d, d)
+
+
+def offset_property_error(
+    d_model: int = 64, base: float = 10000.0, ts: Sequence[int] = (0, 7, 31, 50), ks: Sequence[int] = (1, 5, 17, 40),
+    *, transpose: bool = False,
+) -> float:
+    """max over t in ts, k in ks of |PE[t + k] - M_k PE[t]| with PE from the library (float32).
+
+    transpose=True uses M_k^T = M_{-k} instead, the wrong-sign rotation, to show the error is O(1).
+    """
+    T = max(ts) + max(ks) + 1
+    pe = sinusoidal_positional_encoding(T, d_model, base).double()  # (T, d)
+    worst = 0.0
+    for k in ks:
+        M = offset_matrix(k, d_model, base)  # (d, d)
+        if transpose:
+            M = M.T
+        for t in ts:
+            worst = max(worst, (pe[t + k] - M @ pe[t]).abs().max().item())
+    return worst
+
+
+def first_pair_exceeding(d_head: int, base: float = 10000.0, length: int = 8192) -> int | None:
+    """Smallest pair index i whose wavelength 2 pi / theta_i exceeds `length` tokens (None if none does).
+
+    Pairs from this index on never complete a full turn within a context of `length` tokens.
+    """
+    over = np.nonzero(pair_wavelengths(d_head, base) > length)[0]
+    return int(over[0]) if over.size else None
+
+
+def _sig(x: float, digits: int = 4) -> str:
+    """x to `digits` significant figures, written without an exponent (54410, 628.3, 6.283)."""
+    if x == 0 or not math.isfinite(x):
+        return str(x)
+    decimals = max(digits - 1 - math.floor(math.log10(abs(x))), 0)
+    rounded = round(x, digits - 1 - math.floor(math.log10(abs(x))))
+    return f"{rounded:,.{decimals}f}"
+
+
+@dataclass(frozen=True)
+class WavelengthTable:
+    """Rows (pair i, theta_i, wavelength 2 pi / theta_i) for a head size and base."""
+
+    d_head: int
+    base: float
+    rows: tuple[tuple[int, float, float], ...]
+    length: int | None = None  # a context length to compare with (marks the rows past it)
+
+    def _cells(self) -> list[tuple[str, str, str, str]]:
+        out = []
+        for i, theta, lam in self.rows:
+            turns = "" if self.length is None else _sig(self.length / lam, 3)
+            out.append((str(i), f"{theta:.4e}", _sig(lam, 4), turns))
+        return out
+
+    def __repr__(self) -> str:
+        head = ("pair i", "theta_i", "wavelength (tokens)") + (() if self.length is None else (f"turns in {self.length:,}",))
+        cells = [c[: len(head)] for c in self._cells()]
+        widths = [max(len(h), *(len(c[j]) for c in cells)) for j, h in enumerate(head)]
+        line = lambda row: "  ".join(v.rjust(w) for v, w in zip(row, widths))  # noqa: E731
+        title = f"d = {self.d_head}, base = {self.base:,g}"
+        return "\n".join([title, line(head), "  ".join("-" * w for w in widths)] + [line(c) for c in cells])
+
+    def _repr_html_(self) -> str:
+        head = ["pair <i>i</i>", "&theta;<sub><i>i</i></sub>", "wavelength 2&pi;/&theta;<sub><i>i</i></sub> (tokens)"]
+        if self.length is not None:
+            head.append(f"full turns in {self.length:,} tokens")
+        th = "".join(f"<th>{h}</th>" for h in head)
+        body = "".join(
+            "<tr>" + "".join(f"<td style='text-align:right'>{v}</td>" for v in c[: len(head)]) + "</tr>"
+            for c in self._cells()
+        )
+        cap = f"d = {self.d_head}, base = {self.base:,g}"
+        return f"<table><caption>{cap}</caption><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def wavelength_table(
+    d_head: int = 128, base: float = 10000.0, pairs: Sequence[int] = (0, 16, 32, 48, 63), *, length: int | None = None
+) -> WavelengthTable:
+    """theta_i = base^(-2i/d_head) and wavelength 2 pi / theta_i for the chosen pairs."""
+    theta = pair_frequencies(d_head, base)
+    bad = [i for i in pairs if not 0 <= i < d_head // 2]
+    if bad:
+        raise ValueError(f"pairs {bad} are out of range: d_head={d_head} has pairs 0..{d_head // 2 - 1}")
+    rows = tuple((int(i), float(theta[i]), float(2 * math.pi / theta[i])) for i in pairs)
+    return WavelengthTable(d_head, float(base), rows, length)
+
+
+# ---------------------------------------------------------------------------
+# Permutation equivariance (section 1)
+# ---------------------------------------------------------------------------
+
+
+def permutation_errors(f: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor, perm: torch.Tensor) -> torch.Tensor:
+    """Per position j, max |f(P x) - P f(x)| over batch and features; (P x)[:, j] = x[:, perm[j]].
+
+    x: (B, T, d). Returns (T,) float64. All zeros (to rounding) means f is equivariant for this P.
+    """
+    with torch.no_grad():
+        diff = f(x[:, perm]) - f(x)[:, perm]  # (B, T, d)
+    return diff.abs().amax(dim=(0, 2)).double()  # (T,)
+
+
+@dataclass(frozen=True)
+class EquivarianceCase:
+    name: str
+    permutation: str
+    errors: tuple[float, ...]  # per output position
+
+    @property
+    def max_error(self) -> float:
+        return max(self.errors)
+
+
+@dataclass(frozen=True)
+class EquivarianceReport:
+    """max |f(Px) - P f(x)| per case; `tol` separates float64 rounding from a real difference."""
+
+    cases: tuple[EquivarianceCase, ...]
+    tol: float = 1e-12
+
+    def _cells(self) -> list[tuple[str, str, str, str, str]]:
+        out = []
+        for c in self.cases:
+            err = f"< {self.tol:.0e}" if c.max_error < self.tol else _sig(c.max_error, 2)
+            differ = [j for j, e in enumerate(c.errors) if e >= self.tol]
+            where = "none" if not differ else ("all" if len(differ) == len(c.errors) else ", ".join(map(str, differ)))
+            out.append((c.name, c.permutation, err, where, "yes" if c.max_error < self.tol else "no"))
+        return out
+
+    def __repr__(self) -> str:
+        head = ("model", "permutation", "max |f(Px) - P f(x)|", "positions that differ", "equivariant")
+        cells = self._cells()
+        widths = [max(len(h), *(len(c[j]) for c in cells)) for j, h in enumerate(head)]
+        line = lambda row: "  ".join(v.ljust(w) for v, w in zip(row, widths)).rstrip()  # noqa: E731
+        return "\n".join([line(head), "  ".join("-" * w for w in widths)] + [line(c) for c in cells])
+
+    def _repr_html_(self) -> str:
+        head = ["model", "permutation", "max |f(Px) &minus; P f(x)|", "positions that differ", "equivariant"]
+        th = "".join(f"<th>{h}</th>" for h in head)
+        body = "".join("<tr>" + "".join(f"<td>{v}</td>" for v in c) + "</tr>" for c in self._cells())
+        return f"<table><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _reversal(T: int) -> torch.Tensor:
+    return torch.arange(T - 1, -1, -1)
+
+
+def _swap_first_two(T: int) -> torch.Tensor:
+    perm = torch.arange(T)
+    perm[[0, 1]] = perm[[1, 0]]
+    return perm
+
+
+def equivariance_report(T: int = 8, d_model: int = 32, n_heads: int = 4, d_ff: int = 64, seed: int = 0) -> EquivarianceReport:
+    """Encoder block without and with sinusoidal positions, and causal attention, in float64.
+
+    Cases: the encoder block (no mask, no position) is exactly equivariant; adding the
+    sinusoidal table before it breaks that; a causal attention layer is equivariant only for
+    permutations that keep every prefix's set of tokens (swapping the first two tokens leaves
+    positions 2.. unchanged) and not in general (reversal).
+    """
+    from mlbook.transformer.attention import MultiHeadAttention
+    from mlbook.transformer.models import TransformerEncoderBlock
+
+    with torch.random.fork_rng(devices=[]):  # seeded weights, without touching the caller's RNG state
+        torch.manual_seed(seed)
+        block = TransformerEncoderBlock(d_model, n_heads, d_ff, dropout=0.0).double().eval()
+        causal = MultiHeadAttention(d_model, n_heads, causal=True).double().eval()
+    gen = torch.Generator().manual_seed(seed)
+    x = torch.randn(2, T, d_model, generator=gen, dtype=torch.float64)  # (B, T, d_model)
+    pe = sinusoidal_positional_encoding(T, d_model).double()[None]  # (1, T, d_model)
+
+    def with_pe(z: torch.Tensor) -> torch.Tensor:
+        return block(z + pe)
+
+    rev, swap = _reversal(T), _swap_first_two(T)
+    cases = [
+        ("encoder block, no position", "reverse", block, rev),
+        ("encoder block + sinusoidal PE", "reverse", with_pe, rev),
+        ("causal attention, no position", "reverse", causal, rev),
+        ("causal attention, no position", "swap 0 and 1", causal, swap),
+    ]
+    return EquivarianceReport(tuple(
+        EquivarianceCase(name, pname, tuple(permutation_errors(f, x, p).tolist())) for name, pname, f, p in cases
+    ))
+
+
+def fig_permutation_equivariance(report: EquivarianceReport | None = None, *, floor: float = 1e-18) -> go.Figure:
+    """Grouped bars: per output position, max |f(Px) - P f(x)| on a log axis, one colour per case.
+
+    Exact zeros are drawn at `floor` so they stay visible on the log axis.
+    """
+    report = report or equivariance_report()
+    fig = go.Figure()
+    for n, c in enumerate(report.cases):
+        err = np.maximum(np.asarray(c.errors), floor)
+        fig.add_bar(
+            x=list(range(len(err))), y=[float(f"{e:.2e}") for e in err], name=f"{c.name} ({c.permutation})",
+            marker_color=LINE_COLORS[n % len(LINE_COLORS)],
+            hovertemplate="position %{x}<br>max error %{y:.1e}<extra>%{fullData.name}</extra>",
+        )
+    fig.add_hline(y=report.tol, line_dash="dot", line_color="grey", annotation_text=f"tolerance {report.tol:.0e}",
+                  annotation_position="top right")
+    fig.update_layout(
+        title=f"Permute the input, permute the output? Error per output position (exact zeros drawn at {floor:.0e})",
+        barmode="group", yaxis_type="log", yaxis_range=[math.log10(floor) - 0.5, 1], template="plotly_white",
+        height=480, title_font_size=14,
+        xaxis_title="output position j (token index)", yaxis_title="max |f(Px) − P f(x)| at position j",
+        legend=dict(orientation="h", yanchor="top", y=-0.22, x=0),
+        margin=dict(b=130),
+    )
+    fig.update_yaxes(exponentformat="power")
+    return fig
+
+
+# ---------------------------------------------------------------------------
+# Knobs: the static slider and the live sliders both call one build function
+# ---------------------------------------------------------------------------
+
+
+def _round(a: np.ndarray | torch.Tensor, digits: int = _DIGITS) -> np.ndarray:
+    """float64 rounding (float32 values would serialise with spurious digits)."""
+    if isinstance(a, torch.Tensor):
+        a = a.detach().double().numpy()
+    return np.round(np.asarray(a, dtype=np.float64), digits)
+
+
+def _fmt_base(base: float) -> str:
+    return f"{base:,.0f}" if float(base).is_integer() else f"{base:,g}"
+
+
+def _knob_figure(
+    build: Callable[..., go.Figure], name: str, value: Any, grid: Sequence[Any] | None, label: str,
+    fixed: dict[str, Any],
+) -> go.Figure:
+    """build(**fixed, name=value), or a `grid_slider` over `grid` (value added if missing) starting at value."""
+    if grid is None:
+        return build(**fixed, **{name: value})
+    values = list(grid)
+    if value not in values:
+        values = sorted(values + [value])
+    return grid_slider(build, name, values, active=values.index(value), label=label, fixed=fixed)
+
+
+def _log_slider(value: float, description: str, lo: float = 1.0, hi: float = 7.0) -> Any:
+    import ipywidgets as widgets
+
+    return widgets.FloatLogSlider(value=value, base=10, min=lo, max=hi, step=0.05, description=description,
+                                  readout_format=",.0f", continuous_update=False, style={"description_width": "initial"})
+
+
+def _int_slider(value: int, description: str, lo: int, hi: int, step: int = 1) -> Any:
+    import ipywidgets as widgets
+
+    return widgets.IntSlider(value=value, min=lo, max=hi, step=step, description=description,
+                             continuous_update=False, style={"description_width": "initial"})
+
+
+# ---------------------------------------------------------------------------
+# Section 2.1 figures
+# ---------------------------------------------------------------------------
+
+
+def _heatmap(T: int, d: int, base: float, fraction: bool = False) -> go.Figure:
+    pe = sinusoidal_positional_encoding(T, d, base)  # (T, d)
+    x = [(j + 0.5) / d for j in range(d)] if fraction else list(range(d))
+    fig = go.Figure(go.Heatmap(
+        z=_round(pe, 2), x=x, y=list(range(T)), zmin=-1, zmax=1, colorscale=DIVERGING, zmid=0,
+        colorbar=dict(title="PE value"),
+        hovertemplate="position t=%{y}<br>column %{x}<br>PE=%{z}<extra></extra>",
+    ))
+    fig.update_layout(
+        title=f"Sinusoidal PE, T={T}, d={d}, base={_fmt_base(base)}: column 2i = sin(ω_i t), 2i+1 = cos(ω_i t)",
+        template="plotly_white", height=520, title_font_size=14,
+        xaxis_title=("column j / d (fraction of the width)" if fraction else "embedding dimension j (2i = sin, 2i+1 = cos)"),
+        yaxis_title="position t (tokens)",
+    )
+    fig.update_xaxes(range=[0, 1] if fraction else [-0.5, d - 0.5])
+    fig.update_yaxes(autorange="reversed")
+    return fig
+
+
+def fig_sinusoidal_heatmap(
+    T: int = 100, d: int = 64, base: float = 10000.0, *, vary: str = "base",
+    bases: Sequence[float] | None = HEATMAP_BASES, ds: Sequence[int] | None = D_MODELS,
+) -> go.Figure:
+    """Heatmap of PE (T, d): rows are positions, columns dimensions (sin at 2i, cos at 2i+1).
+
+    vary="base": slider over `bases` at fixed d. vary="d": slider over `ds` at fixed base, with
+    the columns drawn as a fraction j/d of the width so every d fills the same axis.
+    Pass bases=None (or ds=None) for one heatmap at exactly (T, d, base).
+    """
+    if vary == "base":
+        return _knob_figure(_heatmap, "base", float(base), bases, "base", {"T": T, "d": d})
+    if vary == "d":
+        return _knob_figure(_heatmap, "d", d, ds, "d", {"T": T, "base": base, "fraction": ds is not None})
+    raise ValueError(f"vary must be 'base' or 'd', got {vary!r}")
+
+
+def live_sinusoidal_heatmap(
+    T: int = 100, d: int = 64, base: float = 10000.0, *,
+    caption: str = "Sinusoidal PE for the chosen T, d and base.",
+    alt: str = "Heatmap of the sinusoidal positional encoding, positions down, dimensions across.",
+) -> Any:
+    """Live form of `fig_sinusoidal_heatmap`: any T, even d and base. Wrap in `show_live`."""
+    return live_sliders(
+        lambda T, d, base: _heatmap(T, d, base), caption=caption, alt=alt,
+        T=_int_slider(T, "T (positions)", 10, 400, 10), d=_int_slider(d, "d (width)", 2, 256, 2),
+        base=_log_slider(base, "base"),
+    )
+
+
+def _similarity(T: int, d: int, base: float, positions: Sequence[int]) -> go.Figure:
+    bad = [t for t in positions if not 0 <= t < T]
+    if bad:
+        raise ValueError(f"positions {bad} are outside 0..{T - 1} (T={T})")
+    pe = sinusoidal_positional_encoding(T, d, base)  # (T, d)
+    fig = go.Figure()
+    for n, t in enumerate(positions):
+        sim = pe @ pe[t]  # (T,) PE_s . PE_t for every s
+        fig.add_scatter(
+            x=list(range(T)), y=_round(sim, 2), mode="lines", name=f"t = {t}",
+            line=dict(color=LINE_COLORS[n % len(LINE_COLORS)], width=2),
+            hovertemplate=f"t={t}, s=%{{x}}<br>PE_t·PE_s=%{{y}}<extra></extra>",
+        )
+        fig.add_vline(x=t, line_dash="dot", line_color="grey", opacity=0.5)
+    fig.update_layout(
+        title=f"PE_t · PE_s against s (d={d}, base={_fmt_base(base)}); maximum d/2 = {d // 2} at s = t",
+        template="plotly_white", height=440, title_font_size=14,
+        xaxis_title="position s (tokens)", yaxis_title="PE_t · PE_s (dimensionless)",
+        yaxis_range=[-d / 4 - 1, d / 2 + 2],
+        legend=dict(orientation="h", y=1.0, yanchor="bottom", x=1, xanchor="right"),
+    )
+    return fig
+
+
+def fig_pe_similarity(
+    T: int = 100, d: int = 64, positions: Sequence[int] = (10, 50, 90), base: float = 10000.0,
+    *, bases: Sequence[float] | None = HEATMAP_BASES,
+) -> go.Figure:
+    """Dot product PE_t . PE_s as a function of s, one curve per t in `positions`; slider over base."""
+    return _knob_figure(_similarity, "base", float(base), bases, "base", {"T": T, "d": d, "positions": tuple(positions)})
+
+
+def live_pe_similarity(
+    T: int = 100, d: int = 64, base: float = 10000.0, *,
+    caption: str = "PE_t · PE_s for three positions spread over T.",
+    alt: str = "Line plot of the dot product between sinusoidal encodings against position, one line per reference position.",
+) -> Any:
+    """Live form of `fig_pe_similarity`, with positions T/10, T/2 and T - T/10."""
+    def build(T: int, d: int, base: float) -> go.Figure:
+        return _similarity(T, d, base, (T // 10, T // 2, T - 1 - T // 10))
+
+    return live_sliders(
+        build, caption=caption, alt=alt,
+        T=_int_slider(T, "T (positions)", 20, 1000, 10), d=_int_slider(d, "d (width)", 2, 256, 2),
+        base=_log_slider(base, "base"),
+    )
+
+
+def _wavelengths(d_head: int, base: float, length: int, fraction: bool = False) -> go.Figure:
+    lam = pair_wavelengths(d_head, base)  # (d/2,)
+    i = np.arange(lam.size)
+    x = 2 * i / d_head if fraction else i
+    first = first_pair_exceeding(d_head, base, length)
+    fig = go.Figure()
+    for mask, name, color, symbol in (
+        (lam <= length, f"completes a turn within {length:,} tokens", LINE_COLORS[0], "circle"),
+        (lam > length, f"never completes a turn in {length:,} tokens", LINE_COLORS[1], "diamond"),
+    ):
+        fig.add_scatter(
+            x=x[mask].tolist(), y=_round(lam[mask], 1), customdata=i[mask].tolist(), mode="markers", name=name,
+            marker=dict(color=color, size=6, symbol=symbol),
+            hovertemplate="pair %{customdata}<br>wavelength %{y:,.1f} tokens<extra></extra>",
+        )
+    fig.add_hline(y=length, line_dash="dash", line_color="grey",
+                  annotation_text=f"context length {length:,}", annotation_position="top left")
+    where = "no pair exceeds it" if first is None else f"first pair past it: i = {first} of {d_head // 2}"
+    fig.update_layout(
+        title=f"Wavelength 2π/θ_i per pair, d_head={d_head}, base={_fmt_base(base)} ({where})",
+        template="plotly_white", height=460, title_font_size=14,
+        xaxis_title="pair position 2i / d_head" if fraction else "pair index i",
+        yaxis_title="wavelength 2π/θ_i (tokens, log scale)", yaxis_type="log",
+        yaxis_range=[0.5, 7.5], xaxis_range=[-0.02, 1.0] if fraction else [-1, d_head // 2],
+        legend=dict(orientation="h", y=1.0, yanchor="bottom", x=1, xanchor="right"),
+    )
+    return fig
+
+
+def fig_wavelengths(
+    d_head: int = 128, base: float = 10000.0, length: int = 8192, *, vary: str = "base",
+    bases: Sequence[float] | None = BASES, d_heads: Sequence[int] | None = D_HEADS,
+) -> go.Figure:
+    """Wavelength (log axis) of every pair, with a horizontal line at a context `length`.
+
+    vary="base": slider over `bases`; vary="d_head": slider over `d_heads`, pairs placed at
+    2i/d_head so every width fills the same axis. None for one figure at exactly these values.
+    """
+    if vary == "base":
+        return _knob_figure(_wavelengths, "base", float(base), bases, "base", {"d_head": d_head, "length": length})
+    if vary == "d_head":
+        fixed = {"base": base, "length": length, "fraction": d_heads is not None}
+        return _knob_figure(_wavelengths, "d_head", d_head, d_heads, "d_head", fixed)
+    raise ValueError(f"vary must be 'base' or 'd_head', got {vary!r}")
+
+
+def live_wavelengths(
+    d_head: int = 128, base: float = 10000.0, length: int = 8192, *,
+    caption: str = "Wavelength of every pair for the chosen d_head, base and context length.",
+    alt: str = "Scatter plot of wavelength in tokens against pair index on a log axis, with a horizontal line at the context length.",
+) -> Any:
+    """Live form of `fig_wavelengths`: any even d_head, base and context length."""
+    return live_sliders(
+        lambda d_head, base, length: _wavelengths(d_head, base, length), caption=caption, alt=alt,
+        d_head=_int_slider(d_head, "d_head", 2, 512, 2), base=_log_slider(base, "base", 1.0, 8.0),
+        length=_int_slider(length, "context length", 256, 131072, 256),
+    )
+
+
+# ---------------------------------------------------------------------------
+# Section 1 figures: binary counter, offset as rotation
+# ---------------------------------------------------------------------------
+
+
+def fig_binary_vs_sinusoid(n_bits: int = 4, oversample: int = 3) -> go.Figure:
+    """Bit b of a binary counter (a square wave of period 2^(b+1)) beside the sinusoid pair of equal period.
+
+    The sinusoids come from `sinusoidal_positional_encoding` with frequencies halving per pair
+    (d = 2 (n_bits + oversample), base = 2^(d/2), so omega_i = 2^-i), read at positions
+    u = 2^oversample * pi * x: pair b + oversample then has period 2^(b+1) in x. The
+    oversampling only makes the curves smooth; the waves are the library's.
+    """
+    if not 1 <= n_bits <= 6:
+        raise ValueError(f"n_bits must be between 1 and 6, got {n_bits}")
+    d = 2 * (n_bits + oversample)
+    base = 2.0 ** (d // 2)
+    x_max = 2**n_bits
+    scale = 2**oversample * math.pi  # library positions u per token of x
+    U = int(math.ceil(x_max * scale)) + 1
+    pe = sinusoidal_positional_encoding(U, d, base)  # (U, d)
+    x = _round(np.arange(U) / scale, 3)
+    t = np.arange(x_max + 1)
+    fig = make_subplots(rows=n_bits, cols=1, shared_xaxes=True, vertical_spacing=0.05,
+                        subplot_titles=[f"bit {b}: period {2 ** (b + 1)} tokens" for b in range(n_bits)])
+    for b in range(n_bits):
+        col = 2 * (b + oversample)  # the pair whose period is 2^(b+1) tokens
+        first = b == 0
+        fig.add_scatter(x=t.tolist(), y=((t >> b) & 1).tolist(), mode="lines+markers", line_shape="hv",
+                        name="bit b of t (0 or 1)", line=dict(color="black", width=2), marker=dict(size=5),
+                        legendgroup="bit", showlegend=first, row=b + 1, col=1)
+        fig.add_scatter(x=x, y=_round(pe[:, col]), mode="lines", name="sin, same period",
+                        line=dict(color=LINE_COLORS[0], width=2), legendgroup="sin", showlegend=first, row=b + 1, col=1)
+        fig.add_scatter(x=x, y=_round(pe[:, col + 1]), mode="lines", name="cos, same period",
+                        line=dict(color=LINE_COLORS[1], width=2, dash="dash"), legendgroup="cos", showlegend=first,
+                        row=b + 1, col=1)
+        fig.update_yaxes(range=[-1.15, 1.15], tickvals=[-1, 0, 1], row=b + 1, col=1)
+    fig.update_xaxes(title_text="position t (tokens)", dtick=1, row=n_bits, col=1)
+    fig.update_layout(
+        template="plotly_white", height=140 * n_bits + 140, title_font_size=14,
+        title="Bits of a binary counter are square waves; the sinusoidal encoding uses smooth waves",
+        legend=dict(orientation="h", y=-0.12, x=0),
+    )
+    return fig
+
+
+def _rotation(d: int, pair: int, k: int, T: int, base: float, starts: Sequence[int]) -> go.Figure:
+    if not 0 <= pair < d // 2:
+        raise ValueError(f"pair must be in 0..{d // 2 - 1} for d={d}, got {pair}")
+    bad = [s for s in starts if not 0 <= s < T]
+    if bad:
+        raise ValueError(f"starts {bad} are outside 0..{T - 1} (T={T})")
+    pe = sinusoidal_positional_encoding(T + k, d, base).double()  # (T + k, d)
+    u = pe[:, 2 * pair : 2 * pair + 2]  # (T + k, 2) (sin, cos) of pair i
+    M = offset_matrix(k, d, base)[2 * pair : 2 * pair + 2, 2 * pair : 2 * pair + 2]  # (2, 2) R(omega_i k)
+    moved = u[:T] @ M.T  # (T, 2) R u(t) for every t
+    ring = max(T - k, 0)  # rings only where t + k < T, so each lands on a labelled dot
+    omega = float(pair_frequencies(d, base)[pair])
+    fig = go.Figure()
+    fig.add_scatter(
+        x=_round(u[:T, 0]), y=_round(u[:T, 1]), mode="markers+text", text=[str(t) for t in range(T)],
+        textposition="top center", textfont=dict(size=9), name="u_i(t) for t = 0..T-1 (label: t)",
+        marker=dict(size=9, color=list(range(T)), colorscale=SEQUENTIAL, showscale=False),
+        hovertemplate="t=%{text}<br>(sin, cos)=(%{x}, %{y})<extra></extra>",
+    )
+    fig.add_scatter(
+        x=_round(moved[:ring, 0]), y=_round(moved[:ring, 1]), mode="markers", name="R(ω_i k) u_i(t)",
+        marker=dict(size=15, color="rgba(0,0,0,0)", line=dict(color=LINE_COLORS[5], width=2)),
+        hovertemplate="R(ω_i k) u_i(t) lands on u_i(t+k)<extra></extra>",
+    )
+    for n, s in enumerate(starts):
+        fig.add_scatter(
+            x=_round(torch.stack([u[s, 0], moved[s, 0]])), y=_round(torch.stack([u[s, 1], moved[s, 1]])),
+            mode="lines+markers", marker=dict(symbol="arrow", angleref="previous", size=[0, 12]),
+            line=dict(color=LINE_COLORS[(n + 2) % len(LINE_COLORS)], width=2),
+            name=f"t = {s} → {s + k}", hoverinfo="skip",
+        )
+    fig.update_layout(
+        title=f"Pair i={pair} of d={d} (ω_i={omega:.3g}): shifting by k={k} turns every point by ω_i k = {omega * k:.3f} rad",
+        template="plotly_white", height=620, title_font_size=13,
+        xaxis=dict(title="PE[t, 2i] = sin(ω_i t)", range=[-1.3, 1.3], zeroline=True),
+        yaxis=dict(title="PE[t, 2i+1] = cos(ω_i t)", range=[-1.3, 1.3], scaleanchor="x", scaleratio=1, zeroline=True),
+        legend=dict(x=0.0, y=1.0, xanchor="left", yanchor="top", bgcolor="rgba(255,255,255,0.8)", font_size=11),
+    )
+    return fig
+
+
+def fig_offset_rotation(
+    d: int = 16, pair: int = 1, k: int = 3, T: int = 20, base: float = 10000.0, *,
+    ks: Sequence[int] | None = (1, 2, 3, 4, 6, 8, 12), starts: Sequence[int] = (0, 3, 7),
+) -> go.Figure:
+    """One (sin, cos) pair of PE on its unit circle: R(omega_i k) u(t) lands on u(t + k) for every t.
+
+    Axes are the pair's two columns (x = sin, y = cos), so increasing t moves clockwise, matching
+    R(phi) = [[cos, sin], [-sin, cos]] acting on (sin, cos). Slider over the offset k.
+    """
+    fixed = {"d": d, "pair": pair, "T": T, "base": base, "starts": tuple(starts)}
+    return _knob_figure(_rotation, "k", k, ks, "offset k", fixed)
+
+
+def live_offset_rotation(
+    d: int = 16, pair: int = 1, k: int = 3, T: int = 20, base: float = 10000.0, *,
+    caption: str = "One (sin, cos) pair on its circle: the rotated points land on the shifted ones.",
+    alt: str = "Points on a unit circle labelled by position, with rings marking each point rotated by a fixed angle.",
+) -> Any:
+    """Live form of `fig_offset_rotation`: any pair, offset and base."""
+    def build(pair: int, k: int, base: float) -> go.Figure:
+        return _rotation(d, pair, k, T, base, (0, 3, 7))
+
+    return live_sliders(
+        build, caption=caption, alt=alt,
+        pair=_int_slider(pair, f"pair i (d={d})", 0, d // 2 - 1), k=_int_slider(k, "offset k (tokens)", 0, 40),
+        base=_log_slider(base, "base"),
+    )

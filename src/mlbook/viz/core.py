@@ -1,0 +1,467 @@
+"""Display plumbing shared by every figure: one call works live and on the static site.
+
+A figure function in `mlbook.viz` returns a `plotly.graph_objects.Figure`; the notebook
+hands it to `show`. What `show` emits depends on where the notebook runs:
+
+* live kernel (Jupyter, Colab, VS Code): a MIME bundle with plotly's own mimetype, which
+  JupyterLab and VS Code render, and a `text/html` form, which Colab renders; the HTML
+  form loads plotly.js from its CDN only if the page has no `Plotly` yet.
+* static build (`MLBOOK_STATIC=1`, set by the site's Sphinx extension and by `make book`):
+  only the `text/html` (and `text/plain`) forms, and the HTML never refers to a network
+  address; plotly.js is served from the site's own `_static/` folder. (myst-nb renders
+  `text/html` but warns on plotly's mimetype, so a bare `fig.show()` fails the strict
+  build instead of silently vanishing from the page.)
+
+Knobs come in two forms from one function `build(**knobs) -> Figure`:
+
+* `grid_slider(build, name, values)`: a plotly figure whose slider steps through frames
+  precomputed on a grid; works on the static site with no kernel.
+* `live_sliders(build, caption=..., alt=..., **knobs)`: ipywidgets sliders that call
+  `build` again on every change; only useful with a live kernel, so wrap it in
+  `show_live(lambda: live_sliders(...))`, which on the static build prints a one-line note
+  instead of a dead widget.
+
+`show_knob` does both in one call.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import html
+import importlib.util
+import json
+import math
+import os
+import re
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import plotly
+import plotly.graph_objects as go
+import plotly.io as pio
+
+__all__ = [
+    "SEQUENTIAL",
+    "SEQUENTIAL_ALT",
+    "DIVERGING",
+    "LINE_COLORS",
+    "STATIC_ENV",
+    "LIVE_NOTE",
+    "diverging",
+    "in_colab",
+    "is_static",
+    "compact",
+    "figure_html",
+    "show",
+    "show_live",
+    "live_sliders",
+    "grid_slider",
+    "show_knob",
+]
+
+# ---------------------------------------------------------------------------
+# Colour-blind-safe colour maps
+# ---------------------------------------------------------------------------
+
+SEQUENTIAL = "Viridis"  # perceptually uniform, readable with every common colour-vision deficiency
+SEQUENTIAL_ALT = "Cividis"  # designed for deuteranopia/protanopia; use beside Viridis for a second quantity
+DIVERGING = "RdBu_r"  # ColorBrewer red-blue (colour-blind safe); centre it on zero with `diverging()`
+# Okabe & Ito's eight-colour palette, for lines and markers.
+LINE_COLORS = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
+
+
+def diverging(z: Any | None = None) -> dict[str, Any]:
+    """Heatmap keyword arguments for a diverging map centred on zero.
+
+    `go.Heatmap(z=z, **diverging(z))` puts white at 0 and makes the range symmetric,
+    so equal colour distances mean equal magnitudes on both sides.
+    """
+    kw: dict[str, Any] = {"colorscale": DIVERGING, "zmid": 0.0}
+    if z is not None:
+        m = float(np.nanmax(np.abs(np.asarray(z, dtype=float))))
+        if m > 0:
+            kw.update(zmin=-m, zmax=m)
+    return kw
+
+
+# ---------------------------------------------------------------------------
+# Where are we running?
+# ---------------------------------------------------------------------------
+
+STATIC_ENV = "MLBOOK_STATIC"
+LIVE_NOTE = "Run this notebook (Colab button above) to get live sliders."
+_PLOTLY_CDN = f"https://cdn.plot.ly/plotly-{plotly.offline.get_plotlyjs_version()}.min.js"
+
+
+def in_colab() -> bool:
+    """True inside Google Colab (the `google.colab` package is importable)."""
+    if "google.colab" in sys.modules:
+        return True
+    try:
+        return importlib.util.find_spec("google.colab") is not None
+    except (ImportError, ValueError):  # `google` absent, or a namespace package without a spec
+        return False
+
+
+def is_static() -> bool:
+    """True while the notebook is executed to build the static site (`MLBOOK_STATIC=1`)."""
+    return os.environ.get(STATIC_ENV, "").strip().lower() in {"1", "true", "yes"}
+
+
+# ---------------------------------------------------------------------------
+# Small stored outputs
+# ---------------------------------------------------------------------------
+
+
+def _round_sig(a: np.ndarray, digits: int) -> np.ndarray:
+    """Round a float array to `digits` significant digits (0, nan and inf pass through)."""
+    a = np.asarray(a, dtype=np.float64)
+    finite = np.isfinite(a) & (a != 0)
+    out = a.copy()
+    mag = np.floor(np.log10(np.abs(a[finite])))  # decimal exponent of each value
+    scale = 10.0 ** (digits - 1 - mag)
+    out[finite] = np.round(a[finite] * scale) / scale
+    return out
+
+
+def _compact_obj(obj: Any, digits: int) -> Any:
+    """Recursively round floats (and float arrays) in a plotly JSON-like structure."""
+    if isinstance(obj, Mapping):
+        return {k: _compact_obj(v, digits) for k, v in obj.items()}
+    if isinstance(obj, np.ndarray):
+        if obj.dtype.kind == "f":
+            return _round_sig(obj, digits)
+        if obj.dtype.kind in "iub":
+            return obj
+        return [_compact_obj(v, digits) for v in obj.tolist()]
+    if isinstance(obj, (list, tuple)):
+        if obj and all(isinstance(v, float) for v in obj):
+            return _round_sig(np.asarray(obj), digits)
+        return [_compact_obj(v, digits) for v in obj]
+    if isinstance(obj, (float, np.floating)):
+        x = float(obj)
+        if x == 0 or not math.isfinite(x):
+            return x
+        return float(_round_sig(np.asarray([x]), digits)[0])
+    if hasattr(obj, "detach") and hasattr(obj, "numpy"):  # a torch tensor slipped into a trace
+        return _compact_obj(obj.detach().cpu().numpy(), digits)
+    return obj
+
+
+def _figure_dict(fig: go.Figure | Mapping[str, Any], digits: int | None) -> dict[str, Any]:
+    d = fig.to_plotly_json() if isinstance(fig, go.Figure) else dict(fig)
+    d = {k: d[k] for k in ("data", "layout", "frames") if k in d and d[k] is not None}
+    if digits is not None:
+        d = _compact_obj(d, digits)
+    return d
+
+
+def compact(fig: go.Figure, digits: int = 4) -> go.Figure:
+    """A copy of `fig` with every float rounded to `digits` significant digits.
+
+    Significant (not decimal) digits, so tiny values such as RoPE's lowest frequencies
+    (about 1e-4) survive. Four digits is far below what a reader can see on screen and
+    roughly halves the stored JSON.
+    """
+    if not isinstance(fig, go.Figure):
+        raise TypeError(f"compact() expects a plotly.graph_objects.Figure, got {type(fig).__name__}")
+    return go.Figure(_figure_dict(fig, digits), skip_invalid=False)
+
+
+# ---------------------------------------------------------------------------
+# show(): one figure, live or static
+# ---------------------------------------------------------------------------
+
+_MATH_DOLLARS = re.compile(r"(?<![\\$])\$(?!\$)(.+?)(?<![\\$])\$")
+_ID_OK = re.compile(r"^[A-Za-z][A-Za-z0-9_-]*$")
+_CONFIG = {"responsive": True, "displaylogo": False, "displayModeBar": "hover"}
+
+
+def _caption_html(caption: str) -> str:
+    """Escape the caption and turn `$x$` into MathJax's inline delimiters `\\(x\\)`."""
+    text = html.escape(caption, quote=False)
+    return _MATH_DOLLARS.sub(lambda m: r"\(" + m.group(1) + r"\)", text)
+
+
+def _json_for_script(obj: Any) -> str:
+    """JSON safe to inline in a <script> element (no `</script>` or `<!--` inside)."""
+    s = pio.to_json(obj, validate=False, pretty=False, engine="json")
+    return s.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+def figure_html(fig_json: Mapping[str, Any], *, caption: str, alt: str, div_id: str, static: bool) -> str:
+    """The `text/html` form of a figure: <figure> + caption + a script that draws it.
+
+    The script calls `Plotly.newPlot` when the DOM is ready. On the static site the
+    page already loads `_static/plotly/plotly.min.js`; live (Colab) it falls back to the
+    CDN, through require.js where a classic notebook front-end has it.
+    """
+    data = _json_for_script(fig_json)
+    cfg = json.dumps(_CONFIG)
+    if static:
+        loader = (
+            "else{console.error('mlbook: plotly.js is not loaded on this page; "
+            f"figure {div_id} cannot be drawn');}}}}"
+        )
+    else:
+        loader = (
+            "else if(typeof window.requirejs==='function'){"
+            f"window.requirejs.config({{paths:{{plotly:'{_PLOTLY_CDN[:-3]}'}}}});"
+            "window.requirejs(['plotly'],draw);}"
+            "else{var s=document.createElement('script');"
+            f"s.src='{_PLOTLY_CDN}';s.onload=function(){{draw(window.Plotly);}};"
+            "document.head.appendChild(s);}}"
+        )
+    script = (
+        "(function(){"
+        f"var fig={data};"
+        f"function draw(P){{var el=document.getElementById('{div_id}');"
+        f"if(!el||el.dataset.drawn)return;el.dataset.drawn='1';"
+        "P.newPlot(el,{data:fig.data,layout:fig.layout||{},frames:fig.frames||[],"
+        f"config:{cfg}}});}}"
+        "function go(){if(window.Plotly){draw(window.Plotly);}"
+        f"{loader}"
+        "if(document.readyState==='loading'){document.addEventListener('DOMContentLoaded',go);}"
+        "else{go();}})();"
+    )
+    return (
+        f'<figure class="mlbook-figure" id="{div_id}-figure">'
+        f'<div id="{div_id}" class="mlbook-plotly" role="img" aria-label="{html.escape(alt)}"></div>'
+        f'<figcaption class="mlbook-caption mathjax_process">{_caption_html(caption)}</figcaption>'
+        f"</figure><script>{script}</script>"
+    )
+
+
+def show(
+    fig: go.Figure,
+    *,
+    caption: str,
+    alt: str,
+    id: str | None = None,  # noqa: A002 - the figure's HTML id, as in the HTML attribute
+    digits: int | None = 4,
+) -> None:
+    """Display `fig` with a caption and alt text, live or on the static site.
+
+    Args:
+        fig: the figure. Floats are rounded to `digits` significant digits first
+            (`None` keeps full precision), which keeps each page well under 2 MB.
+        caption: what the reader should notice; `$...$` becomes inline maths.
+        alt: a text description for screen readers (`aria-label` on the plot).
+        id: HTML id of the figure (letters, digits, `-`, `_`); derived from the
+            figure's content when omitted.
+    """
+    if not isinstance(fig, go.Figure):
+        raise TypeError(f"show() expects a plotly.graph_objects.Figure, got {type(fig).__name__}")
+    if not isinstance(caption, str) or not caption.strip():
+        raise ValueError("show() needs a non-empty caption saying what the reader should notice")
+    if not isinstance(alt, str) or not alt.strip():
+        raise ValueError("show() needs non-empty alt text describing the figure for screen readers")
+    if id is not None and not _ID_OK.match(id):
+        raise ValueError(f"id={id!r} must start with a letter and use only letters, digits, '-' and '_'")
+
+    fig_json = _figure_dict(fig, digits)
+    if id is None:
+        digest = hashlib.sha1(_json_for_script(fig_json).encode() + caption.encode()).hexdigest()[:10]
+        id = f"mlbook-fig-{digest}"  # noqa: A001
+    static = is_static()
+    bundle: dict[str, Any] = {
+        "text/html": figure_html(fig_json, caption=caption, alt=alt, div_id=id, static=static),
+        "text/plain": f"Figure: {caption}",
+    }
+    if not static:
+        # JupyterLab and VS Code render this one (they would not run the HTML's script).
+        # Left out of the static build: myst-nb warns on every mimetype it cannot render,
+        # which under `-W` must stay reserved for outputs that really get dropped.
+        bundle["application/vnd.plotly.v1+json"] = {**fig_json, "config": _CONFIG}
+    from IPython.display import display
+
+    display(bundle, raw=True)
+
+
+# ---------------------------------------------------------------------------
+# Knobs: static plotly slider and live ipywidgets sliders from one build function
+# ---------------------------------------------------------------------------
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)
+
+
+def grid_slider(
+    build: Callable[..., go.Figure],
+    name: str,
+    values: Sequence[Any],
+    *,
+    active: int = 0,
+    label: str | None = None,
+    fixed: Mapping[str, Any] | None = None,
+) -> go.Figure:
+    """A figure with a plotly slider over `build(**{name: v})` for each v in `values`.
+
+    Works on the static site: every grid point is precomputed as a frame and the slider
+    swaps frames (`Plotly.animate`, no transition). `build` must return figures with the
+    same traces in the same order; fix the axis ranges in `build` so they do not jump.
+
+    Args:
+        build: the figure function; called once per value.
+        name: the keyword argument the slider sets.
+        values: the grid (keep it short: each value stores a full copy of the data).
+        active: index of the value shown first.
+        label: slider prefix; defaults to `name`.
+        fixed: other keyword arguments passed to every call.
+    """
+    values = list(values)
+    if not values:
+        raise ValueError(f"grid_slider({name!r}) needs at least one value")
+    if not 0 <= active < len(values):
+        raise ValueError(f"active={active} is out of range for {len(values)} values")
+    fixed = dict(fixed or {})
+    figs = [build(**{**fixed, name: v}) for v in values]
+    n_traces = len(figs[0].data)
+    for v, f in zip(values, figs):
+        if not isinstance(f, go.Figure):
+            raise TypeError(f"build({name}={v!r}) returned {type(f).__name__}, expected a plotly Figure")
+        if len(f.data) != n_traces:
+            raise ValueError(
+                f"build({name}={v!r}) returned {len(f.data)} traces but build({name}={values[0]!r}) "
+                f"returned {n_traces}; a slider needs the same traces for every value"
+            )
+    out = go.Figure(data=figs[active].data, layout=figs[active].layout)
+    out.frames = [
+        go.Frame(data=f.data, name=_fmt(v), layout={"title": f.layout.title} if f.layout.title.text else None)
+        for v, f in zip(values, figs)
+    ]
+    steps = [
+        {
+            "method": "animate",
+            "label": _fmt(v),
+            "args": [[_fmt(v)], {"mode": "immediate", "frame": {"duration": 0, "redraw": True}, "transition": {"duration": 0}}],
+        }
+        for v in values
+    ]
+    out.update_layout(
+        sliders=[
+            {
+                "active": active,
+                "currentvalue": {"prefix": f"{label or name} = "},
+                "pad": {"t": 40},
+                "steps": steps,
+            }
+        ]
+    )
+    return out
+
+
+def _slider_widget(spec: Any, description: str) -> Any:
+    """An ipywidgets control from a widget or an abbreviation: (min, max[, step]) or a list."""
+    import ipywidgets as widgets
+
+    if isinstance(spec, widgets.Widget):
+        return spec
+    if isinstance(spec, list):  # a grid of values: a slider that snaps to them
+        if not spec:
+            raise ValueError(f"slider {description!r}: the list of values is empty")
+        return widgets.SelectionSlider(
+            options=[(_fmt(v), v) for v in spec], value=spec[0], description=description, continuous_update=False
+        )
+    w = widgets.interactive.widget_from_abbrev(spec, None)
+    if w is None:
+        raise ValueError(
+            f"slider {description!r}: cannot make a control from {spec!r}; give (min, max), "
+            "(min, max, step), a list of values, or an ipywidgets widget"
+        )
+    w.description = description
+    if hasattr(w, "continuous_update"):
+        w.continuous_update = False  # redraw on release: each redraw recomputes the figure
+    return w
+
+
+def live_sliders(build: Callable[..., go.Figure], *, caption: str, alt: str, **sliders: Any) -> Any:
+    """ipywidgets sliders that redraw `build(**values)` through `show` on every change.
+
+    Each keyword is a knob: an ipywidgets widget, `(min, max)`, `(min, max, step)` or a
+    list of values (a dropdown). Returns the widget (a VBox of controls and output)
+    without displaying it; pass it to `show_live`.
+    """
+    import ipywidgets as widgets
+    from IPython.display import clear_output
+
+    if not sliders:
+        raise ValueError("live_sliders() needs at least one knob, e.g. base=(100, 100000, 100)")
+    controls = {k: _slider_widget(v, k) for k, v in sliders.items()}
+    out = widgets.Output()
+
+    def redraw(**kw: Any) -> None:
+        with out:
+            clear_output(wait=True)
+            show(build(**kw), caption=caption, alt=alt)
+
+    widgets.interactive_output(redraw, controls)
+    return widgets.VBox([widgets.HBox(list(controls.values())), out])
+
+
+def show_live(widget_or_callable: Any) -> Any:
+    """Display ipywidgets controls only where a live kernel can drive them.
+
+    Pass a widget, or better a zero-argument callable returning one (so nothing is
+    computed on the static build). With `MLBOOK_STATIC=1` this displays a one-line note
+    pointing to Colab instead, so the static site has no dead widgets and no widget
+    JavaScript from a CDN. Returns the widget, or None on the static build.
+    """
+    from IPython.display import display
+
+    if is_static():
+        display(
+            {
+                "text/html": f'<p class="mlbook-live-note">{html.escape(LIVE_NOTE)}</p>',
+                "text/plain": LIVE_NOTE,
+            },
+            raw=True,
+        )
+        return None
+    widget = widget_or_callable
+    if callable(widget_or_callable) and not hasattr(widget_or_callable, "_repr_mimebundle_"):
+        widget = widget_or_callable()
+    display(widget)
+    return widget
+
+
+def show_knob(
+    build: Callable[..., go.Figure],
+    knobs: Mapping[str, Sequence[Any]],
+    *,
+    caption: str,
+    alt: str,
+    static_knob: str | None = None,
+    defaults: Mapping[str, Any] | None = None,
+    id: str | None = None,  # noqa: A002
+) -> None:
+    """Both forms of a figure with knobs, from one function `build(**knobs) -> Figure`.
+
+    Shows a plotly figure with a slider over `knobs[static_knob]` (the other knobs held
+    at `defaults`, else their first value), which works on the static site; then, with
+    a live kernel, ipywidgets sliders over every knob (each a list of values).
+    """
+    if not knobs:
+        raise ValueError("show_knob() needs at least one knob, e.g. {'base': [100, 1000, 10000]}")
+    static_knob = static_knob or next(iter(knobs))
+    if static_knob not in knobs:
+        raise ValueError(f"static_knob={static_knob!r} is not one of the knobs {sorted(knobs)}")
+    defaults = dict(defaults or {})
+    fixed = {k: defaults.get(k, list(v)[0]) for k, v in knobs.items() if k != static_knob}
+    values = list(knobs[static_knob])
+    active = values.index(defaults[static_knob]) if static_knob in defaults else 0
+    show(grid_slider(build, static_knob, values, active=active, fixed=fixed), caption=caption, alt=alt, id=id)
+    live = {k: list(v) for k, v in knobs.items()}
+
+    def make() -> Any:
+        w = live_sliders(build, caption=caption, alt=alt, **live)
+        for k, v in {**fixed, static_knob: values[active]}.items():
+            w.children[0].children[list(live).index(k)].value = v
+        return w
+
+    show_live(make)
