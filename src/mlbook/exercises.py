@@ -90,6 +90,8 @@ def check_equivariance_error(fn: Callable[[Callable, torch.Tensor, torch.Tensor]
     if close(got["equivariant"], want_eq) and close(got["causal"], want_causal):
         return _verdict(True, "Zero (to rounding) for the equivariant function and a clear nonzero error for the "
                               "causal running mean.")
+    if got["equivariant"] < -1e-9 or got["causal"] < 0:
+        return _verdict(False, "An error must be >= 0: take the absolute value before the max.")
     if got["equivariant"] > 1e-9:
         if close(got["equivariant"], ref(_bag_mixer, None)):
             return _verdict(False, "For an equivariant f the answer must be 0, but you compared f(Px) with the "
@@ -99,8 +101,6 @@ def check_equivariance_error(fn: Callable[[Callable, torch.Tensor, torch.Tensor]
             return _verdict(False, "You permuted the output with the inverse permutation. (Px)[:, j] = x[:, perm[j]], "
                                    "so P f(x) is f(x)[:, perm], not f(x)[:, argsort(perm)]; the two agree only when "
                                    "perm is its own inverse, e.g. a reversal or a single swap.")
-        if got["equivariant"] < 0 or got["causal"] < 0:
-            return _verdict(False, "An error must be >= 0: take the absolute value before the max.")
         return _verdict(False, "For an equivariant f the answer must be 0 (to rounding); yours is not. Compute "
                                "f(x[:, perm]) - f(x)[:, perm], then the max of its absolute value.")
     if got["causal"] < 1e-9:

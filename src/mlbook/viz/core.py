@@ -154,6 +154,8 @@ def _figure_dict(fig: go.Figure | Mapping[str, Any], digits: int | None) -> dict
     d = fig.to_plotly_json() if isinstance(fig, go.Figure) else dict(fig)
     d = {k: d[k] for k in ("data", "layout", "frames") if k in d and d[k] is not None}
     if digits is not None:
+        if isinstance(digits, bool) or not isinstance(digits, int) or digits < 1:
+            raise ValueError(f"digits must be an int >= 1 (significant digits kept) or None, got {digits!r}")
         d = _compact_obj(d, digits)
     return d
 
@@ -316,15 +318,16 @@ def grid_slider(
     """
     values = list(values)
     if not values:
-        raise ValueError(f"grid_slider({name!r}) needs at least one value")
+        raise ValueError(f"grid_slider({name!r}): values is empty; give at least one value for the slider")
     if not 0 <= active < len(values):
         raise ValueError(f"active={active} is out of range for {len(values)} values")
     fixed = dict(fixed or {})
     figs = [build(**{**fixed, name: v}) for v in values]
-    n_traces = len(figs[0].data)
     for v, f in zip(values, figs):
         if not isinstance(f, go.Figure):
             raise TypeError(f"build({name}={v!r}) returned {type(f).__name__}, expected a plotly Figure")
+    n_traces = len(figs[0].data)
+    for v, f in zip(values, figs):
         if len(f.data) != n_traces:
             raise ValueError(
                 f"build({name}={v!r}) returned {len(f.data)} traces but build({name}={values[0]!r}) "

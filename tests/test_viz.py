@@ -1,0 +1,620 @@
+"""Tests for mlbook.viz (core display plumbing, section 1/2.1 figures) and mlbook.exercises.
+
+Fast and offline: no browser, no network, no IPython kernel. `IPython.display.display` is
+replaced by a recorder, so each test sees exactly the MIME bundles a notebook would get.
+Expected numbers come from oracles (numpy's own significant-digit formatting, float64
+re-derivations of the formulas, the library's sinusoidal table), not from typed-in values.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+import re
+
+import numpy as np
+import plotly.graph_objects as go
+import pytest
+import torch
+
+import mlbook.viz.absolute as A
+from mlbook import exercises
+from mlbook.transformer.positional import sinusoidal_positional_encoding
+from mlbook.viz import core
+
+PLOTLY_MIME = "application/vnd.plotly.v1+json"
+URL = re.compile(r"https?://", re.IGNORECASE)
+
+
+# ---------------------------------------------------------------------------
+# Helpers
+# ---------------------------------------------------------------------------
+
+
+@pytest.fixture
+def displayed(monkeypatch):
+    """Record everything passed to IPython.display.display (imported lazily by mlbook.viz.core)."""
+    import IPython.display
+
+    calls: list[tuple[tuple, dict]] = []
+    monkeypatch.setattr(IPython.display, "display", lambda *objs, **kw: calls.append((objs, kw)))
+    return calls
+
+
+@pytest.fixture
+def static(monkeypatch):
+    monkeypatch.setenv(core.STATIC_ENV, "1")
+
+
+@pytest.fixture
+def live(monkeypatch):
+    monkeypatch.delenv(core.STATIC_ENV, raising=False)
+
+
+def _bundles(calls):
+    """The raw MIME bundles among recorded display calls."""
+    return [objs[0] for objs, kw in calls if kw.get("raw") and isinstance(objs[0], dict)]
+
+
+def _embedded_figure(html_text: str) -> dict:
+    """The figure JSON that figure_html inlines in its <script> (`var fig={...};function draw`)."""
+    m = re.search(r"var fig=(\{.*?\});function draw\(", html_text, re.DOTALL)
+    assert m, "no inlined figure JSON found in the HTML"
+    return json.loads(m.group(1))
+
+
+def _numeric_arrays(trace) -> dict[str, np.ndarray]:
+    """x, y, z, customdata of a trace as float arrays (the data a slider frame swaps)."""
+    d = trace.to_plotly_json() if hasattr(trace, "to_plotly_json") else dict(trace)
+    out = {}
+    for key in ("x", "y", "z", "customdata"):
+        if d.get(key) is not None:
+            out[key] = np.asarray(d[key], dtype=float)
+    return out
+
+
+def _same_data(traces_a, traces_b) -> bool:
+    if len(traces_a) != len(traces_b):
+        return False
+    for ta, tb in zip(traces_a, traces_b):
+        a, b = _numeric_arrays(ta), _numeric_arrays(tb)
+        if a.keys() != b.keys():
+            return False
+        for k in a:
+            if a[k].shape != b[k].shape or not np.array_equal(a[k], b[k], equal_nan=True):
+                return False
+    return True
+
+
+def _sig_oracle(x: float, digits: int) -> float:
+    """numpy's own significant-digit rounding (Dragon4 on the exact binary value)."""
+    if x == 0 or not math.isfinite(x):
+        return x
+    return float(np.format_float_positional(x, precision=digits, unique=False, fractional=False, trim="k"))
+
+
+def _line_build(scale: float, n: int = 5) -> go.Figure:
+    """A tiny knob figure: one line y = scale * x, with fixed axis ranges."""
+    x = np.arange(n)
+    fig = go.Figure(go.Scatter(x=x, y=scale * x.astype(float), mode="lines"))
+    fig.update_layout(title=f"scale {scale}", yaxis_range=[0, 100])
+    return fig
+
+
+def _assert_slider_steps_show_distinct_data(fig: go.Figure, n_values: int | None = None) -> None:
+    """One step per value, each naming an existing frame, and no two frames with the same data."""
+    assert len(fig.layout.sliders) == 1
+    steps = fig.layout.sliders[0].steps
+    if n_values is not None:
+        assert len(steps) == n_values
+    frames = {f.name: f for f in fig.frames}
+    assert len(frames) == len(fig.frames) == len(steps), "frame names must be unique, one per step"
+    for step in steps:
+        assert step.method == "animate"
+        (target,) = step.args[0]
+        assert target in frames, f"step {step.label!r} points to a missing frame {target!r}"
+    named = [frames[s.args[0][0]] for s in steps]
+    for i in range(len(named)):
+        for j in range(i + 1, len(named)):
+            assert not _same_data(named[i].data, named[j].data), (
+                f"slider steps {steps[i].label!r} and {steps[j].label!r} show identical data"
+            )
+    # The figure first shows the frame of the active step.
+    active = fig.layout.sliders[0].active
+    assert _same_data(fig.data, named[active].data)
+
+
+# ---------------------------------------------------------------------------
+# core.show
+# ---------------------------------------------------------------------------
+
+CAPTION = "Angles grow as $\\omega_i t$ for t < T & more"
+ALT = 'Heatmap of "PE" values <rows: positions>'
+
+
+def test_show_static_emits_self_contained_html_figure(static, displayed):
+    fig = A.fig_sinusoidal_heatmap(bases=(100.0, 10000.0))
+    core.show(fig, caption=CAPTION, alt=ALT, id="pe-heatmap")
+    (bundle,) = _bundles(displayed)
+    assert set(bundle) == {"text/html", "text/plain"}, "static build must not emit plotly's mimetype"
+    h = bundle["text/html"]
+    assert h.startswith('<figure class="mlbook-figure"') and "</figure>" in h
+    # caption escaped, with $...$ turned into MathJax inline maths
+    assert "<figcaption" in h and "Angles grow as \\(\\omega_i t\\) for t &lt; T &amp; more" in h
+    assert 'aria-label="Heatmap of &quot;PE&quot; values &lt;rows: positions&gt;"' in h
+    assert '<div id="pe-heatmap"' in h and "getElementById('pe-heatmap')" in h
+    assert re.search(r"\.newPlot\(el,", h) and "draw(window.Plotly)" in h
+    assert not URL.search(h), "the static HTML must not refer to a network address"
+    assert "Figure: " + CAPTION == bundle["text/plain"]
+    # the inlined figure is the (rounded) figure, frames and slider included
+    emb = _embedded_figure(h)
+    assert len(emb["frames"]) == 2 and len(emb["layout"]["sliders"][0]["steps"]) == 2
+    z = np.asarray(emb["data"][0]["z"], dtype=float)
+    np.testing.assert_allclose(z, np.asarray(fig.data[0].z, dtype=float), atol=1e-12)
+
+
+def test_show_live_adds_plotly_mimetype_and_cdn_fallback(live, displayed):
+    fig = _line_build(1.23456789)
+    core.show(fig, caption="A line.", alt="A straight line.")
+    (bundle,) = _bundles(displayed)
+    assert {"text/html", "text/plain", PLOTLY_MIME} <= set(bundle)
+    plot = bundle[PLOTLY_MIME]
+    assert plot["config"]["displaylogo"] is False
+    # digits=4 by default: the mimetype carries the same rounded data as the HTML
+    y = np.asarray(plot["data"][0]["y"], dtype=float)
+    np.testing.assert_array_equal(y, [_sig_oracle(v, 4) for v in 1.23456789 * np.arange(5)])
+    np.testing.assert_array_equal(np.asarray(_embedded_figure(bundle["text/html"])["data"][0]["y"]), y)
+    # live HTML (Colab) falls back to plotly's CDN; only the static form must be offline
+    assert "cdn.plot.ly" in bundle["text/html"]
+
+
+def test_show_digits_none_keeps_full_precision(live, displayed):
+    core.show(_line_build(1.23456789), caption="c", alt="a", digits=None)
+    (bundle,) = _bundles(displayed)
+    np.testing.assert_array_equal(bundle[PLOTLY_MIME]["data"][0]["y"], 1.23456789 * np.arange(5))
+
+
+def test_show_default_id_is_deterministic_and_content_dependent(static, displayed):
+    for scale in (1.0, 1.0, 2.0):
+        core.show(_line_build(scale), caption="c", alt="a")
+    ids = [re.search(r'<div id="([^"]+)"', b["text/html"]).group(1) for b in _bundles(displayed)]
+    assert ids[0] == ids[1] != ids[2]
+    assert all(re.fullmatch(r"[A-Za-z][A-Za-z0-9_-]*", i) for i in ids)
+
+
+@pytest.mark.parametrize(
+    "kwargs, exc, pattern",
+    [
+        ({"fig": {"data": []}}, TypeError, r"show\(\) expects a plotly\.graph_objects\.Figure, got dict"),
+        ({"caption": ""}, ValueError, r"caption"),
+        ({"caption": "   "}, ValueError, r"caption"),
+        ({"alt": ""}, ValueError, r"alt text"),
+        ({"id": "1starts-with-digit"}, ValueError, r"id='1starts-with-digit'"),
+        ({"id": "has space"}, ValueError, r"id='has space'"),
+    ],
+)
+def test_show_rejects_bad_input_naming_the_argument(static, displayed, kwargs, exc, pattern):
+    args = {"fig": _line_build(1.0), "caption": "c", "alt": "a", **kwargs}
+    with pytest.raises(exc, match=pattern):
+        core.show(args.pop("fig"), **args)
+    assert not displayed, "nothing may be displayed for rejected input"
+
+
+# ---------------------------------------------------------------------------
+# core.compact
+# ---------------------------------------------------------------------------
+
+
+def _messy_figure() -> go.Figure:
+    rng = np.random.default_rng(0)
+    z = (rng.standard_normal((7, 5)) * 10.0 ** rng.integers(-5, 5, (7, 5))).astype(np.float32)
+    z[0, 0], z[0, 1] = 0.0, np.nan
+    y = (rng.standard_normal(11) * 1234.5).tolist()  # a python list of floats
+    fig = go.Figure()
+    fig.add_heatmap(z=z, x=list(range(5)), y=list(range(7)))
+    fig.add_scatter(x=np.arange(11), y=y, marker=dict(size=[3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13]))
+    fig.update_layout(xaxis_range=[-0.123456789, 4.987654321])
+    return fig
+
+
+@pytest.mark.parametrize("digits", [2, 4])
+def test_compact_rounds_to_significant_digits_and_keeps_shapes(digits):
+    fig = _messy_figure()
+    before = copy.deepcopy(fig.to_plotly_json())
+    out = core.compact(fig, digits)
+
+    z_in, z_out = np.asarray(fig.data[0].z, dtype=np.float64), np.asarray(out.data[0].z, dtype=np.float64)
+    assert z_out.shape == z_in.shape
+    want = np.vectorize(lambda v: _sig_oracle(float(v), digits))(z_in)
+    np.testing.assert_allclose(z_out, want, rtol=1e-12, equal_nan=True)
+    assert z_out[0, 0] == 0.0 and np.isnan(z_out[0, 1])
+    assert not np.allclose(z_out, z_in, equal_nan=True), "the data were not rounded at all"
+
+    y_in, y_out = np.asarray(fig.data[1].y, dtype=float), np.asarray(out.data[1].y, dtype=float)
+    assert y_out.shape == y_in.shape
+    np.testing.assert_allclose(y_out, [_sig_oracle(v, digits) for v in y_in], rtol=1e-12)
+    np.testing.assert_allclose(out.layout.xaxis.range, [_sig_oracle(v, digits) for v in fig.layout.xaxis.range],
+                               rtol=1e-12)
+    # integers are left alone
+    assert list(out.data[1].marker.size) == list(fig.data[1].marker.size)
+    np.testing.assert_array_equal(out.data[1].x, fig.data[1].x)
+
+    # documented as "a copy of fig": the input is untouched
+    after = fig.to_plotly_json()
+    np.testing.assert_array_equal(after["data"][0]["z"], before["data"][0]["z"])
+    assert after["data"][1]["y"] == before["data"][1]["y"]
+    assert after["layout"]["xaxis"]["range"] == before["layout"]["xaxis"]["range"]
+    assert out is not fig
+
+
+def test_compact_rejects_non_figure():
+    with pytest.raises(TypeError, match=r"compact\(\) expects a plotly\.graph_objects\.Figure, got dict"):
+        core.compact({"data": []})
+
+
+# ---------------------------------------------------------------------------
+# core.grid_slider
+# ---------------------------------------------------------------------------
+
+
+def test_grid_slider_one_step_per_value_with_distinct_frames():
+    values = [0.5, 1.0, 2.0, 4.0]
+    fig = core.grid_slider(_line_build, "scale", values, active=2, label="scale s", fixed={"n": 6})
+    _assert_slider_steps_show_distinct_data(fig, len(values))
+    slider = fig.layout.sliders[0]
+    assert slider.active == 2 and slider.currentvalue.prefix == "scale s = "
+    # each frame is exactly build(value): the slider shows the right figure for its label
+    for step, v in zip(slider.steps, values):
+        frame = next(f for f in fig.frames if f.name == step.args[0][0])
+        assert _same_data(frame.data, _line_build(v, n=6).data)
+        assert step.label == f"{v:g}"
+
+
+@pytest.mark.parametrize(
+    "kwargs, exc, pattern",
+    [
+        ({"values": []}, ValueError, r"values"),
+        ({"active": 3}, ValueError, r"active=3"),
+        ({"active": -1}, ValueError, r"active=-1"),
+        ({"build": lambda scale: {"data": []}}, TypeError, r"build\(scale=1\.0\) returned dict"),
+        ({"build": lambda scale: None if scale > 1 else _line_build(scale)}, TypeError, r"build\(scale=2\.0\)"),
+        ({"build": lambda scale: go.Figure([go.Scatter(y=[1])] * int(scale))}, ValueError, r"traces"),
+    ],
+)
+def test_grid_slider_rejects_bad_input_naming_the_argument(kwargs, exc, pattern):
+    args = {"build": _line_build, "name": "scale", "values": [1.0, 2.0, 3.0], **kwargs}
+    with pytest.raises(exc, match=pattern):
+        core.grid_slider(args.pop("build"), args.pop("name"), args.pop("values"), **args)
+
+
+# ---------------------------------------------------------------------------
+# core.live_sliders / show_live / show_knob
+# ---------------------------------------------------------------------------
+
+
+def test_live_sliders_one_control_per_knob_and_redraws_on_change(live, displayed):
+    import ipywidgets as widgets
+
+    calls = []
+
+    def build(scale: float, n: int) -> go.Figure:
+        calls.append((scale, n))
+        return _line_build(scale, n)
+
+    w = core.live_sliders(build, caption="c", alt="a", scale=[1.0, 2.0, 3.0], n=(2, 10, 1))
+    assert isinstance(w, widgets.VBox)
+    controls = w.children[0].children
+    assert [c.description for c in controls] == ["scale", "n"]
+    assert isinstance(controls[0], widgets.SelectionSlider) and isinstance(controls[1], widgets.IntSlider)
+    assert len(calls) == 1, "one initial draw"
+
+    n_shown = len(_bundles(displayed))
+    controls[0].value = 3.0
+    assert calls[-1] == (3.0, controls[1].value)
+    controls[1].value = 4
+    assert calls[-1] == (3.0, 4) and len(calls) == 3
+    bundles = _bundles(displayed)
+    assert len(bundles) == n_shown + 2, "each change redraws through show()"
+    np.testing.assert_allclose(bundles[-1][PLOTLY_MIME]["data"][0]["y"], 3.0 * np.arange(4))
+
+
+@pytest.mark.parametrize(
+    "knobs, pattern",
+    [({}, r"at least one knob"), ({"scale": []}, r"'scale'.*empty"), ({"scale": object()}, r"'scale'.*cannot make")],
+)
+def test_live_sliders_rejects_bad_knobs(live, displayed, knobs, pattern):
+    with pytest.raises(ValueError, match=pattern):
+        core.live_sliders(_line_build, caption="c", alt="a", **knobs)
+
+
+def test_show_live_static_prints_note_and_builds_nothing(static, displayed):
+    built = []
+    assert core.show_live(lambda: built.append(1)) is None
+    assert not built, "the widget factory must not run on the static build"
+    (bundle,) = _bundles(displayed)
+    assert bundle["text/plain"] == core.LIVE_NOTE and core.LIVE_NOTE in bundle["text/html"]
+
+
+def test_show_live_live_displays_the_widget(live, displayed):
+    import ipywidgets as widgets
+
+    made = []
+
+    def factory():
+        made.append(widgets.IntSlider())
+        return made[-1]
+
+    w = core.show_live(factory)
+    assert made == [w]
+    assert [objs[0] for objs, _ in displayed] == [w]
+    # a widget passed directly is displayed as is
+    displayed.clear()
+    assert core.show_live(w) is w and displayed[0][0][0] is w
+
+
+def test_show_knob_static_gives_slider_at_default_and_note(static, displayed):
+    knobs = {"scale": [1.0, 2.0, 3.0], "n": [4, 6]}
+    core.show_knob(_line_build, knobs, caption="c", alt="a", defaults={"scale": 2.0, "n": 6})
+    fig_bundle, note = _bundles(displayed)
+    emb = _embedded_figure(fig_bundle["text/html"])
+    assert emb["layout"]["sliders"][0]["active"] == 1
+    np.testing.assert_allclose(emb["data"][0]["y"], 2.0 * np.arange(6))
+    assert note["text/plain"] == core.LIVE_NOTE
+
+
+def test_show_knob_live_widget_starts_at_defaults(live, displayed):
+    import ipywidgets as widgets
+
+    knobs = {"scale": [1.0, 2.0, 3.0], "n": [4, 6]}
+    core.show_knob(_line_build, knobs, caption="c", alt="a", defaults={"scale": 3.0, "n": 6})
+    (w,) = [objs[0] for objs, kw in displayed if not kw.get("raw")]
+    assert isinstance(w, widgets.VBox)
+    assert [c.value for c in w.children[0].children] == [3.0, 6]
+
+
+# ---------------------------------------------------------------------------
+# absolute.py: figures
+# ---------------------------------------------------------------------------
+
+FIG_NAMES = sorted(n for n in A.__all__ if n.startswith("fig_"))
+SLIDER_FIGS = {  # (figure function, keyword arguments) for every static slider form
+    "heatmap/base": ("fig_sinusoidal_heatmap", {"vary": "base"}),
+    "heatmap/d": ("fig_sinusoidal_heatmap", {"vary": "d"}),
+    "similarity/base": ("fig_pe_similarity", {}),
+    "rotation/k": ("fig_offset_rotation", {}),
+    "wavelengths/base": ("fig_wavelengths", {"vary": "base"}),
+    "wavelengths/d_head": ("fig_wavelengths", {"vary": "d_head"}),
+}
+
+
+@pytest.mark.parametrize("name", FIG_NAMES)
+def test_every_fig_builds_a_serialisable_figure(name):
+    fig = getattr(A, name)()
+    assert isinstance(fig, go.Figure)
+    assert fig.data and all(_numeric_arrays(t) for t in fig.data), "every trace carries data"
+    assert fig.layout.title.text
+    go.Figure(json.loads(fig.to_json()))  # round-trips through plotly's validators
+
+
+def test_every_fig_with_a_grid_is_covered():
+    """SLIDER_FIGS must list every public figure with a slider grid argument, so none goes untested."""
+    import inspect
+
+    grids = {"bases", "ds", "ks", "d_heads"}
+    with_grid = {n for n in FIG_NAMES if grids & set(inspect.signature(getattr(A, n)).parameters)}
+    assert with_grid and with_grid <= {fn for fn, _ in SLIDER_FIGS.values()}
+
+
+@pytest.mark.parametrize("key", sorted(SLIDER_FIGS))
+def test_static_slider_steps_show_different_data(key):
+    fn, kwargs = SLIDER_FIGS[key]
+    _assert_slider_steps_show_distinct_data(getattr(A, fn)(**kwargs))
+
+
+def test_knob_value_outside_grid_is_added_and_shown_first():
+    fig = A.fig_offset_rotation(k=5, ks=(1, 2, 8))
+    steps = fig.layout.sliders[0].steps
+    assert [s.label for s in steps] == ["1", "2", "5", "8"]
+    assert steps[fig.layout.sliders[0].active].label == "5"
+    assert _same_data(fig.data, A.fig_offset_rotation(k=5, ks=None).data)
+
+
+def test_heatmap_frames_equal_library_sinusoidal_table():
+    T, d = 100, 64
+    fig = A.fig_sinusoidal_heatmap(T=T, d=d, vary="base")
+    assert len(fig.frames) == len(A.HEATMAP_BASES)
+    for frame in fig.frames:
+        base = float(frame.name)
+        z = np.asarray(frame.data[0].z, dtype=float)
+        pe = sinusoidal_positional_encoding(T, d, base).double().numpy()
+        assert z.shape == pe.shape == (T, d)
+        assert np.abs(z - pe).max() <= 0.005 + 1e-9, f"base={base:g}: heatmap differs from the library table"
+        np.testing.assert_allclose(z * 100, np.round(z * 100), atol=1e-6)  # stored to 2 decimals
+    # vary="d": one frame per width, each the library table at that width
+    fig = A.fig_sinusoidal_heatmap(T=T, vary="d", base=500.0)
+    for frame in fig.frames:
+        width = int(frame.name)
+        z = np.asarray(frame.data[0].z, dtype=float)
+        pe = sinusoidal_positional_encoding(T, width, 500.0).double().numpy()
+        assert z.shape == (T, width) and np.abs(z - pe).max() <= 0.005 + 1e-9
+
+
+@pytest.mark.parametrize("name", sorted(n for n in A.__all__ if n.startswith("live_")))
+def test_live_figures_redraw_when_a_control_changes(live, displayed, name):
+    import ipywidgets as widgets
+
+    w = getattr(A, name)()
+    assert isinstance(w, widgets.VBox)
+    controls = w.children[0].children
+    first = _bundles(displayed)[-1][PLOTLY_MIME]["data"]
+    ctrl = next(c for c in controls if isinstance(c, widgets.IntSlider))
+    ctrl.value = ctrl.value + 2 * ctrl.step if ctrl.value + 2 * ctrl.step <= ctrl.max else ctrl.min
+    redrawn = _bundles(displayed)[-1][PLOTLY_MIME]["data"]
+    assert not _same_data(first, redrawn), f"{name}: changing {ctrl.description} did not change the figure"
+
+
+# ---------------------------------------------------------------------------
+# absolute.py: numbers
+# ---------------------------------------------------------------------------
+
+
+def test_wavelength_table_matches_float64_formula():
+    pairs = (0, 16, 32, 48, 63)
+    table = A.wavelength_table(128, 10000, pairs)
+    assert [row[0] for row in table.rows] == list(pairs)
+    for i, theta, lam in table.rows:
+        theta64 = 10000.0 ** (-2.0 * i / 128)
+        assert theta == pytest.approx(theta64, rel=1e-4)
+        assert lam == pytest.approx(2 * math.pi / theta64, rel=1e-4)
+    assert "63" in repr(table) and "<table>" in table._repr_html_()
+
+
+def test_wavelength_table_rejects_pairs_out_of_range():
+    with pytest.raises(ValueError, match=r"pairs \[64\].*0\.\.63"):
+        A.wavelength_table(128, 10000, (0, 64))
+
+
+def _first_pair_oracle(d: int, base: float, length: int) -> int | None:
+    for i in range(d // 2):
+        if 2 * math.pi * base ** (2 * i / d) > length:
+            return i
+    return None
+
+
+@pytest.mark.parametrize(
+    "d, base, length",
+    [(128, 10000.0, 8192), (64, 500000.0, 4096), (128, 500000.0, 131072), (256, 1e6, 32768), (128, 10000.0, 10**9)],
+)
+def test_first_pair_exceeding_matches_independent_search(d, base, length):
+    assert A.first_pair_exceeding(d, base, length) == _first_pair_oracle(d, base, length)
+
+
+def test_first_pair_exceeding_chapter_value():
+    assert A.first_pair_exceeding(128, 10000, 8192) == _first_pair_oracle(128, 10000.0, 8192) == 50
+
+
+def test_offset_property_holds_and_transpose_breaks_it():
+    assert A.offset_property_error() < 1e-5
+    assert A.offset_property_error(d_model=32, base=500.0) < 1e-5
+    assert A.offset_property_error(transpose=True) > 0.5
+
+
+def _case(report, name, permutation):
+    (c,) = [c for c in report.cases if c.name == name and c.permutation == permutation]
+    return c
+
+
+def test_equivariance_report_encoder_exact_causal_not():
+    report = A.equivariance_report()
+    assert _case(report, "encoder block, no position", "reverse").max_error < 1e-12
+    assert _case(report, "encoder block + sinusoidal PE", "reverse").max_error > 1e-3
+    assert _case(report, "causal attention, no position", "reverse").max_error > 1e-3
+    swap = _case(report, "causal attention, no position", "swap 0 and 1")
+    assert min(swap.errors[:2]) > 1e-3 and max(swap.errors[2:]) < 1e-12
+    verdicts = [line.split()[-1] for line in repr(report).splitlines()[2:]]  # the "equivariant" column
+    assert verdicts == ["yes", "no", "no", "no"]
+
+
+def test_permutation_errors_zero_for_pointwise_map_nonzero_for_prefix_sum():
+    x = torch.randn(2, 6, 3, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
+    perm = torch.tensor([2, 0, 1, 5, 3, 4])
+    assert A.permutation_errors(torch.tanh, x, perm).max() == 0
+    assert A.permutation_errors(lambda z: z.cumsum(1), x, perm).max() > 1e-3
+
+
+# ---------------------------------------------------------------------------
+# exercises.check_equivariance_error
+# ---------------------------------------------------------------------------
+
+
+def _eq_correct(f, x, perm):
+    return (f(x[:, perm]) - f(x)[:, perm]).abs().max()
+
+
+EQ_WRONG = {
+    "forgot to permute the output": (lambda f, x, p: (f(x[:, p]) - f(x)).abs().max(), r"unpermuted f\(x\)"),
+    "inverse permutation": (
+        lambda f, x, p: (f(x[:, p]) - f(x)[:, torch.argsort(p)]).abs().max(), r"inverse permutation"),
+    "no absolute value": (lambda f, x, p: (f(x[:, p]) - f(x)[:, p]).min(), r"absolute value"),
+    "same tensor both sides": (lambda f, x, p: (f(x)[:, p] - f(x)[:, p]).abs().max(), r"report 0 for a causal"),
+    "first batch row only": (lambda f, x, p: (f(x[:, p]) - f(x)[:, p])[0].abs().max(), r"every batch row"),
+    "permuted the batch axis": (lambda f, x, p: (f(x[p]) - f(x)[p]).abs().max(), r"dimension 1 of x"),
+    "returns a tensor, not a number": (lambda f, x, p: (f(x[:, p]) - f(x)[:, p]).abs(), r"Return one number"),
+}
+
+
+def test_check_equivariance_error_accepts_correct(capsys):
+    assert exercises.check_equivariance_error(_eq_correct) is True
+    assert capsys.readouterr().out.startswith("Correct.")
+    # a plain float works as well as a 1-element tensor
+    assert exercises.check_equivariance_error(lambda f, x, p: _eq_correct(f, x, p).item()) is True
+
+
+@pytest.mark.parametrize("mistake", sorted(EQ_WRONG))
+def test_check_equivariance_error_names_the_mistake(capsys, mistake):
+    fn, pattern = EQ_WRONG[mistake]
+    assert exercises.check_equivariance_error(fn) is False
+    out = capsys.readouterr().out
+    assert out.startswith("Not yet.")
+    assert re.search(pattern, out), f"{mistake}: message does not name it:\n{out}"
+
+
+# ---------------------------------------------------------------------------
+# exercises.check_offset_matrix
+# ---------------------------------------------------------------------------
+
+
+def _rot_blocks(k: int, d: int, base: float, *, layout: str = "interleaved", sign: int = 1, exp: float = 2.0):
+    """Independent float64 block rotation: pair i turns by k * base^(-exp*i/d); sign=-1 is the transpose."""
+    M = torch.zeros(d, d, dtype=torch.float64)
+    for i in range(d // 2):
+        phi = k * base ** (-exp * i / d)
+        c, s = math.cos(phi), sign * math.sin(phi)
+        a, b = (2 * i, 2 * i + 1) if layout == "interleaved" else (i, i + d // 2)
+        M[a, a], M[a, b], M[b, a], M[b, b] = c, s, -s, c
+    return M
+
+
+def test_offset_matrix_oracle_is_right():
+    """The test's own correct answer really maps PE[t] to PE[t + k] (so the checker is judged fairly)."""
+    pe = sinusoidal_positional_encoding(30, 16, 100.0).double()
+    M = _rot_blocks(5, 16, 100.0)
+    assert (pe[5:] - pe[:-5] @ M.T).abs().max() < 1e-5
+    assert torch.allclose(M, A.offset_matrix(5, 16, 100.0), atol=1e-6)
+
+
+def _dense_wrong(k, d, base):
+    M = _rot_blocks(k, d, base)
+    M[0, d - 1] = 0.5
+    return M
+
+
+OFFSET_WRONG = {
+    "transposed rotation": (lambda k, d, b: _rot_blocks(k, d, b, sign=-1), r"wrong way"),
+    "half layout": (lambda k, d, b: _rot_blocks(k, d, b, layout="half"), r"rotate-half layout"),
+    "half layout, transposed": (lambda k, d, b: _rot_blocks(k, d, b, layout="half", sign=-1), r"rotate-half layout"),
+    "base^(-i/d)": (lambda k, d, b: _rot_blocks(k, d, b, exp=1.0), r"base\^\(-i/d\)"),
+    "identity": (lambda k, d, b: torch.eye(d), r"identity"),
+    "entries outside the blocks": (_dense_wrong, r"outside the 2x2 blocks"),
+    "wrong angle": (lambda k, d, b: _rot_blocks(k + 1, d, b), r"misses PE\[t\+k\]"),
+    "wrong shape": (lambda k, d, b: torch.eye(d // 2), r"shape \(\d+, \d+\).*\(d_model, d_model\)"),
+    "not a tensor": (lambda k, d, b: _rot_blocks(k, d, b).numpy(), r"Return a torch\.Tensor.*ndarray"),
+    "raises": (lambda k, d, b: 1 / 0, r"raised ZeroDivisionError"),
+}
+
+
+def test_check_offset_matrix_accepts_correct(capsys):
+    assert exercises.check_offset_matrix(_rot_blocks) is True
+    assert capsys.readouterr().out.startswith("Correct.")
+    # float32 answers are fine too
+    assert exercises.check_offset_matrix(lambda k, d, b: _rot_blocks(k, d, b).float()) is True
+
+
+@pytest.mark.parametrize("mistake", sorted(OFFSET_WRONG))
+def test_check_offset_matrix_names_the_mistake(capsys, mistake):
+    fn, pattern = OFFSET_WRONG[mistake]
+    assert exercises.check_offset_matrix(fn) is False
+    out = capsys.readouterr().out
+    assert out.startswith("Not yet.")
+    assert re.search(pattern, out), f"{mistake}: message does not name it:\n{out}"
