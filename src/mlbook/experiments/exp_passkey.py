@@ -23,7 +23,6 @@ from typing import Any
 
 import torch
 
-from mlbook.experiments.common import cpu_threads
 from mlbook.experiments.data import TOKENIZER, PasskeyTask, corpus_tokens, random_windows, split_tokens
 from mlbook.experiments.registry import register
 from mlbook.experiments.train import TrainConfig, evaluate_loss, train
@@ -101,11 +100,6 @@ def passkey_accuracy(model: GPT, task: PasskeyTask, length: int, depth: float, n
     configs={"quick": _QUICK, "full": _FULL},
 )
 def run(cfg: dict[str, Any], device: torch.device, progress: bool) -> dict[str, Any]:
-    with cpu_threads(device):
-        return _run(cfg, device, progress)
-
-
-def _run(cfg: dict[str, Any], device: torch.device, progress: bool) -> dict[str, Any]:
     train_part, val_part = split_tokens(corpus_tokens())
     task = PasskeyTask()
     L, B = cfg["train_len"], cfg["train"]["batch_size"]

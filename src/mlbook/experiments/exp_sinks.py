@@ -20,7 +20,6 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from mlbook.experiments.common import cpu_threads
 from mlbook.experiments.data import TOKENIZER, corpus_tokens, random_windows, split_tokens
 from mlbook.experiments.registry import register
 from mlbook.experiments.train import TrainConfig, evaluate_loss, train
@@ -155,11 +154,6 @@ def truncation_losses(model: GPT, x: torch.Tensor, prefix: int, drop: list[int])
     configs={"quick": _QUICK, "full": _FULL},
 )
 def run(cfg: dict[str, Any], device: torch.device, progress: bool) -> dict[str, Any]:
-    with cpu_threads(device):
-        return _run(cfg, device, progress)
-
-
-def _run(cfg: dict[str, Any], device: torch.device, progress: bool) -> dict[str, Any]:
     train_part, val_part = split_tokens(corpus_tokens())
     L = cfg["train_len"]
     s = cfg["stream"]

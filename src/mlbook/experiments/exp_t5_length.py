@@ -21,7 +21,6 @@ from typing import Any
 
 import torch
 
-from mlbook.experiments.common import cpu_threads
 from mlbook.experiments.registry import register
 from mlbook.experiments.train import TrainConfig, train
 from mlbook.transformer.models import T5Config, TinyT5
@@ -133,14 +132,13 @@ def _train_one(variant: str, cfg: dict[str, Any], seed: int, device: torch.devic
     configs={"quick": _QUICK, "full": _FULL},
 )
 def run(cfg: dict[str, Any], device: torch.device, progress: bool) -> dict[str, Any]:
-    with cpu_threads(device):
-        seeds = cfg.get("seeds", [cfg["seed"]])
-        out: dict[str, Any] = {"task": "reverse a sequence of random symbols", "seeds": seeds,
-                               "n_symbols": cfg["n_symbols"], "train_len": cfg["train_len"], "variants": {},
-                               "buckets": {}}
-        for v in cfg["variants"]:
-            spec = VARIANTS[v]
-            if spec["positional"] == "t5":
-                out["buckets"][v] = bucket_table(spec["num_buckets"], spec["max_distance"], 15, cfg["train_len"])
-            out["variants"][v] = {"per_seed": [_train_one(v, cfg, s, device, progress) for s in seeds]}
-        return out
+    seeds = cfg.get("seeds", [cfg["seed"]])
+    out: dict[str, Any] = {"task": "reverse a sequence of random symbols", "seeds": seeds,
+                           "n_symbols": cfg["n_symbols"], "train_len": cfg["train_len"], "variants": {},
+                           "buckets": {}}
+    for v in cfg["variants"]:
+        spec = VARIANTS[v]
+        if spec["positional"] == "t5":
+            out["buckets"][v] = bucket_table(spec["num_buckets"], spec["max_distance"], 15, cfg["train_len"])
+        out["variants"][v] = {"per_seed": [_train_one(v, cfg, s, device, progress) for s in seeds]}
+    return out

@@ -3,12 +3,13 @@ fixed seeds, a tqdm progress bar with loss and tokens/s, and automatic device ch
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import random
 import time
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Iterator
 
 import torch
 import torch.nn.functional as F
@@ -16,7 +17,7 @@ from torch import nn
 
 from mlbook.transformer.positional import _check_int
 
-__all__ = ["TrainConfig", "pick_device", "seed_everything", "lr_at", "train", "evaluate_loss", "BatchFn"]
+__all__ = ["TrainConfig", "pick_device", "cpu_threads", "seed_everything", "lr_at", "train", "evaluate_loss", "BatchFn"]
 
 # A function (step, generator) -> (inputs, targets) on the CPU; targets of -100 are ignored.
 BatchFn = Callable[[int, torch.Generator], tuple[torch.Tensor, torch.Tensor]]
@@ -57,6 +58,25 @@ def pick_device(preference: str | None = None) -> torch.device:
     if pref not in ("cpu", "mps") and not pref.startswith("cuda"):
         raise ValueError(f"unknown device {preference!r}; valid: 'auto', 'cpu', 'cuda', 'cuda:N', 'mps'")
     return torch.device(pref)
+
+
+@contextlib.contextmanager
+def cpu_threads(device: torch.device) -> Iterator[None]:
+    """On the CPU, run with MLBOOK_CPU_THREADS intra-op threads (default 1), then restore.
+
+    The tiny models here issue thousands of small ops (token-by-token streaming, short
+    sequences); on a shared 2-core machine two OpenMP threads per process oversubscribe the
+    cores and were measured 5-20x slower than one thread. On a GPU this changes nothing.
+    """
+    if device.type != "cpu":
+        yield
+        return
+    before = torch.get_num_threads()
+    torch.set_num_threads(int(os.environ.get("MLBOOK_CPU_THREADS", "1")))
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 def seed_everything(seed: int) -> torch.Generator:
