@@ -73,7 +73,7 @@ def per_position_loss(model: GPT, x: torch.Tensor, y: torch.Tensor, device: torc
         xb, yb = x[i : i + batch_size].to(device), y[i : i + batch_size].to(device)
         logits = model(xb)  # (b, T, V)
         nll = F.cross_entropy(logits.transpose(1, 2).float(), yb, reduction="none")  # (b, T)
-        total += nll.sum(0).double().cpu()
+        total += nll.sum(0).cpu().double()  # float64 on the CPU (MPS has no float64)
     return total / x.shape[0]
 
 

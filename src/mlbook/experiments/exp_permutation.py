@@ -63,11 +63,11 @@ def equivariance_gap(f: Any, x: torch.Tensor, perm: torch.Tensor) -> dict[str, A
     """
     out = f(x)  # (B, T, D)
     out_perm = f(x[:, perm])  # (B, T, D)
-    diff = (out_perm - out[:, perm]).abs().double()  # (B, T, D)
+    diff = (out_perm - out[:, perm]).abs().cpu().double()  # (B, T, D)
     return {
         "max_abs": diff.max().item(),
         "mean_abs": diff.mean().item(),
-        "mean_abs_output": out.abs().double().mean().item(),
+        "mean_abs_output": out.abs().cpu().double().mean().item(),
         "per_position": [float(f"{v:.4g}") for v in diff.mean(dim=(0, 2)).tolist()],  # (T,)
     }
 
@@ -110,16 +110,17 @@ def run(cfg: dict[str, Any], device: torch.device, progress: bool) -> dict[str, 
         gaps["nope"] = equivariance_gap(nope, x, reverse)
         losses["nope"] = val_loss(nope)
 
-        # A bidirectional block (no mask, no encoding) on the same text's token embeddings, in float64.
+        # A bidirectional block (no mask, no encoding) on the same text's token embeddings, in float64
+        # on the CPU (tiny, and float64 is not available on every accelerator, e.g. MPS).
         d = cfg["model"]["d_model"]
         torch.manual_seed(seed)
-        block = TransformerEncoderBlock(d, cfg["model"]["n_heads"]).double().to(device).eval()
-        emb = model.tok_emb(x).double()  # (N, L, d_model)
-        gaps["encoder"] = equivariance_gap(block, emb, reverse)
-        perm = torch.randperm(L, generator=torch.Generator().manual_seed(seed)).to(device)  # (L,)
+        block = TransformerEncoderBlock(d, cfg["model"]["n_heads"]).double().eval()
+        emb = model.tok_emb(x).cpu().double()  # (N, L, d_model)
+        gaps["encoder"] = equivariance_gap(block, emb, reverse.cpu())
+        perm = torch.randperm(L, generator=torch.Generator().manual_seed(seed))  # (L,)
         gaps["encoder_random_perm"] = equivariance_gap(block, emb, perm)
-        pe = sinusoidal_positional_encoding(L, d).double().to(device)  # (L, d_model)
-        gaps["encoder_sinusoidal"] = equivariance_gap(lambda e: block(e + pe), emb, reverse)
+        pe = sinusoidal_positional_encoding(L, d).double()  # (L, d_model)
+        gaps["encoder_sinusoidal"] = equivariance_gap(lambda e: block(e + pe), emb, reverse.cpu())
     return {
         "corpus": "pydoc_data.topics (stdlib help text), characters",
         "seq_len": L,
