@@ -183,7 +183,8 @@ def wavelength_table(
     bad = [i for i in pairs if not 0 <= i < d_head // 2]
     if bad:
         raise ValueError(f"pairs {bad} are out of range: d_head={d_head} has pairs 0..{d_head // 2 - 1}")
-    rows = tuple((int(i), float(theta[i]), float(2 * math.pi / theta[i])) for i in pairs)
+    wavelength = pair_wavelengths(d_head, base)
+    rows = tuple((int(i), float(theta[i]), float(wavelength[i])) for i in pairs)
     return WavelengthTable(d_head, float(base), rows, length)
 
 
