@@ -5,6 +5,7 @@ from mlbook.experiments.registry import (  # noqa: F401
     REGISTRY,
     command_for,
     default_budget,
+    headline,
     load_or_run,
     load_result,
     run_experiment,

@@ -20,7 +20,7 @@ import mlbook
 from mlbook.experiments.train import cpu_threads, pick_device
 
 __all__ = ["BUDGETS", "Experiment", "REGISTRY", "register", "default_budget", "results_dir", "result_path",
-           "run_experiment", "load_result", "load_or_run", "command_for"]
+           "run_experiment", "load_result", "load_or_run", "command_for", "PACKAGED_RESULTS", "headline"]
 
 BUDGETS: tuple[str, ...] = ("quick", "full")
 
@@ -72,17 +72,28 @@ def default_budget() -> str:
     return "full" if torch.cuda.is_available() else "quick"
 
 
+# The committed full-budget records ship inside the package (package data), so a reader sees
+# them wherever `mlbook` is installed: a clone, `pip install git+...` in Colab, a wheel.
+PACKAGED_RESULTS = Path(__file__).resolve().parents[1] / "results"  # src/mlbook/results
+
+
+def _source_checkout() -> Path | None:
+    """The repository root when mlbook is imported from a clone (src layout), else None."""
+    root = PACKAGED_RESULTS.parents[2]
+    return root if (root / "_config.yml").is_file() and (root / "src" / "mlbook").is_dir() else None
+
+
 def results_dir() -> Path:
-    """MLBOOK_RESULTS if set; else results/ at the repository root (found from the working
-    directory or from this package); else ./results."""
+    """Where records are written: MLBOOK_RESULTS if set; in a clone, the package's own
+    `results/` (so a full-budget run updates the committed record; quick runs go to the
+    git-ignored `results/quick/`); otherwise a user cache folder (~/.cache/mlbook/results)."""
     env = os.environ.get("MLBOOK_RESULTS")
     if env:
         return Path(env)
-    for start in (Path.cwd(), Path(__file__).resolve()):
-        for folder in (start, *start.parents):
-            if (folder / "_config.yml").exists() and (folder / "src" / "mlbook").exists():
-                return folder / "results"
-    return Path.cwd() / "results"
+    if _source_checkout() is not None:
+        return PACKAGED_RESULTS
+    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(cache) / "mlbook" / "results"
 
 
 def result_path(name: str, budget: str) -> Path:
@@ -132,20 +143,51 @@ def run_experiment(name: str, budget: str = "quick", device: str | None = None, 
     return record
 
 
-def load_result(name: str, budget: str) -> dict[str, Any] | None:
-    """The saved record for (name, budget) if its config matches the current one, else None."""
-    exp = _get(name)
-    path = result_path(name, _check_budget(budget))
+def _read_matching(path: Path, config: dict[str, Any]) -> dict[str, Any] | None:
     if not path.exists():
         return None
     try:
         record = json.loads(path.read_text())
     except json.JSONDecodeError:
         return None
-    return record if record.get("config") == exp.configs[budget] else None
+    return record if record.get("config") == config else None
+
+
+def load_result(name: str, budget: str) -> dict[str, Any] | None:
+    """The saved record for (name, budget) if its config matches the current one, else None.
+
+    Looks in `results_dir()` first, then in the records shipped with the package."""
+    exp = _get(name)
+    _check_budget(budget)
+    for folder in dict.fromkeys((results_dir(), PACKAGED_RESULTS)):
+        record = _read_matching(folder / budget / f"{name}.json", exp.configs[budget])
+        if record is not None:
+            return record
+    return None
 
 
 def load_or_run(name: str, budget: str | None = None, device: str | None = None, *, progress: bool = True) -> dict[str, Any]:
     """Reuse a saved result whose config matches; otherwise run the experiment (and save it)."""
     budget = default_budget() if budget is None else _check_budget(budget)
     return load_result(name, budget) or run_experiment(name, budget, device, progress=progress)
+
+
+def headline(name: str, budget: str = "full") -> str:
+    """What experiment `name` found, in a few lines with its numbers, from the saved record.
+
+    Section pages print this where they cite an experiment. The text comes from the
+    experiment module's own `headline(record)` when it defines one; otherwise it names the
+    record and says where to read it. Without a saved record it says how to make one.
+    """
+    import importlib
+
+    exp = _get(name)
+    record = load_result(name, budget)
+    if record is None:
+        return f"No saved {budget}-budget record for {name!r}; make one with: {command_for(name, budget)}"
+    module = importlib.import_module(exp.fn.__module__)
+    fn = getattr(module, "headline", None)
+    if callable(fn):
+        return str(fn(record))
+    return f"{exp.title} ({budget} budget, {record.get('device', '?')}, {record.get('elapsed_s', '?')} s)"
+

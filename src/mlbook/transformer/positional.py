@@ -29,6 +29,7 @@ __all__ = [
     "ROPE_SCALINGS",
     "ROPE_PAIRINGS",
     "rope_inv_freq",
+    "yarn_ramp",
     "rotate_half",
     "rotate_interleaved",
     "apply_rotary",
@@ -297,18 +298,43 @@ def _yarn_boundary(p: _RopeParams, rotations: float) -> float:
     return p.d_head * math.log(L / (rotations * 2 * math.pi)) / (2 * math.log(p.base))
 
 
-def _freq_yarn(p: _RopeParams) -> tuple[torch.Tensor, float]:
-    theta = _inv_freq_base(p.d_head, p.base)  # (d/2,) extrapolation: the trained frequencies
-    # pairs that turn more than beta_fast times in L keep theta; fewer than beta_slow times get theta / s
+def _yarn_ramp(p: _RopeParams) -> torch.Tensor:
+    # pairs that turn more than beta_fast times in L keep theta (0); fewer than beta_slow times get theta / s (1)
     low = max(math.floor(_yarn_boundary(p, p.beta_fast)), 0)
     high = min(math.ceil(_yarn_boundary(p, p.beta_slow)), p.d_head - 1)
     if high == low:
         high += 0.001  # avoid a zero-width ramp
     i = torch.arange(p.d_head // 2, dtype=torch.float32)  # (d/2,)
-    ramp = ((i - low) / (high - low)).clamp(0.0, 1.0)  # (d/2,) 0: keep, 1: interpolate
+    return ((i - low) / (high - low)).clamp(0.0, 1.0)  # (d/2,) 0: keep, 1: interpolate
+
+
+def _freq_yarn(p: _RopeParams) -> tuple[torch.Tensor, float]:
+    theta = _inv_freq_base(p.d_head, p.base)  # (d/2,) extrapolation: the trained frequencies
+    ramp = _yarn_ramp(p)  # (d/2,)
     inv_freq = theta * (1 - ramp) + (theta / p.factor) * ramp  # (d/2,)
     attention_factor = 0.1 * math.log(p.factor) + 1.0 if p.factor > 1 else 1.0
     return inv_freq, attention_factor
+
+
+def yarn_ramp(
+    d_head: int, base: float = 10000.0, *, original_max_len: int, beta_fast: float = 32.0, beta_slow: float = 1.0
+) -> torch.Tensor:
+    """YaRN's per-pair blend weight r_i in [0, 1]: theta_i' = (1 - r_i) theta_i + r_i theta_i / s.
+
+    With L = original_max_len, pair i turns L / lambda_i = L theta_i / (2 pi) times within L. The
+    ramp is 0 (keep theta_i: extrapolate) for pairs at or below floor(i_fast) and 1 (interpolate:
+    theta_i / s) from ceil(i_slow) on, linear in i between, where i_beta is the (fractional) pair
+    that turns beta times in L: i_beta = d_head ln(L / (2 pi beta)) / (2 ln base). Defaults are
+    the paper's beta_fast = 32, beta_slow = 1. Returns (d_head/2,) float32.
+    """
+    _check_even_d("d_head", d_head)
+    base = _check_positive_float("base", base, above=1.0)
+    _check_int("original_max_len", original_max_len, 1)
+    beta_fast = _check_positive_float("beta_fast", beta_fast)
+    beta_slow = _check_positive_float("beta_slow", beta_slow)
+    if beta_fast <= beta_slow:
+        raise ValueError(f"beta_fast ({beta_fast}) must be greater than beta_slow ({beta_slow})")
+    return _yarn_ramp(_RopeParams(d_head, base, 1.0, original_max_len, beta_fast, beta_slow, 1.0, 4.0))
 
 
 def _freq_llama3(p: _RopeParams) -> tuple[torch.Tensor, float]:

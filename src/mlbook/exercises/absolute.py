@@ -1,4 +1,4 @@
-"""Checkers for the notebooks' exercises: each says what is wrong, not only that something is.
+"""Checkers for sections 1 and 2.1 (permutation equivariance, the sinusoidal offset matrix).
 
 A checker calls the reader's function on small cases, compares with the library, and when
 they disagree tries the usual mistakes (a transposed rotation, the other pair layout, a
@@ -12,30 +12,11 @@ from typing import Callable
 
 import torch
 
+from mlbook.exercises._common import _as_float, _call, _verdict
 from mlbook.transformer.positional import rope_inv_freq, sinusoidal_positional_encoding
 from mlbook.viz.absolute import offset_matrix, pair_frequencies
 
 __all__ = ["check_equivariance_error", "check_offset_matrix"]
-
-
-def _verdict(ok: bool, message: str) -> bool:
-    print(("Correct. " if ok else "Not yet. ") + message)
-    return ok
-
-
-def _call(fn: Callable, *args: object) -> tuple[object, str | None]:
-    try:
-        return fn(*args), None
-    except Exception as exc:  # the reader's code: report it, do not crash the cell
-        return None, f"{type(exc).__name__}: {exc}"
-
-
-def _as_float(value: object) -> float | None:
-    if isinstance(value, torch.Tensor):
-        return float(value.detach()) if value.numel() == 1 else None
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return float(value)
-    return None
 
 
 # ---------------------------------------------------------------------------
