@@ -1,5 +1,5 @@
 # Two commands: `make book` (build the site) and `make test` (everything CI checks).
-# Needs only Python 3.11 and pip; `make test` also installs Debian's chromium if missing.
+# Needs only Python 3.11, pip and git; `make test` also installs Debian's chromium if missing.
 SHELL := /bin/bash
 .SHELLFLAGS := -euo pipefail -c
 .DEFAULT_GOAL := help
@@ -10,21 +10,35 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.mlbook-installed
 SITE   := _build/html
 CACHE  := _build/.jupyter_cache
+# Experiment records of this build (quick runs): the Colab check writes them, the site build
+# reuses them; the committed full-budget records are found in the package (src/mlbook/results).
+RESULTS := $(CURDIR)/_build/mlbook-results
+# The Colab-like environment of `make colab-check` (tools/colab/requirements*.txt).
+COLAB_VENV  := _build/colab-venv
+COLAB_STAMP := $(COLAB_VENV)/.mlbook-colab-installed
+NOTEBOOKS ?=
+# pytest-xdist workers for the library tests (2 cores in CI).
+TEST_WORKERS ?= 2
 CHROMIUM ?= /usr/bin/chromium
 SHOT_ELEMENT ?= fig-pe-heatmap-base-figure
 # Build the site's notebooks in static mode: figures need no kernel, no network.
-MLBOOK_STATIC_BUILD_ENV := MLBOOK_STATIC=1
+MLBOOK_STATIC_BUILD_ENV := MLBOOK_STATIC=1 MLBOOK_RESULTS=$(RESULTS)
 
 # pytest exit status 5 means "no tests collected": not a failure for an optional suite.
 define pytest_allow_empty
 	rc=0; $(1) || rc=$$?; if [ $$rc -eq 5 ]; then echo "(no tests collected)"; elif [ $$rc -ne 0 ]; then exit $$rc; fi
 endef
 
-.PHONY: help venv book test test-lib test-notebooks site-strict test-browser chromium screenshot cache-check clean
+.PHONY: help venv book test test-lib test-notebooks colab-check site-strict test-browser chromium screenshot \
+        setup-cells bench cache-check clean
 
 help:
-	@echo "make book   create .venv, install, execute every notebook, build the site into $(SITE)"
-	@echo "make test   library tests, nbval over every notebook, strict site build, browser check"
+	@echo "make book         create .venv, install, execute every notebook, build the site into $(SITE)"
+	@echo "make test         library tests, the Colab check (nbval over every notebook), strict site build,"
+	@echo "                  browser check"
+	@echo "make colab-check  every notebook run as in Colab (NOTEBOOKS='notebooks/01_x.ipynb ...' for some)"
+	@echo "make setup-cells  rewrite every notebook's setup cell from the repository URL in _config.yml"
+	@echo "make bench        re-measure the committed benchmark records (quiet machine, ~20 min)"
 
 # --- environment -------------------------------------------------------------------
 # Rebuilt when requirements.txt or pyproject.toml change (make compares timestamps).
@@ -38,12 +52,13 @@ $(STAMP): requirements.txt pyproject.toml
 venv: $(STAMP)
 
 # Executed notebooks are cached by their code; outputs also depend on the library,
-# so the cache is dropped whenever src/, requirements.txt or pyproject.toml change.
+# so the cache (and this build's experiment records) is dropped whenever src/,
+# requirements.txt or pyproject.toml change.
 cache-check:
 	@h=$$(cat requirements.txt pyproject.toml $$(find src -name '*.py' -not -path '*/__pycache__/*' | sort) | sha256sum | cut -c1-16); \
 	if [ "$$(cat _build/.mlbook-src-hash 2>/dev/null)" != "$$h" ]; then \
 	  echo "library or requirements changed: notebooks will be executed afresh"; \
-	  rm -rf $(CACHE); mkdir -p _build; echo "$$h" > _build/.mlbook-src-hash; \
+	  rm -rf $(CACHE) $(RESULTS); mkdir -p _build; echo "$$h" > _build/.mlbook-src-hash; \
 	fi
 
 # --- the site ----------------------------------------------------------------------
@@ -60,31 +75,66 @@ site-strict: $(STAMP) cache-check
 
 # --- tests -------------------------------------------------------------------------
 test-lib: $(STAMP)
-	$(call pytest_allow_empty,$(BIN)/python -m pytest tests -m "not browser")
+	$(call pytest_allow_empty,$(BIN)/python -m pytest tests -m "not browser" -n $(TEST_WORKERS) --dist loadfile)
 
+# nbval in the local .venv: a quick check while writing a notebook (not part of `make test`,
+# where nbval runs in the Colab-like environment instead).
 test-notebooks: $(STAMP)
 	$(call pytest_allow_empty,$(BIN)/python -m pytest --nbval-lax --nbval-current-env --nbval-cell-timeout=300 -p no:cacheprovider notebooks/)
+
+# Colab's versions (IPython 7.34, ipywidgets 7.7.1, plotly 5), the pinned torch, no jupyter-book.
+$(COLAB_STAMP): tools/colab/requirements.txt tools/colab/requirements-nodeps.txt
+	@test -n "$(PYTHON)" || { echo "error: python3.11 (or python3) not found"; exit 1; }
+	rm -rf $(COLAB_VENV)
+	$(PYTHON) -m venv $(COLAB_VENV)
+	$(COLAB_VENV)/bin/python -m pip install -q --no-compile -r tools/colab/requirements.txt
+	$(COLAB_VENV)/bin/python -m pip install -q --no-compile --no-deps -r tools/colab/requirements-nodeps.txt
+	@touch $@
+
+# Every notebook top to bottom as a Colab reader runs it (live mode, working directory
+# outside the repository, mlbook installed by the setup cell from a snapshot of this
+# working tree): nbval plus tools/colab/nbval_colab.py. See tools/colab_check.py.
+colab-check: $(STAMP) $(COLAB_STAMP) cache-check
+	$(BIN)/python tools/colab_check.py --venv $(COLAB_VENV) --results $(RESULTS) \
+	  --times _build/colab-times.json $(NOTEBOOKS)
 
 test-browser: $(STAMP) chromium
 	MLBOOK_CHROMIUM=$(CHROMIUM) $(BIN)/python -m pytest tests/test_site.py -m browser -s -p no:cacheprovider
 
-test: test-lib test-notebooks site-strict test-browser
+# Each notebook runs twice, once per reader path: live in the Colab check, static in the site build.
+# On 2 cores: the Colab-like environment is built while the library tests run; then the Colab
+# check and the site build run side by side, one torch thread each (they share this build's
+# quick experiment records: whichever reaches an experiment first trains it, the other waits
+# for the record); the browser check reads the finished site. -O keeps each job's output whole.
+test: $(STAMP) cache-check
+	$(MAKE) --no-print-directory -j2 -O test-lib $(COLAB_STAMP)
+	OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(MAKE) --no-print-directory -j2 -O colab-check site-strict
+	$(MAKE) --no-print-directory test-browser
 
 chromium:
 	@if [ -x "$(CHROMIUM)" ]; then exit 0; fi; \
 	echo "Installing Debian's chromium (for the browser check)"; \
 	if [ "$$(id -u)" -eq 0 ]; then SUDO=; \
 	elif command -v sudo >/dev/null && sudo -n true 2>/dev/null; then SUDO=sudo; \
-	else echo "error: $(CHROMIUM) is missing and installing it needs root: run 'sudo apt-get install -y chromium chromium-driver'"; exit 1; fi; \
+	else echo "error: $(CHROMIUM) is missing and installing it needs root: run 'sudo apt-get install -y chromium'"; exit 1; fi; \
 	$$SUDO apt-get update; \
-	DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y --no-install-recommends chromium chromium-driver; \
+	DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y --no-install-recommends chromium; \
 	test -x "$(CHROMIUM)" || { echo "error: apt-get did not provide $(CHROMIUM)"; exit 1; }
 
-# README screenshot of the built site (after `make book`), through the browser-test client.
+# README screenshot of the built site (after `make book`), through playwright as in the browser check.
 screenshot: $(STAMP) chromium
 	@test -f $(SITE)/notebooks/02_sinusoidal.html || { echo "run 'make book' first"; exit 1; }
 	MLBOOK_CHROMIUM=$(CHROMIUM) $(BIN)/python tests/test_site.py screenshot \
 	  notebooks/02_sinusoidal.html $(SHOT_ELEMENT) book/_static/screenshot.png
+
+# The setup cell is generated: the repository URL lives in _config.yml alone.
+setup-cells: $(STAMP)
+	$(BIN)/python tools/setup_cells.py
+
+# The committed benchmark records (src/mlbook/results/bench/): RoPE apply, attention with
+# position, live-slider rebuilds. Not part of `make test`; run on a quiet machine (~20 min on 2 cores).
+bench: $(STAMP)
+	$(BIN)/python -m mlbook.benchmarks run all
 
 clean:
 	rm -rf _build

@@ -1,5 +1,6 @@
-"""Experiments 1-3 (permutation, extrapolation, context extension) at a tiny config: each runs,
-reports every model and length it promises, and the properties the notebooks rely on hold."""
+"""Experiments 1-3 (permutation probe, extrapolation, context extension) at tiny configs: each runs,
+reports every model and length it promises, and the properties the pages rely on hold; and the
+figures of mlbook.viz.extrapolation build from their records."""
 
 from __future__ import annotations
 
@@ -9,19 +10,23 @@ import math
 import pytest
 import torch
 
-from mlbook.experiments import registry
-from mlbook.experiments.data import TOKENIZER
 from mlbook.experiments import exp_context_extension as CE
 from mlbook.experiments import exp_extrapolation as EX
 from mlbook.experiments import exp_permutation as PE
-from mlbook.transformer.models import POSITIONAL_SCHEMES
+from mlbook.experiments import registry
+from mlbook.experiments.common import build_gpt, copy_with_rope, train_lm
+from mlbook.experiments.data import TOKENIZER, corpus_tokens, split_tokens
+from mlbook.experiments.train import TrainConfig
+from mlbook.viz import grid_slider
+from mlbook.viz import extrapolation as V
 
 CPU = torch.device("cpu")
-TINY_MODEL = {"d_model": 32, "n_heads": 2, "n_layers": 1}
+TINY_MODEL = {"d_model": 16, "n_heads": 2, "n_layers": 1}
+TINY_TRAIN = {"steps": 4, "batch_size": 2, "lr": 3e-3, "warmup_steps": 1}
 
 
-def _tiny(name: str, **changes: object) -> dict:
-    cfg = copy.deepcopy(registry.REGISTRY[name].configs["quick"])
+def _cfg(name: str, budget: str = "quick", **changes: object) -> dict:
+    cfg = copy.deepcopy(registry.REGISTRY[name].configs[budget])
     cfg.update(changes)
     return cfg
 
@@ -35,27 +40,60 @@ def _registered() -> None:
     registry._get("permutation")  # imports the catalog
 
 
-def test_the_three_experiments_are_registered_with_both_budgets() -> None:
+@pytest.fixture(scope="module")
+def perm_record() -> dict:
+    cfg = _cfg("permutation", seeds=[0, 1], n_eval=32, model=TINY_MODEL, train=TINY_TRAIN, seq_len=10, lag=2)
+    return _record("permutation", cfg, PE.run(cfg, CPU, False))
+
+
+@pytest.fixture(scope="module")
+def ex_record() -> dict:
+    cfg = _cfg("extrapolation", "full", seeds=[0, 1], model=TINY_MODEL, train_len=8, eval_windows=3, train=TINY_TRAIN)
+    return _record("extrapolation", cfg, EX.run(cfg, CPU, False))
+
+
+@pytest.fixture(scope="module")
+def ce_record() -> dict:
+    cfg = _cfg("context_extension", "full", seeds=[0, 1], model={"d_model": 24, "n_heads": 2, "n_layers": 1},
+               train_len=16, eval_lengths=[16, 32, 64], finetune_len=64, eval_windows=2, train=TINY_TRAIN,
+               finetune={"steps": 2, "batch_size": 2, "lr": 1e-3, "warmup_steps": 1})
+    return _record("context_extension", cfg, CE.run(cfg, CPU, False))
+
+
+def test_the_experiments_are_registered_with_both_budgets_and_three_full_seeds() -> None:
     for name in ("permutation", "extrapolation", "context_extension"):
         exp = registry.REGISTRY[name]
         assert set(exp.configs) == set(registry.BUDGETS)
-        assert exp.configs["quick"]["seed"] == exp.configs["full"]["seed"]
+        assert len(exp.configs["full"]["seeds"]) >= 3
 
 
-def test_permutation_encoder_is_exactly_equivariant_and_the_gpt_is_not() -> None:
-    cfg = _tiny("permutation", model=TINY_MODEL, train_len=16, n_sequences=4, val_batches=1,
-                train={"steps": 10, "batch_size": 2, "lr": 3e-3, "warmup_steps": 2})
-    out = PE.run(cfg, CPU, False)
-    rows = out["rows"]
-    assert set(rows) == set(PE.ROWS)
-    assert rows["encoder"]["max_abs"] < 1e-12  # float64 round-off only
-    assert rows["encoder_random_perm"]["max_abs"] < 1e-12
-    assert rows["encoder_sinusoidal"]["max_abs"] > 1e-3  # positions break the symmetry
-    for key in ("learned", "zeroed", "nope"):  # the causal mask alone already breaks it
-        assert rows[key]["max_abs"] > 1e-3
-        assert len(rows[key]["per_position"]) == 16
-    table = PE.format_table(_record("permutation", cfg, out))
-    assert all(r["label"] in table for r in rows.values())
+# -- experiment 1 -----------------------------------------------------------------------------
+
+
+def test_lag_batch_targets_are_the_symbol_k_places_back() -> None:
+    x, y = PE.lag_batch(4, 10, 16, 3, torch.Generator().manual_seed(0))
+    assert (y[:, :3] == -100).all()
+    assert torch.equal(y[:, 3:], x[:, :-3])
+    with pytest.raises(ValueError, match="lag must be in 1 .. seq_len - 1"):
+        PE.lag_batch(1, 5, 16, 5, torch.Generator())
+
+
+def test_probe_reports_every_model_and_seed_and_the_position_free_encoder_is_exactly_equivariant(perm_record) -> None:
+    r = perm_record["results"]
+    assert list(r["models"]) == list(PE.MODELS)
+    for name, e in r["models"].items():
+        assert [s["seed"] for s in e["per_seed"]] == [0, 1]
+        for s in e["per_seed"]:
+            assert 0.0 <= s["accuracy"] <= 1.0 and len(s["per_position"]) == r["seq_len"]
+            assert s["per_position"][: r["lag"]] == [None] * r["lag"]  # nothing scored before the lag
+    gaps = PE.summary(perm_record)
+    assert gaps["encoder_none"]["gap_max"] < 1e-12  # float64 round-off, after training
+    assert gaps["encoder_learned"]["gap_max"] > 1e-4  # positions break the symmetry
+    for name in ("gpt_learned", "gpt_zeroed", "gpt_none"):  # the causal mask alone already breaks it
+        assert gaps[name]["gap_max"] > 1e-4
+    table = PE.format_table(perm_record)
+    assert all(e["label"] in table for e in r["models"].values())
+    assert PE.headline(perm_record).count("\n- ") == 2
 
 
 def test_equivariance_gap_is_zero_for_a_rowwise_function_and_not_for_a_cumulative_one() -> None:
@@ -65,87 +103,149 @@ def test_equivariance_gap_is_zero_for_a_rowwise_function_and_not_for_a_cumulativ
     assert PE.equivariance_gap(lambda t: t.cumsum(1), x, perm)["max_abs"] > 0.1
 
 
-def test_extrapolation_reports_every_scheme_and_length_and_learned_as_unable() -> None:
-    cfg = _tiny("extrapolation", model=TINY_MODEL, train_len=8, eval_windows=2,
-                train={"steps": 4, "batch_size": 2, "lr": 3e-3, "warmup_steps": 1})
-    out = EX.run(cfg, CPU, False)
-    assert out["eval_lengths"] == [8, 12, 16, 32]
-    assert list(out["schemes"]) == list(POSITIONAL_SCHEMES)
-    for name, s in out["schemes"].items():
-        assert len(s["mean"]) == len(s["tail"]) == len(s["reason"]) == 4
-        assert s["tail"][0] is None  # no position beyond L at 1x
-        if name == "learned":
-            assert math.isfinite(s["mean"][0]) and s["reason"][0] is None
-            assert s["mean"][1:] == [None] * 3 and s["tail"][1:] == [None] * 3
-            assert all("cannot extrapolate" in r for r in s["reason"][1:])
-            assert s["curve_length"] == 8
-        else:
-            assert all(math.isfinite(v) for v in s["mean"] + s["tail"][1:])
-            assert s["reason"] == [None] * 4
-            assert s["curve_length"] == 32
-    table = EX.format_table(_record("extrapolation", cfg, out))
-    assert "n/a" in table and "cannot extrapolate" in table
+def test_probe_accuracy_scores_only_the_targets_after_the_lag() -> None:
+    class Oracle(torch.nn.Module):  # predicts x[i - 2] exactly
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            shifted = torch.roll(x, 2, dims=1)
+            return torch.nn.functional.one_hot(shifted, 16).float()
+
+    x, y = PE.lag_batch(8, 12, 16, 2, torch.Generator().manual_seed(1))
+    out = PE.probe_accuracy(Oracle(), x, y, CPU)
+    assert out["accuracy"] == 1.0 and out["per_position"][:2] == [None, None]
 
 
-def test_per_position_loss_averages_to_the_flat_cross_entropy() -> None:
-    model = EX.build_model("rope", TINY_MODEL, 16, 0)
-    V = TOKENIZER.vocab_size
-    x = torch.randint(0, V, (5, 12))
-    y = torch.randint(0, V, (5, 12))
-    curve = EX.per_position_loss(model, x, y, CPU, batch_size=2)
-    flat = torch.nn.functional.cross_entropy(model(x).reshape(-1, V), y.reshape(-1)).item()
-    assert curve.shape == (12,)
-    assert curve.mean().item() == pytest.approx(flat, rel=1e-5)
+# -- experiment 2 -----------------------------------------------------------------------------
 
 
-def test_unigram_reference_is_between_a_uniform_guess_and_zero() -> None:
-    level = EX.unigram_loss()
-    assert 0.0 < level < math.log(TOKENIZER.vocab_size)  # letter frequencies beat a uniform guess
+def test_extrapolation_scores_every_scheme_on_the_same_windows_and_learned_refuses(ex_record) -> None:
+    r = ex_record["results"]
+    assert r["eval_lengths"] == [8, 12, 16, 32]
+    assert list(r["schemes"]) == list(ex_record["config"]["schemes"]) + ["reference"]
+    for name, e in r["schemes"].items():
+        for s in e["per_seed"]:
+            if name == "learned":
+                assert len(s["curve"]) == 8 and "cannot extrapolate" in s["reason"]
+            else:
+                assert len(s["curve"]) == 32 and s["reason"] is None
+    assert r["schemes"]["reference"]["train_len"] == 32
+    assert r["schemes"]["reference"]["train_steps"] == 4 and r["schemes"]["reference"]["train_batch"] == 1  # B L / 4L
+    m = EX.scheme_metrics(ex_record, "rope")
+    curve = torch.tensor(r["schemes"]["rope"]["per_seed"][0]["curve"], dtype=torch.float64)
+    assert m["mean"]["16"][0] == pytest.approx(curve[:16].mean().item())  # a length is a prefix of the window
+    assert m["tail"]["16"][0] == pytest.approx(curve[8:16].mean().item())
+    assert m["head"]["16"][0] == m["head"]["32"][0]  # the same text before L at every length
+    assert m["tail_minus_head"]["32"][0] == pytest.approx(m["tail"]["32"][0] - m["head"]["32"][0])
+    assert EX.scheme_metrics(ex_record, "learned")["tail"]["32"] == [None, None]
+    table = EX.format_table(ex_record)
+    assert "n/a (learned)" in table and "±" in table
+    comp = EX.comparisons(ex_record)
+    assert set(comp) == set(r["schemes"]) - {"alibi"} and comp["learned"]["n"] == 0
+    assert EX.headline(ex_record).count("\n- ") == 2
 
 
-def test_variant_model_copies_weights_and_changes_only_rope() -> None:
-    base = EX.build_model("rope", TINY_MODEL, 16, 0)
+def test_sinusoidal_is_the_original_transformer_s_with_sqrt_d_scale() -> None:
+    assert EX.SCHEMES["sinusoidal"] == {"positional": "sinusoidal", "scale_embeddings": True}
+    model = build_gpt("sinusoidal", TINY_MODEL, 8, 0, scale_embeddings=True)
+    assert model.emb_scale == pytest.approx(math.sqrt(16))
+
+
+# -- experiment 3 -----------------------------------------------------------------------------
+
+
+def test_copy_with_rope_copies_weights_and_changes_only_rope() -> None:
+    base = build_gpt("rope", {"d_model": 24, "n_heads": 2, "n_layers": 1}, 16, 0)
     x = torch.randint(0, TOKENIZER.vocab_size, (2, 16))
-    same = CE.variant_model(base, "none")
-    assert torch.equal(same(x), base(x))
-    yarn = CE.variant_model(base, "yarn")
-    assert yarn.config.rope == {"scaling": "yarn", "factor": 4.0, "original_max_len": 16}
-    assert torch.equal(yarn.lm_head.weight, base.lm_head.weight)
+    torch.testing.assert_close(CE.variant_model(base, "none")(x), base(x))
+    yarn = CE.variant_model(base, "yarn_tuned")
+    assert yarn.config.rope == {"scaling": "yarn", "factor": 4.0, "beta_fast": 4.0, "beta_slow": 1.0,
+                                "original_max_len": 16}
     assert not torch.allclose(yarn(x), base(x))
-    dynamic = CE.variant_model(base, "dynamic")  # plain RoPE up to the trained length
-    assert torch.allclose(dynamic(x), base(x))
+    torch.testing.assert_close(CE.variant_model(base, "dynamic")(x), base(x))  # plain RoPE up to L
     with pytest.raises(ValueError, match="unknown variant"):
         CE.variant_model(base, "ntk-by-parts")
+    with pytest.raises(ValueError, match="needs a RoPE model"):
+        copy_with_rope(build_gpt("alibi", TINY_MODEL, 8, 0), {})
 
 
-def test_context_extension_reports_every_variant_before_and_after() -> None:
-    cfg = _tiny("context_extension", model=TINY_MODEL, train_len=16, eval_lengths=[16, 32, 64], finetune_len=64,
-                eval_windows=2, train={"steps": 8, "batch_size": 4, "lr": 3e-3, "warmup_steps": 2},
-                finetune={"steps": 2, "batch_size": 2, "lr": 1e-3, "warmup_steps": 1})
-    out = CE.run(cfg, CPU, False)
-    assert list(out["variants"]) == list(CE.VARIANTS)
-    for v in out["variants"].values():
-        for phase in ("before", "after"):
-            assert len(v[phase]["mean"]) == 3 and all(math.isfinite(m) for m in v[phase]["mean"])
-            assert v[phase]["tail"][0] is None and all(math.isfinite(t) for t in v[phase]["tail"][1:])
-    # the unmodified variant before fine-tuning is the base model itself: identical at the trained length
-    # for every variant whose frequencies equal the base's there (none, dynamic)
-    assert out["variants"]["none"]["before"]["mean"][0] == pytest.approx(out["variants"]["dynamic"]["before"]["mean"][0])
-    for metric in ("mean", "tail"):
-        table = CE.format_table(_record("context_extension", cfg, out), metric)
-        assert all(label in table for label in CE.LABELS.values())
+def test_dynamic_ntk_fine_tuned_at_4L_is_the_ntk_fine_tune() -> None:
+    # the record reuses the NTK fine-tune for dynamic NTK; check that training it separately gives the same weights
+    train_part, _ = split_tokens(corpus_tokens())
+    base = build_gpt("rope", {"d_model": 24, "n_heads": 2, "n_layers": 1}, 16, 0)
+    tuned = {}
+    for name in ("ntk", "dynamic"):
+        model = CE.variant_model(base, name)
+        train_lm(model, train_part, 64, TrainConfig(steps=3, batch_size=2, warmup_steps=1, seed=5), CPU, name, False)
+        tuned[name] = model.state_dict()
+    for key in tuned["ntk"]:
+        torch.testing.assert_close(tuned["dynamic"][key], tuned["ntk"][key], rtol=0, atol=0)
 
 
-def test_figures_build_from_the_records() -> None:
-    from mlbook.viz import extrapolation as V
+def test_context_extension_reports_every_variant_before_and_after_on_the_same_windows(ce_record) -> None:
+    r = ce_record["results"]
+    assert list(r["variants"]) == list(CE.VARIANTS)
+    for name, v in r["variants"].items():
+        for s in v["per_seed"]:
+            for phase in ("before", "after"):
+                assert len(s[phase]["mean"]) == 3 and all(math.isfinite(m) for m in s[phase]["mean"])
+                assert s[phase]["tail"][0] is None and all(math.isfinite(t) for t in s[phase]["tail"][1:])
+            assert s["finetune_shared_with"] == ("ntk" if name == "dynamic" else None)
+    none0 = r["variants"]["none"]["per_seed"][0]["before"]
+    dyn0 = r["variants"]["dynamic"]["per_seed"][0]["before"]
+    assert none0["mean"][0] == pytest.approx(dyn0["mean"][0])  # identical below L
+    assert none0["head"][0] == pytest.approx(none0["mean"][0])  # at L the head is the whole window
+    assert len(r["reference"]["per_seed"]) == 2 and r["reference"]["train_len"] == 64
+    assert r["bands"]["yarn_tuned"]["beta_fast"] == 4.0
+    for metric in ("mean", "tail", "tail_minus_head"):
+        table = CE.format_table(ce_record, metric)
+        assert all(label in table for label in (v["label"] for v in r["variants"].values()))
+    assert "keep" in CE.band_table(ce_record)
+    assert CE.headline(ce_record).count("\n- ") == 2
+    p = CE.paired_at(ce_record, "linear", "none", "before", "mean", 0)
+    assert p["n"] == 2 and p["verdict"] in ("lower", "higher", "indistinguishable")
 
-    cfg = _tiny("extrapolation", model=TINY_MODEL, train_len=8, eval_windows=2, schemes=["learned", "alibi"],
-                train={"steps": 3, "batch_size": 2, "lr": 3e-3, "warmup_steps": 1})
-    rec = _record("extrapolation", cfg, EX.run(cfg, CPU, False))
-    for metric in ("mean", "tail"):
-        fig = V.extrapolation_figure(rec, metric)
-        assert [t.name for t in fig.data] == ["learned", "alibi"]
-        assert fig.layout.xaxis.title.text == V.LENGTH_AXIS and fig.layout.yaxis.title.text == V.LOSS_AXIS
-    assert len(V.extrapolation_curves_figure(rec).data) == 2
+
+# -- figures ----------------------------------------------------------------------------------
+
+
+def test_permutation_figures_show_every_model_with_error_bars(perm_record) -> None:
+    fig = V.permutation_accuracy_figure(perm_record)
+    assert len(fig.data[0].x) == len(PE.MODELS) and fig.data[0].error_y.array is not None
+    fig = V.permutation_position_figure(perm_record)
+    names = [t.name for t in fig.data if not t.name.endswith("± sd")]
+    assert names == [PE.LABELS[m] for m in PE.MODELS]
+    slider = grid_slider(lambda seed: V.permutation_position_figure(perm_record, seed), "seed", ["mean", "0"])
+    assert slider.frames[0].data[1].y != slider.frames[1].data[1].y  # the knob changes the data
+    with pytest.raises(ValueError, match="seed must be"):
+        V.permutation_position_figure(perm_record, "7")
+    with pytest.raises(TypeError, match="permutation"):
+        V.permutation_accuracy_figure({"name": "sinks", "results": {}})
+
+
+def test_extrapolation_figures_have_one_series_per_scheme_and_the_metric_knob_changes_them(ex_record) -> None:
+    for metric in ("tail", "mean", "tail_minus_head"):
+        fig = V.extrapolation_figure(ex_record, metric)
+        assert [t.name for t in fig.data] == [e["label"] for e in ex_record["results"]["schemes"].values()]
+        assert fig.layout.xaxis.title.text == V.LENGTH_AXIS
+    slider = grid_slider(lambda metric: V.extrapolation_figure(ex_record, metric), "metric", ["tail", "tail_minus_head"])
+    assert slider.frames[0].data[0].y != slider.frames[1].data[0].y
     with pytest.raises(ValueError, match="metric"):
-        V.extrapolation_figure(rec, "median")
+        V.extrapolation_figure(ex_record, "median")
+    fig = V.extrapolation_curves_figure(ex_record, 4)
+    assert len(fig.data) == 2 * len(ex_record["results"]["schemes"])  # a band and a line per scheme
+    with pytest.raises(ValueError, match="bin_width"):
+        V.extrapolation_curves_figure(ex_record, 0)
+
+
+def test_context_extension_figures_and_the_yarn_band_knob(ce_record) -> None:
+    fig = V.context_extension_figure(ce_record, "mean")
+    n_var = len(ce_record["results"]["variants"])
+    assert len(fig.data) == 2 * n_var + 1  # before and after per variant, and the model trained at the target
+    slider = grid_slider(lambda metric: V.context_extension_figure(ce_record, metric), "metric", ["tail", "tail_minus_head"])
+    assert slider.frames[0].data[0].y != slider.frames[1].data[0].y
+    with pytest.raises(ValueError, match="metric"):
+        V.context_extension_figure(ce_record, "median")
+    a, b = V.yarn_bands_figure(32.0, 12, 128), V.yarn_bands_figure(4.0, 12, 128)
+    assert list(a.data[1].y) != list(b.data[1].y) and list(a.data[0].y) == list(b.data[0].y)
+    assert list(b.data[1].y) == [0.0, 0.0, 1.0, 1.0, 1.0, 1.0]  # keep 0-1, interpolate 2-5
+    with pytest.raises(ValueError, match="beta_fast"):
+        V.yarn_bands_figure(0.5, 12, 128)

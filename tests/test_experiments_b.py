@@ -1,28 +1,71 @@
-"""Experiments 4-6 (t5_length, sinks, passkey): the measurements compute what they claim, at tiny sizes."""
+"""Experiments 4-6 (t5_length, sinks, passkey): the measurements compute what they claim, at tiny
+sizes; the records keep every seed; the figures of mlbook.viz.streaming build from them."""
 
 from __future__ import annotations
 
+import copy
 import random
 
 import pytest
 import torch
 import torch.nn.functional as F
 
-from mlbook.experiments import exp_passkey, exp_sinks, exp_t5_length
+from mlbook.experiments import exp_passkey, exp_sinks, exp_t5_length, registry
+from mlbook.experiments.common import TUNED_BETAS, build_gpt
 from mlbook.experiments.data import TOKENIZER, PasskeyTask
-from mlbook.experiments.registry import REGISTRY
 from mlbook.transformer.models import GPT, GPTConfig
+from mlbook.viz import grid_slider
+from mlbook.viz import streaming as V
+
+CPU = torch.device("cpu")
+TINY_TRAIN = {"steps": 3, "batch_size": 2, "lr": 3e-3, "warmup_steps": 1}
 
 
 def _gpt(n_layers: int = 1, positional: str = "rope", seed: int = 0) -> GPT:
     torch.manual_seed(seed)
-    return GPT(GPTConfig(vocab_size=TOKENIZER.vocab_size, d_model=32, n_heads=2, n_layers=n_layers, max_len=16,
+    return GPT(GPTConfig(vocab_size=TOKENIZER.vocab_size + 1, d_model=32, n_heads=2, n_layers=n_layers, max_len=16,
                          positional=positional)).eval()
 
 
-def test_the_three_experiments_are_registered_with_both_budgets() -> None:
+def _cfg(name: str, budget: str = "quick", **changes: object) -> dict:
+    registry._get(name)
+    cfg = copy.deepcopy(registry.REGISTRY[name].configs[budget])
+    cfg.update(changes)
+    return cfg
+
+
+def _record(name: str, cfg: dict, results: dict) -> dict:
+    return {"name": name, "budget": "quick", "config": cfg, "results": results}
+
+
+@pytest.fixture(scope="module")
+def t5_record() -> dict:
+    cfg = _cfg("t5_length", "full", seeds=[0, 1], n_eval=8, train=TINY_TRAIN,
+               model={"d_model": 16, "n_heads": 2, "n_encoder_layers": 1, "n_decoder_layers": 1})
+    return _record("t5_length", cfg, exp_t5_length.run(cfg, CPU, False))
+
+
+@pytest.fixture(scope="module")
+def sinks_record() -> dict:
+    cfg = _cfg("sinks", "full", seeds=[0, 1], train_len=16, mass_windows=4, train=TINY_TRAIN,
+               model={"d_model": 16, "n_heads": 2, "n_layers": 2},
+               stream={"n_streams": 2, "length": 40, "window": 16, "segment": 8}, truncate={"n_windows": 4, "prefix": 6})
+    return _record("sinks", cfg, exp_sinks.run(cfg, CPU, False))
+
+
+@pytest.fixture(scope="module")
+def passkey_record() -> dict:
+    cfg = _cfg("passkey", "full", seeds=[0, 1], train_len=64, lengths=[64, 128, 256], depths=[0.0, 1.0], n_eval=2,
+               loss_windows=2, train=TINY_TRAIN, finetune={"steps": 1, "batch_size": 1, "lr": 1e-3, "warmup_steps": 1},
+               model={"d_model": 16, "n_heads": 2, "n_layers": 1})
+    return _record("passkey", cfg, exp_passkey.run(cfg, CPU, False))
+
+
+def test_the_three_experiments_are_registered_with_both_budgets_and_three_full_seeds() -> None:
     for name in ("t5_length", "sinks", "passkey"):
-        assert set(REGISTRY[name].configs) == {"quick", "full"}
+        registry._get(name)
+        assert set(registry.REGISTRY[name].configs) == {"quick", "full"}
+        assert len(registry.REGISTRY[name].configs["full"]["seeds"]) >= 3
 
 
 # -- sinks -----------------------------------------------------------------------------------
@@ -31,32 +74,30 @@ def test_the_three_experiments_are_registered_with_both_budgets() -> None:
 def test_full_cache_streaming_loss_equals_the_teacher_forced_loss() -> None:
     model = _gpt(n_layers=2)
     x = torch.randint(0, TOKENIZER.vocab_size, (3, 20))
-    streamed = exp_sinks.stream_losses(model, x, "full", window=6, n_sink=2)  # (3, 19)
+    streamed = exp_sinks.stream_losses(model, x, "full", window=8)  # (3, 19)
     with torch.no_grad():
         logits = model(x[:, :-1])
     direct = F.cross_entropy(logits.transpose(1, 2), x[:, 1:], reduction="none")  # (3, 19)
     torch.testing.assert_close(streamed, direct, atol=1e-4, rtol=1e-4)
 
 
-@pytest.mark.parametrize("kind, n_sink", [("sink", 2), ("window", 0)])
+@pytest.mark.parametrize("kind, n_sink", [("sink4", 4), ("sink1", 1), ("window", 0)])
 def test_windowed_streaming_keeps_the_sinks_and_uses_slot_positions(kind: str, n_sink: int) -> None:
     # One layer: the cached keys/values depend on their own token only, so the streamed loss at
     # step t must equal a fresh forward over the kept tokens, placed at positions 0, 1, 2, ... (slots).
     model = _gpt(n_layers=1)
-    window, sinks = 6, 2  # SinkCache(2, 6) for "sink"; SinkCache(0, 8) for "window": both hold 8
+    W = 8
     x = torch.randint(0, TOKENIZER.vocab_size, (2, 30))
-    streamed = exp_sinks.stream_losses(model, x, kind, window=window, n_sink=sinks)  # (2, 29)
-    keep_recent = window + sinks - n_sink
+    streamed = exp_sinks.stream_losses(model, x, kind, window=W)  # (2, 29)
     for t in (10, 20, 28):
-        kept = list(range(n_sink)) + list(range(t - keep_recent + 1, t + 1))
-        assert len(kept) == window + sinks
+        kept = list(range(n_sink)) + list(range(t - (W - n_sink) + 1, t + 1))
+        assert len(kept) == W
         with torch.no_grad():
             last = model(x[:, kept])[:, -1]  # (2, V)
         expected = F.cross_entropy(last, x[:, t + 1], reduction="none")
         torch.testing.assert_close(streamed[:, t], expected, atol=1e-4, rtol=1e-4)
-    # and past the window the two kinds really differ (the sinks are what is kept)
-    other = exp_sinks.stream_losses(model, x, "window" if kind == "sink" else "sink", window=window, n_sink=sinks)
-    assert not torch.allclose(streamed[:, 10:], other[:, 10:])
+    with pytest.raises(ValueError, match="kind must be one of"):
+        exp_sinks.stream_losses(model, x, "sink", window=W)
 
 
 def test_sink_mass_of_uniform_attention_is_the_uniform_baseline() -> None:
@@ -65,8 +106,12 @@ def test_sink_mass_of_uniform_attention_is_the_uniform_baseline() -> None:
         for block in model.blocks:  # q = 0 makes every score 0: uniform over the visible keys
             block.attn.q_proj.weight.zero_()
     mass = exp_sinks.sink_mass(model, torch.randint(0, TOKENIZER.vocab_size, (2, 12)))
-    assert mass["per_layer"] == pytest.approx([mass["uniform_baseline"]] * 2, abs=1e-5)
-    assert mass["per_query"][0][:3] == pytest.approx([1.0, 0.5, 1 / 3], abs=1e-5)
+    assert mass["per_layer"] == pytest.approx([mass["uniform"]] * 2, abs=1e-3)
+    assert [max(h) for h in mass["per_head_late"]] == pytest.approx([mass["uniform_late"]] * 2, abs=1e-3)
+    assert mass["per_query"][0][:3] == pytest.approx([1.0, 0.5, 1 / 3], abs=1e-3)
+    maps = exp_sinks.sink_map(model, torch.randint(0, TOKENIZER.vocab_size, (2, 12)), mass["per_head"])
+    assert len(maps) == 2 and len(maps[0]["map"]) == 12
+    assert maps[0]["map"][3][:4] == pytest.approx([0.25] * 4, abs=1e-3)  # query 3 spreads over keys 0..3
 
 
 def test_truncated_cache_keeps_absolute_positions_and_drops_only_the_asked_slots() -> None:
@@ -84,6 +129,52 @@ def test_truncated_cache_keeps_absolute_positions_and_drops_only_the_asked_slots
     assert exp_sinks.truncation_losses(model, x, prefix=6, drop=[0]) != pytest.approx(intact, abs=1e-6)
 
 
+def test_bos_helpers_and_the_repetitive_corpus() -> None:
+    x = torch.tensor([[5, 6, 7]])
+    y = torch.tensor([[6, 7, 8]])
+    xb, yb = exp_sinks.with_bos(x, y)
+    assert xb.tolist() == [[exp_sinks.BOS, 5, 6, 7]] and yb.tolist() == [[5, 6, 7, 8]]
+    assert exp_sinks.first_token_bos(x).tolist() == [[exp_sinks.BOS, 5, 6]]
+    assert exp_sinks.BOS == TOKENIZER.vocab_size  # one id past the characters
+    rep = exp_sinks.repetitive_tokens(torch.arange(10), 4)  # chunks 0-3 and 4-7, each twice; 8, 9 dropped
+    assert rep.tolist() == [0, 1, 2, 3, 0, 1, 2, 3, 4, 5, 6, 7, 4, 5, 6, 7]
+    with pytest.raises(ValueError, match="chunk"):
+        exp_sinks.repetitive_tokens(torch.arange(10), 0)
+
+
+def test_deleting_the_first_token_during_generation_matches_a_forward_without_it() -> None:
+    # one layer: after deleting slot 0, the query at position p sees keys 1..p only, at their true positions
+    model = _gpt(n_layers=1)
+    x = torch.randint(0, TOKENIZER.vocab_size, (2, 12))
+    intact = exp_sinks.truncation_curve(model, x, drop_first=False)
+    dropped = exp_sinks.truncation_curve(model, x, drop_first=True)
+    assert len(intact) == len(dropped) == 10
+    with torch.no_grad():
+        full = model(x[:, :-1])[:, 1:]  # predicts tokens 2..11 with the first token present
+    ref = F.cross_entropy(full.transpose(1, 2), x[:, 2:], reduction="none").mean(0)
+    assert intact == pytest.approx(ref.tolist(), abs=1e-4)
+    # without the first token RoPE makes the scores depend on offsets only, so positions 1.. shifted to 0.. agree
+    with torch.no_grad():
+        shifted = model(x[:, 1:-1])  # the same tokens at positions 0..9 instead of 1..10
+    ref2 = F.cross_entropy(shifted.transpose(1, 2), x[:, 2:], reduction="none").mean(0)
+    assert dropped == pytest.approx(ref2.tolist(), abs=1e-4)
+
+
+def test_sinks_record_keeps_every_seed_and_summarises_with_paired_differences(sinks_record) -> None:
+    r = sinks_record["results"]
+    assert list(r["settings"]) == sinks_record["config"]["settings"]
+    for name, st in r["settings"].items():
+        assert [s["seed"] for s in st["per_seed"]] == [0, 1]
+        assert "maps" in st["per_seed"][0] and "maps" not in st["per_seed"][1]  # heatmap for the first seed only
+        s = exp_sinks.summary(sinks_record, name)
+        assert set(s["past_window"]) == set(exp_sinks.CACHE_KINDS)
+        d = s["window_minus_sink4"]
+        per = [p["stream"]["loss_past_window"]["window"] - p["stream"]["loss_past_window"]["sink4"] for p in st["per_seed"]]
+        assert d["per_seed"] == pytest.approx(per)
+    assert "window minus 4 sinks" in exp_sinks.format_tables(sinks_record)
+    assert exp_sinks.headline(sinks_record).count("\n- ") == 2
+
+
 # -- t5_length -------------------------------------------------------------------------------
 
 
@@ -93,11 +184,10 @@ _T5 = {**exp_t5_length._QUICK, "model": {"d_model": 16, "n_heads": 2, "n_encoder
 
 def test_learned_positions_report_that_they_cannot_run_at_16_instead_of_crashing() -> None:
     gen = torch.Generator().manual_seed(0)
-    cpu = torch.device("cpu")
-    short = exp_t5_length.evaluate(exp_t5_length.build_model("learned", _T5), 16, _T5, gen, cpu)
+    short = exp_t5_length.evaluate(exp_t5_length.build_model("learned", _T5), 16, _T5, gen, CPU)
     assert short["runs"] is False and "cannot extrapolate" in short["reason"]
-    assert exp_t5_length.evaluate(exp_t5_length.build_model("learned", _T5), 8, _T5, gen, cpu)["runs"] is True
-    wide = exp_t5_length.evaluate(exp_t5_length.build_model("learned16", _T5), 16, _T5, gen, cpu)
+    assert exp_t5_length.evaluate(exp_t5_length.build_model("learned", _T5), 8, _T5, gen, CPU)["runs"] is True
+    wide = exp_t5_length.evaluate(exp_t5_length.build_model("learned16", _T5), 16, _T5, gen, CPU)
     assert wide["runs"] is True and len(wide["per_position"]) == 16
     assert wide["exact_match"] <= wide["token_accuracy"] <= 1.0
 
@@ -114,18 +204,34 @@ def test_reverse_task_and_bucket_table() -> None:
         assert all(rows["trained"])  # every offset up to 15 shares a bucket trained at length 8
 
 
+def test_t5_record_keeps_every_seed_on_the_same_test_sequences(t5_record) -> None:
+    r = t5_record["results"]
+    for v, e in r["variants"].items():
+        assert [s["seed"] for s in e["per_seed"]] == [0, 1]
+    assert exp_t5_length.metric(t5_record, "learned", 16) == [None, None]
+    em = exp_t5_length.metric(t5_record, "t5", 8)
+    assert len(em) == 2 and all(0.0 <= v <= 1.0 for v in em)
+    assert exp_t5_length.per_position(t5_record, "learned", 16) is None
+    assert len(exp_t5_length.per_position(t5_record, "t5", 16)["mean"]) == 16
+    assert "cannot run" in exp_t5_length.format_table(t5_record)
+    text = exp_t5_length.headline(t5_record)
+    assert text.count("\n- ") == 2 and "times the 1/16 chance rate" in text
+    with pytest.raises(ValueError, match="exact_match"):
+        exp_t5_length.metric(t5_record, "t5", 8, "bleu")
+
+
 # -- passkey ---------------------------------------------------------------------------------
 
 
 def test_passkey_accuracy_is_computed_on_exactly_the_key_digits() -> None:
     task = PasskeyTask()
     x, y = task.batch(3, 96, random.Random(0))  # (3, 95)
-    V = TOKENIZER.vocab_size
-    logits = torch.zeros(*y.shape, V)
-    wrong = (x + 1) % V  # wrong everywhere else: must not matter
+    V_ = TOKENIZER.vocab_size
+    logits = torch.zeros(*y.shape, V_)
+    wrong = (x + 1) % V_  # wrong everywhere else: must not matter
     logits.scatter_(2, wrong[..., None], 1.0)
     scored = y != -100
-    logits[scored] = F.one_hot(y[scored], V).float() * 5
+    logits[scored] = F.one_hot(y[scored], V_).float() * 5
     all_right, per_digit = exp_passkey.digit_accuracy(logits, y)
     assert all_right.tolist() == [1.0, 1.0, 1.0] and per_digit.shape == (3, task.n_digits)
     rows, cols = scored.nonzero(as_tuple=True)
@@ -136,13 +242,92 @@ def test_passkey_accuracy_is_computed_on_exactly_the_key_digits() -> None:
     assert per_digit[1].mean().item() == pytest.approx((task.n_digits - 1) / task.n_digits)
 
 
-def test_scaled_rope_models_share_the_trained_weights() -> None:
+def test_extended_rope_methods_share_the_trained_weights_and_use_the_context_extension_settings() -> None:
     cfg = {**exp_passkey._QUICK, "model": {"d_model": 16, "n_heads": 2, "n_layers": 1}, "train_len": 32}
-    trained = {"rope": exp_passkey.build_model("rope", cfg), "alibi": exp_passkey.build_model("alibi", cfg)}
+    trained = {"rope": build_gpt("rope", cfg["model"], 32, 0),
+               "alibi": build_gpt("alibi", cfg["model"], 32, 0)}
+    pi = exp_passkey.method_model("rope_pi", trained, 4)
+    assert pi.rotary.scaling == "linear" and pi.rotary.factor == 4.0
+    assert torch.equal(pi.lm_head.weight, trained["rope"].lm_head.weight)
+    yarn = exp_passkey.method_model("rope_yarn", trained, 4)
+    assert yarn.config.rope["beta_fast"] == TUNED_BETAS["beta_fast"] and yarn.config.rope["factor"] == 4.0
     x = torch.randint(0, TOKENIZER.vocab_size, (1, 32))
-    pi = exp_passkey.method_model("rope_pi", trained, 32, cfg)  # s = 1 at the trained length: identical
     with torch.no_grad():
-        torch.testing.assert_close(pi(x), trained["rope"](x))
-    pi4 = exp_passkey.method_model("rope_pi", trained, 128, cfg)
-    assert pi4.rotary.factor == 4.0 and pi4.rotary.scaling == "linear"
-    assert torch.equal(pi4.lm_head.weight, trained["rope"].lm_head.weight)
+        torch.testing.assert_close(exp_passkey.method_model("rope", trained, 4)(x), trained["rope"](x))
+    assert exp_passkey.method_model("alibi", trained, 4) is trained["alibi"]
+    with pytest.raises(ValueError, match="unknown method"):
+        exp_passkey.method_model("rope_ntk", trained, 4)
+
+
+def test_passkey_record_has_both_phases_for_every_method_and_seed(passkey_record) -> None:
+    r = passkey_record["results"]
+    for phase in ("zero_shot", "finetuned"):
+        for m in r["methods"]:
+            seeds = r["results"][phase][m]
+            assert [s["seed"] for s in seeds] == [0, 1]
+            assert len(seeds[0]["accuracy"]) == 3 and len(seeds[0]["accuracy"][0]) == 2
+            assert len(seeds[0]["loss"]) == 3
+        g = exp_passkey.grid(passkey_record, phase, "rope")
+        assert len(g["mean"]) == 3 and len(g["sd"][0]) == 2
+    assert r["finetune"] == passkey_record["config"]["finetune"]
+    assert "@ depth 1" in exp_passkey.format_table(passkey_record, "finetuned")
+    assert exp_passkey.headline(passkey_record).count("\n- ") == 2
+    with pytest.raises(ValueError, match="phase"):
+        exp_passkey.grid(passkey_record, "later", "rope")
+
+
+# -- figures ----------------------------------------------------------------------------------
+
+
+def test_t5_figure_has_a_band_and_a_line_per_variant_and_the_length_knob_changes_it(t5_record) -> None:
+    fig = V.fig_t5_per_position(t5_record, 16)
+    assert len(fig.data) == 2 * len(t5_record["results"]["variants"])
+    slider = grid_slider(lambda length: V.fig_t5_per_position(t5_record, length), "length", [12, 16])
+    assert len(slider.frames[0].data[1].x) != len(slider.frames[1].data[1].x)
+    with pytest.raises(ValueError, match="length must be one of"):
+        V.fig_t5_per_position(t5_record, 32)
+
+
+def test_sink_figures_build_and_their_knobs_change_the_data(sinks_record) -> None:
+    fig = V.fig_sink_mass_per_head(sinks_record, "text_bos", "late")
+    assert len(fig.data) == 2  # one bar series per head rank (2 heads)
+    a, b = V.fig_sink_mass_per_head(sinks_record, "text_bos", "all"), V.fig_sink_mass_per_head(sinks_record, "text_bos", "late")
+    assert list(a.data[0].y) != list(b.data[0].y)
+    early = V.fig_sink_mass_per_head(sinks_record, "repetitive", "early")  # queries 1 .. chunk - 1, from per_head_query
+    seeds = sinks_record["results"]["settings"]["repetitive"]["per_seed"]
+    chunk = sinks_record["results"]["chunk"]
+    top = [max(sum(h[1:chunk]) / (chunk - 1) for h in s["mass"]["per_head_query"][0]) for s in seeds]
+    assert early.data[0].y[0] == pytest.approx(sum(top) / len(top))
+    h1, h2 = V.fig_sink_heatmap(sinks_record, "text_bos", 1), V.fig_sink_heatmap(sinks_record, "text_bos", 2)
+    assert h1.data[0].z.tolist() != h2.data[0].z.tolist()
+    fig = V.fig_stream_loss(sinks_record, "text")
+    assert len(fig.data) == 2 * len(exp_sinks.CACHE_KINDS)
+    q1, q2 = V.fig_sink_mass_vs_query(sinks_record, "repetitive", 1), V.fig_sink_mass_vs_query(sinks_record, "repetitive", 2)
+    assert len(q1.data) == 3 and list(q1.data[1].y) != list(q2.data[1].y)  # band, strongest head, uniform
+    assert list(q1.data[2].y)[:2] == pytest.approx([1 / 2, 1 / 3])  # uniform attention 1/(q+1) from q = 1
+    t = V.fig_truncation_curve(sinks_record, "text_bos")
+    per_seed = sinks_record["results"]["settings"]["text_bos"]["per_seed"]
+    first = [a - b for a, b in zip(per_seed[0]["truncate_curve"]["first_dropped"], per_seed[0]["truncate_curve"]["intact"])]
+    second = [a - b for a, b in zip(per_seed[1]["truncate_curve"]["first_dropped"], per_seed[1]["truncate_curve"]["intact"])]
+    assert list(t.data[1].y) == pytest.approx([(a + b) / 2 for a, b in zip(first, second)])
+    with pytest.raises(ValueError, match="layer must be an int"):
+        V.fig_sink_mass_vs_query(sinks_record, "repetitive", 0)
+    with pytest.raises(ValueError, match="setting must be one of"):
+        V.fig_stream_loss(sinks_record, "music")
+    with pytest.raises(ValueError, match="layer must be an int"):
+        V.fig_sink_heatmap(sinks_record, "text_bos", 9)
+    with pytest.raises(ValueError, match="queries"):
+        V.fig_sink_mass_per_head(sinks_record, "text_bos", "middle")
+
+
+def test_passkey_figures_have_a_panel_per_method_and_the_phase_knob_changes_them(passkey_record) -> None:
+    fig = V.fig_passkey_heatmaps(passkey_record, "zero_shot")
+    assert len(fig.data) == len(passkey_record["results"]["methods"])
+    fig = V.fig_passkey_vs_loss(passkey_record, "finetuned")
+    assert len(fig.data) == 2 * len(passkey_record["results"]["methods"])
+    slider = grid_slider(lambda phase: V.fig_passkey_vs_loss(passkey_record, phase), "phase", ["zero_shot", "finetuned"])
+    assert slider.frames[0].data[0].y != slider.frames[1].data[0].y
+    with pytest.raises(ValueError, match="phase must be one of"):
+        V.fig_passkey_heatmaps(passkey_record, "later")
+    with pytest.raises(TypeError, match="passkey"):
+        V.fig_passkey_vs_loss({"name": "sinks", "results": {}})

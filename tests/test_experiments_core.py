@@ -110,6 +110,74 @@ def test_registry_saves_and_reuses_results_only_when_the_config_matches(toy_expe
     assert registry.load_or_run("toy", "quick", "cpu")["results"] == {"square": 25}
 
 
+def test_record_keeps_the_thread_count_actually_used_not_the_restored_one(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("MLBOOK_RESULTS", str(tmp_path))
+    monkeypatch.setenv("MLBOOK_CPU_THREADS", "1")
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        @registry.register("threads_probe", "threads", "nothing", {"quick": {"n": 1}, "full": {"n": 1}})
+        def probe(config, device, progress):
+            return {"threads_inside": torch.get_num_threads()}
+
+        record = registry.run_experiment("threads_probe", "quick", "cpu", save=False)
+        assert record["results"]["threads_inside"] == 1
+        assert record["threads"] == 1  # not the 2 restored afterwards
+        assert torch.get_num_threads() == 2
+    finally:
+        registry.REGISTRY.pop("threads_probe", None)
+        torch.set_num_threads(before)
+
+
+def test_a_gpu_does_not_choose_the_full_budget(monkeypatch) -> None:
+    monkeypatch.delenv("MLBOOK_BUDGET", raising=False)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert registry.default_budget() == "quick"  # a full re-run is a deliberate choice
+    monkeypatch.setenv("MLBOOK_BUDGET", "full")
+    assert registry.default_budget() == "full"
+    monkeypatch.setenv("MLBOOK_BUDGET", "huge")
+    with pytest.raises(ValueError, match="MLBOOK_BUDGET must be one of quick, full"):
+        registry.default_budget()
+
+
+def test_headline_prints_the_missing_record_marker_only_when_the_record_is_missing(toy_experiment) -> None:
+    text = registry.headline("toy", "full")
+    assert text.startswith(registry.NO_RECORD) and "python -m mlbook.experiments run toy --budget full" in text
+    assert registry.NO_RECORD in registry.rerun_estimate("toy")
+    registry.run_experiment("toy", "full", "cpu")
+    text = registry.headline("toy", "full")
+    assert registry.NO_RECORD not in text and "A toy" in text
+    assert registry.NO_RECORD not in registry.rerun_estimate("toy")
+    assert "cpu" in registry.describe_record(registry.load_result("toy", "full"))
+
+
+def test_every_experiment_module_defines_a_headline_and_full_budgets_have_three_seeds() -> None:
+    import importlib
+
+    registry._get("permutation")
+    for name, exp in registry.REGISTRY.items():
+        module = importlib.import_module(exp.fn.__module__)
+        if not module.__name__.startswith("mlbook.experiments.exp_"):
+            continue
+        assert callable(getattr(module, "headline", None)), name
+        assert len(exp.configs["full"]["seeds"]) >= 3, name
+
+
+def test_committed_full_records_match_their_configs_and_keep_every_seed() -> None:
+    registry._get("permutation")
+    for name in ("permutation", "extrapolation", "context_extension", "t5_length", "sinks", "passkey"):
+        path = registry.PACKAGED_RESULTS / "full" / f"{name}.json"
+        if not path.exists():
+            pytest.skip(f"{path} not committed yet")
+        record = json.loads(path.read_text())
+        if record["config"] != registry.REGISTRY[name].configs["full"]:
+            pytest.fail(f"the committed {name} record was made with another config; re-run it")
+        seeds = record["config"]["seeds"]
+        assert record["results"]["seeds"] == seeds and len(seeds) >= 3
+        assert len(record["results"]["seconds_per_seed"]) == len(seeds)
+        assert record["threads"] >= 1 and record["elapsed_s"] > 0
+
+
 def test_registry_rejects_unknown_names_and_budgets(toy_experiment) -> None:
     with pytest.raises(ValueError, match="unknown budget 'huge'; valid values are quick, full"):
         registry.run_experiment("toy", "huge")
@@ -126,3 +194,93 @@ def test_cli_lists_the_six_experiments() -> None:
 def test_cli_rejects_an_unknown_experiment_with_the_valid_names() -> None:
     out = subprocess.run([sys.executable, "-m", "mlbook.experiments", "run", "nope"], capture_output=True, text=True)
     assert out.returncode == 2 and "valid names are" in out.stderr
+
+
+# -- the shared statistics and evaluation helpers -----------------------------------------------
+
+
+def test_mean_sd_is_the_sample_standard_deviation_and_skips_missing_values() -> None:
+    import statistics
+
+    from mlbook.experiments.common import mean_sd
+
+    values = [1.25, 1.5, 2.0, None]
+    out = mean_sd(values)
+    assert out["n"] == 3
+    assert out["mean"] == pytest.approx(statistics.mean([1.25, 1.5, 2.0]))
+    assert out["sd"] == pytest.approx(statistics.stdev([1.25, 1.5, 2.0]))  # ddof = 1
+    assert mean_sd([3.0]) == {"mean": 3.0, "sd": None, "n": 1}
+    assert mean_sd([None]) == {"mean": None, "sd": None, "n": 0}
+
+
+def test_an_ordering_is_claimed_only_when_every_seed_agrees_and_the_gap_exceeds_the_spread() -> None:
+    from mlbook.experiments.common import paired, pm, verdict
+
+    assert verdict([-0.30, -0.28, -0.31]) == "lower"
+    assert verdict([0.30, 0.28, 0.31]) == "higher"
+    assert verdict([0.30, -0.01, 0.31]) == "indistinguishable"  # one seed disagrees
+    assert verdict([0.02, 0.5, 0.01]) == "indistinguishable"  # same sign, but the spread exceeds the gap
+    assert verdict([0.3]) == "indistinguishable"  # one seed: no spread, no claim
+    p = paired([1.0, 2.0, None], [0.5, 1.0, 0.0])
+    assert p["per_seed"] == [0.5, 1.0] and p["n"] == 2 and p["mean"] == pytest.approx(0.75)
+    assert pm(p, 2) == f"0.75 ± {p['sd']:.2f}"
+    with pytest.raises(ValueError, match="one value per seed"):
+        paired([1.0], [1.0, 2.0])
+
+
+def test_nested_windows_give_every_length_the_same_text() -> None:
+    from mlbook.experiments.common import nested_windows
+
+    _, val = split_tokens(corpus_tokens())
+    x, y = nested_windows(val, 5, 64, seed=3)
+    x2, _ = nested_windows(val, 5, 64, seed=3)
+    assert torch.equal(x, x2) and x.shape == (5, 64)
+    assert torch.equal(x[:, 1:], y[:, :-1])  # targets are the next character
+    # a causal model's per-position loss at length 32 equals the first 32 positions at length 64
+    from mlbook.experiments.common import build_gpt, per_position_loss
+
+    model = build_gpt("rope", {"d_model": 16, "n_heads": 2, "n_layers": 1}, 64, 0)
+    long = per_position_loss(model, x, y, "cpu")
+    short = per_position_loss(model, x[:, :32], y[:, :32], "cpu")
+    torch.testing.assert_close(short, long[:32], rtol=1e-5, atol=1e-6)
+
+
+def test_yarn_bands_read_keep_blend_and_interpolate_off_the_library_ramp() -> None:
+    from mlbook.experiments.common import yarn_bands
+    from mlbook.transformer.positional import rope_inv_freq, yarn_ramp
+
+    for beta_fast, beta_slow in ((32.0, 1.0), (4.0, 1.0)):
+        b = yarn_bands(16, 10000.0, 128, beta_fast, beta_slow)
+        ramp = yarn_ramp(16, 10000.0, original_max_len=128, beta_fast=beta_fast, beta_slow=beta_slow).tolist()
+        assert b["ramp"] == pytest.approx(ramp, abs=1e-4)
+        assert sorted(b["keep"] + b["blend"] + b["interpolate"]) == list(range(8))
+        assert all(ramp[i] == 0 for i in b["keep"]) and all(ramp[i] == 1 for i in b["interpolate"])
+        theta, _ = rope_inv_freq(16)
+        assert b["turns"][0] == pytest.approx(128 * theta[0].item() / (2 * math.pi), rel=1e-3)
+        # the band rule in words: pairs that never complete a turn within L are interpolated
+        assert all(b["ramp"][i] == 1.0 for i, t in enumerate(b["turns"]) if t < beta_slow)
+    assert yarn_bands(16, 10000.0, 128, 4.0, 1.0)["keep"] == [0, 1]  # 20 and 6.4 turns: both >= 4
+
+
+def test_scaled_embeddings_multiply_the_token_table_by_sqrt_d() -> None:
+    cfg = GPTConfig(vocab_size=11, d_model=16, n_heads=2, n_layers=1, max_len=8, positional="sinusoidal",
+                    scale_embeddings=True)
+    torch.manual_seed(0)
+    model = GPT(cfg)
+    assert model.tok_emb.weight.std().item() == pytest.approx(16 ** -0.5, rel=0.25)  # N(0, 1/d) at init
+    plain = GPT(cfg.replace(scale_embeddings=False))
+    plain.load_state_dict(model.state_dict())
+    with torch.no_grad():
+        plain.tok_emb.weight.mul_(4.0)  # sqrt(16): the same input to the first block
+    x = torch.randint(0, 11, (2, 8))
+    torch.testing.assert_close(model(x), plain(x))
+
+
+def test_saved_records_round_results_and_keep_number_lists_on_one_line() -> None:
+    record = {"name": "x", "config": {"lr": 0.0031234567891}, "results": {
+        "curve": [0.123456789012, 1.0, 2], "per_seed": [{"loss": 3.14159265358979}], "label": "a"}}
+    text = registry.record_text(record)
+    back = json.loads(text)
+    assert back["config"] == record["config"]  # configs are compared exactly, never rounded
+    assert back["results"] == {"curve": [0.123457, 1.0, 2], "per_seed": [{"loss": 3.14159}], "label": "a"}
+    assert '"curve": [0.123457, 1.0, 2]' in text

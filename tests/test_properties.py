@@ -10,7 +10,6 @@ tight bound, large offsets exactly the slack float32 angles need.
 from __future__ import annotations
 
 import importlib.util
-import math
 
 import pytest
 import torch

@@ -1,34 +1,35 @@
-"""The built site, checked as a reader's browser sees it, plus the repository-URL contract.
+"""The built site, checked as a reader's browser sees it (playwright driving Debian's Chromium).
 
-Browser tests (`-m browser`, run by `make test` after the strict build): serve
-`_build/html` on 127.0.0.1 and open every page in headless Debian Chromium, driven over
-the DevTools protocol (a small client on `websocket-client`; no browser download).
-Every request that does not go to the local server is failed and recorded. Per page:
+Browser tests (`-m browser`, run by `make test` after the strict build): serve the site
+(`MLBOOK_SITE`, default `_build/html`) on 127.0.0.1 and open every page in headless
+Chromium (`MLBOOK_CHROMIUM`, default /usr/bin/chromium) through playwright's
+`executable_path`: no browser is downloaded. Every request that does not go to the local
+server is aborted and recorded. Per page:
 
 * no console errors, uncaught exceptions or failed loads;
-* every plotly figure is drawn (`_fullLayout` and `.main-svg` exist), and every figure
-  has a caption and alt text;
-* clicking the far end of each plotly slider changes the plotted data;
+* every plotly figure is drawn, and every figure has a caption and alt text;
+* a real click on each plotly slider moves it and changes the plotted data, and a real
+  click on each option of each `updatemenus` picker (buttons or dropdown) changes the plot;
 * all maths is typeset: each `.math` element holds MathJax output, no TeX error, and no
   raw `\\(`, `\\[` or `$$` left in the text;
-* no request left localhost; notebook pages link to Colab and to their .ipynb;
-* the page's HTML plus its own data (everything it loads outside `_static/`) < 2 MB.
+* no request left localhost; notebook pages link to Colab and to their .ipynb, and show
+  their setup cell collapsed behind a toggle;
+* the page's HTML plus its own data (everything it loads outside `_static/`) < 2 MB;
+* after a click on the theme switch the page is dark and every figure stays readable: no
+  white plot on the dark page unless it sits on a deliberate light card, and captions and
+  plot text keep a contrast ratio of at least 4.5:1 with what is behind them.
+
+`python tests/test_site.py screenshot PAGE ELEMENT_ID OUT.png [--dark]` takes the README's
+picture (`make screenshot`).
 """
 
 from __future__ import annotations
 
 import functools
 import http.server
-import json
 import os
-import shutil
-import socketserver
-import subprocess
-import tempfile
 import threading
-import time
 import urllib.parse
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -39,39 +40,28 @@ ROOT = Path(__file__).resolve().parents[1]
 SITE = Path(os.environ.get("MLBOOK_SITE", ROOT / "_build" / "html"))
 CHROMIUM = os.environ.get("MLBOOK_CHROMIUM", "/usr/bin/chromium")
 PAGE_BUDGET_BYTES = 2 * 1024 * 1024
-PAGE_TIMEOUT_S = 30.0
+TIMEOUT_MS = 30_000
 LOCAL_HOSTS = {"127.0.0.1", "localhost"}
-
-
-# ---------------------------------------------------------------------------
-# Repository URL: set once in _config.yml, used by every notebook's Colab cell
-# ---------------------------------------------------------------------------
+MIN_CONTRAST = 4.5  # WCAG AA for body text
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-extensions",
+    "--disable-default-apps",
+    "--disable-domain-reliability",
+    "--metrics-recording-only",
+    "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
+]
 
 
 def _config() -> dict[str, Any]:
     import yaml
 
     return yaml.safe_load((ROOT / "_config.yml").read_text())
-
-
-def _notebooks() -> list[Path]:
-    return sorted((ROOT / "notebooks").glob("*.ipynb"))
-
-
-def test_colab_setup_cells_use_config_url() -> None:
-    url = _config()["repository"]["url"].rstrip("/")
-    notebooks = _notebooks()
-    assert notebooks, "no notebooks found under notebooks/"
-    for path in notebooks:
-        cells = json.loads(path.read_text())["cells"]
-        code = [c for c in cells if c["cell_type"] == "code"]
-        assert code, f"{path.name} has no code cell"
-        first = "".join(code[0]["source"])
-        assert "google.colab" in first, f"{path.name}: first code cell is not the Colab setup cell (no google.colab)"
-        assert f"git+{url}" in first, (
-            f"{path.name}: the Colab setup cell must install from the repository URL in _config.yml ({url}); "
-            f"it reads:\n{first}"
-        )
 
 
 def test_every_notebook_is_in_the_toc() -> None:
@@ -82,8 +72,7 @@ def test_every_notebook_is_in_the_toc() -> None:
 
     def walk(node: Any) -> None:
         if isinstance(node, dict):
-            if "file" in node:
-                files.add(str(node["file"]))
+            files.update([str(node["file"])] if "file" in node else [])
             for v in node.values():
                 walk(v)
         elif isinstance(node, list):
@@ -91,148 +80,18 @@ def test_every_notebook_is_in_the_toc() -> None:
                 walk(v)
 
     walk(toc)
-    missing = [p.name for p in _notebooks() if f"notebooks/{p.stem}" not in files]
+    missing = [p.name for p in sorted((ROOT / "notebooks").glob("*.ipynb")) if f"notebooks/{p.stem}" not in files]
     assert not missing, f"notebooks missing from _toc.yml (add them in reading order): {missing}"
 
 
-# ---------------------------------------------------------------------------
-# A minimal DevTools-protocol client
-# ---------------------------------------------------------------------------
-
-
-class CDPError(RuntimeError):
-    pass
-
-
-class Tab:
-    """One browser tab over the DevTools protocol, recording what the checks need."""
-
-    def __init__(self, ws_url: str) -> None:
-        import websocket  # websocket-client
-
-        self._ws = websocket.create_connection(ws_url, timeout=30, suppress_origin=True)
-        self._next_id = 0
-        self._lock = threading.Lock()
-        self._pending: dict[int, dict[str, Any]] = {}
-        self._cond = threading.Condition()
-        self.console_errors: list[str] = []
-        self.offsite_requests: list[str] = []
-        self.local_requests: list[str] = []
-        self.load_fired = threading.Event()
-        self._closed = False
-        self._reader = threading.Thread(target=self._read_loop, daemon=True)
-        self._reader.start()
-
-    # -- transport ---------------------------------------------------------
-    def _send(self, method: str, params: dict[str, Any] | None = None) -> int:
-        with self._lock:
-            self._next_id += 1
-            msg_id = self._next_id
-            self._ws.send(json.dumps({"id": msg_id, "method": method, "params": params or {}}))
-        return msg_id
-
-    def call(self, method: str, params: dict[str, Any] | None = None, timeout: float = 30.0) -> dict[str, Any]:
-        msg_id = self._send(method, params)
-        deadline = time.monotonic() + timeout
-        with self._cond:
-            while msg_id not in self._pending:
-                left = deadline - time.monotonic()
-                if left <= 0 or self._closed:
-                    raise CDPError(f"{method}: no answer within {timeout:.0f} s")
-                self._cond.wait(left)
-            msg = self._pending.pop(msg_id)
-        if "error" in msg:
-            raise CDPError(f"{method}: {msg['error']}")
-        return msg.get("result", {})
-
-    def _read_loop(self) -> None:
-        while True:
-            try:
-                raw = self._ws.recv()
-            except Exception:
-                break
-            if not raw:
-                continue
-            msg = json.loads(raw)
-            if "id" in msg:
-                with self._cond:
-                    self._pending[msg["id"]] = msg
-                    self._cond.notify_all()
-            else:
-                try:
-                    self._on_event(msg["method"], msg.get("params", {}))
-                except Exception as exc:  # never let the reader die silently
-                    self.console_errors.append(f"[test client] {exc!r}")
-        with self._cond:
-            self._closed = True
-            self._cond.notify_all()
-
-    # -- events -------------------------------------------------------------
-    def _on_event(self, method: str, p: dict[str, Any]) -> None:
-        if method == "Fetch.requestPaused":
-            url = p["request"]["url"]
-            host = urllib.parse.urlsplit(url).hostname or ""
-            if host in LOCAL_HOSTS:
-                self.local_requests.append(url)
-                self._send("Fetch.continueRequest", {"requestId": p["requestId"]})
-            else:
-                self.offsite_requests.append(url)
-                self._send("Fetch.failRequest", {"requestId": p["requestId"], "errorReason": "BlockedByClient"})
-        elif method == "Runtime.consoleAPICalled" and p.get("type") in ("error", "assert"):
-            parts = [a.get("value", a.get("description", "")) for a in p.get("args", [])]
-            self.console_errors.append("console.error: " + " ".join(str(x) for x in parts))
-        elif method == "Runtime.exceptionThrown":
-            d = p.get("exceptionDetails", {})
-            desc = d.get("exception", {}).get("description") or d.get("text", "")
-            self.console_errors.append(f"uncaught exception: {desc} ({d.get('url', '')}:{d.get('lineNumber', '')})")
-        elif method == "Log.entryAdded" and p["entry"].get("level") == "error":
-            e = p["entry"]
-            self.console_errors.append(f"log error [{e.get('source')}]: {e.get('text')} {e.get('url', '')}")
-        elif method == "Page.loadEventFired":
-            self.load_fired.set()
-
-    # -- helpers ------------------------------------------------------------
-    def enable(self) -> None:
-        self.call("Fetch.enable", {"patterns": [{"urlPattern": "*"}]})
-        for domain in ("Runtime", "Log", "Page"):
-            self.call(f"{domain}.enable")
-
-    def js(self, expression: str, *, await_promise: bool = False, timeout: float = 30.0) -> Any:
-        res = self.call(
-            "Runtime.evaluate",
-            {"expression": expression, "returnByValue": True, "awaitPromise": await_promise},
-            timeout=timeout,
-        )
-        if "exceptionDetails" in res:
-            raise CDPError(f"JS failed: {res['exceptionDetails'].get('exception', {}).get('description')}")
-        return res.get("result", {}).get("value")
-
-    def wait_for(self, expression: str, timeout: float, what: str) -> Any:
-        deadline = time.monotonic() + timeout
-        value = None
-        while time.monotonic() < deadline:
-            value = self.js(expression)
-            if value:
-                return value
-            time.sleep(0.1)
-        raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
-
-    def click(self, x: float, y: float) -> None:
-        for kind in ("mouseMoved", "mousePressed", "mouseReleased"):
-            self.call(
-                "Input.dispatchMouseEvent",
-                {"type": kind, "x": x, "y": y, "button": "left" if kind != "mouseMoved" else "none", "clickCount": 1},
-            )
-
-    def close(self) -> None:
-        try:
-            self._ws.close()
-        except Exception:
-            pass
+def test_execution_status_page_is_in_the_toc() -> None:
+    assert "file: book/execution_status" in (ROOT / "_toc.yml").read_text(), (
+        "book/execution_status.md (per-notebook execution times) belongs in _toc.yml's Reference part"
+    )
 
 
 # ---------------------------------------------------------------------------
-# Fixtures: a local server and one headless Chromium
+# Fixtures: a local server, one Chromium, one fresh context per page
 # ---------------------------------------------------------------------------
 
 
@@ -259,165 +118,261 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
 def server() -> Iterator[str]:
     if not (SITE / "book" / "intro.html").is_file():
         pytest.fail(f"no built site at {SITE}: run `make book` (or the strict build) first")
-    handler = functools.partial(_QuietHandler, directory=str(SITE))
-    socketserver.TCPServer.allow_reuse_address = True
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_QuietHandler, directory=str(SITE)))
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
     yield f"http://127.0.0.1:{httpd.server_address[1]}"
     httpd.shutdown()
     httpd.server_close()
 
 
 @pytest.fixture(scope="module")
-def browser() -> Iterator[str]:
-    """Start headless Chromium; yields the DevTools HTTP endpoint."""
+def browser() -> Iterator[Any]:
     if not Path(CHROMIUM).exists():
         pytest.fail(f"{CHROMIUM} not found: `make test` installs Debian's chromium (apt-get install chromium)")
-    profile = tempfile.mkdtemp(prefix="mlbook-chromium-")
-    args = [
-        CHROMIUM,
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--no-default-browser-check",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--disable-extensions",
-        "--disable-default-apps",
-        "--disable-domain-reliability",
-        "--metrics-recording-only",
-        "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
-        "--window-size=1280,900",
-        "--remote-debugging-address=127.0.0.1",
-        "--remote-debugging-port=0",
-        "--remote-allow-origins=*",
-        f"--user-data-dir={profile}",
-        "about:blank",
-    ]
-    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    port_file = Path(profile) / "DevToolsActivePort"
-    deadline = time.monotonic() + 30
-    while not (port_file.is_file() and port_file.read_text().strip()):
-        if proc.poll() is not None or time.monotonic() > deadline:
-            proc.kill()
-            pytest.fail("headless Chromium did not start (no DevToolsActivePort within 30 s)")
-        time.sleep(0.1)
-    port = port_file.read_text().split()[0]
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        proc.terminate()
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        yield b
+        b.close()
+
+
+class Tab:
+    """A page in a fresh browser context that records what the checks need."""
+
+    def __init__(self, browser: Any, width: int = 1280, height: int = 900) -> None:
+        self.context = browser.new_context(viewport={"width": width, "height": height})
+        self.context.set_default_timeout(TIMEOUT_MS)
+        self.console_errors: list[str] = []
+        self.offsite_requests: list[str] = []
+        self.local_requests: list[str] = []
+        self.context.route("**/*", self._route)
+        self.page = self.context.new_page()
+        self.page.on("console", self._console)
+        self.page.on("pageerror", lambda exc: self.console_errors.append(f"uncaught exception: {exc}"))
+        self.page.on("requestfailed", self._failed)
+
+    def _route(self, route: Any) -> None:
+        url = route.request.url
+        if (urllib.parse.urlsplit(url).hostname or "") in LOCAL_HOSTS:
+            self.local_requests.append(url)
+            route.continue_()
+        else:
+            self.offsite_requests.append(url)
+            route.abort("blockedbyclient")
+
+    def _console(self, msg: Any) -> None:
+        if msg.type in ("error", "assert"):
+            loc = msg.location or {}
+            self.console_errors.append(f"console.{msg.type}: {msg.text} ({loc.get('url', '')}:{loc.get('lineNumber', '')})")
+
+    def _failed(self, request: Any) -> None:
+        if (urllib.parse.urlsplit(request.url).hostname or "") in LOCAL_HOSTS:
+            self.console_errors.append(f"failed load: {request.url} ({request.failure})")
+
+    def js(self, expression: str, arg: Any = None) -> Any:
+        return self.page.evaluate(expression, arg)
+
+    def close(self) -> None:
+        self.context.close()
+
+
+def _load(tab: Tab, url: str) -> None:
+    tab.page.goto(url, wait_until="load")
+    # MathJax typesets after load; wait for its first pass where the page has maths.
+    if tab.js("!!document.querySelector('.math')"):
+        tab.page.wait_for_function("!!(window.MathJax && window.MathJax.startup && window.MathJax.startup.promise)")
+        tab.js("window.MathJax.startup.promise.then(() => true)")
+    if tab.js(f"{JS_PLOTS}.length"):
         try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        shutil.rmtree(profile, ignore_errors=True)
-
-
-def _open_tab(endpoint: str) -> tuple[Tab, str]:
-    req = urllib.request.Request(f"{endpoint}/json/new?about:blank", method="PUT")
-    with urllib.request.urlopen(req, timeout=10) as r:
-        info = json.load(r)
-    return Tab(info["webSocketDebuggerUrl"]), info["id"]
-
-
-def _close_tab(endpoint: str, tab: Tab, target_id: str) -> None:
-    tab.close()
-    try:
-        urllib.request.urlopen(f"{endpoint}/json/close/{target_id}", timeout=10).read()
-    except Exception:
-        pass
+            tab.page.wait_for_function(JS_ALL_DRAWN, timeout=20_000)
+        except Exception:
+            pass  # reported precisely by the caller
 
 
 # ---------------------------------------------------------------------------
 # In-page probes
 # ---------------------------------------------------------------------------
 
-JS_PLOTS = """
-(() => Array.from(document.querySelectorAll('.js-plotly-plot, .mlbook-plotly, .plotly-graph-div')).map(el => ({
-  id: el.id,
-  drawn: !!(el._fullLayout && el.querySelector('.main-svg')),
-  sliders: (el.layout && el.layout.sliders) ? el.layout.sliders.length : 0,
-})))()
-"""
+JS_PLOTS = """(() => Array.from(document.querySelectorAll('.js-plotly-plot, .mlbook-plotly, .plotly-graph-div'))
+  .map(el => ({id: el.id, drawn: !!(el._fullLayout && el.querySelector('.main-svg')),
+               sliders: (el.layout && el.layout.sliders || []).length,
+               menus: (el.layout && el.layout.updatemenus || []).length})))()"""
 
-JS_FIGURES = """
-(() => Array.from(document.querySelectorAll('figure.mlbook-figure')).map(f => {
-  const plot = f.querySelector('.mlbook-plotly');
-  const cap = f.querySelector('figcaption');
+JS_ALL_DRAWN = """() => Array.from(document.querySelectorAll('.js-plotly-plot, .mlbook-plotly, .plotly-graph-div'))
+  .every(el => el._fullLayout && el.querySelector('.main-svg'))"""
+
+JS_FIGURES = """() => Array.from(document.querySelectorAll('figure.mlbook-figure')).map(f => {
+  const plot = f.querySelector('.mlbook-plotly'), cap = f.querySelector('figcaption');
   return {id: f.id, alt: plot ? (plot.getAttribute('aria-label') || '') : '',
           role: plot ? plot.getAttribute('role') : null, caption: cap ? cap.textContent.trim() : ''};
-}))()
-"""
+})"""
 
-JS_ALL_DRAWN = """
-(() => Array.from(document.querySelectorAll('.js-plotly-plot, .mlbook-plotly, .plotly-graph-div'))
-  .every(el => el._fullLayout && el.querySelector('.main-svg')))()
-"""
-
-JS_MATH = """
-(() => {
+JS_MATH = r"""() => {
   const maths = Array.from(document.querySelectorAll('.math'));
   const untypeset = maths.filter(m => !m.querySelector('mjx-container')).map(m => m.textContent.slice(0, 80));
   const errors = Array.from(document.querySelectorAll('mjx-merror')).map(e => e.getAttribute('data-mjx-error') || e.textContent);
   const clone = document.body.cloneNode(true);
   clone.querySelectorAll('script, style, pre, code, textarea, mjx-container, .highlight, .MathJax').forEach(n => n.remove());
-  const text = clone.textContent;
-  const raw = [];
-  for (const delim of ['\\\\(', '\\\\[', '$$']) {
+  const text = clone.textContent, raw = [];
+  for (const delim of ['\\(', '\\[', '$$']) {
     const at = text.indexOf(delim);
-    if (at >= 0) raw.push(text.slice(Math.max(0, at - 40), at + 60).replace(/\\s+/g, ' '));
+    if (at >= 0) raw.push(text.slice(Math.max(0, at - 40), at + 60).replace(/\s+/g, ' '));
   }
-  return {n_math: maths.length, n_mjx: document.querySelectorAll('mjx-container').length,
-          untypeset, errors, raw, mathjax: !!(window.MathJax && window.MathJax.startup)};
-})()
+  return {n_math: maths.length, n_mjx: document.querySelectorAll('mjx-container').length, untypeset, errors, raw};
+}"""
+
+# What a picker or slider may change: the traces' data and visibility, and the layout
+# (titles, axes, annotations), but not the controls' own bookkeeping.
+JS_PLOT_SIGNATURE = """(id) => { const gd = document.getElementById(id), lay = {};
+  for (const [k, v] of Object.entries(gd.layout || {}))
+    if (!['updatemenus', 'sliders'].includes(k) && !k.startsWith('_')) lay[k] = v;
+  return JSON.stringify([gd.data.map(t => [t.x, t.y, t.z, t.visible === undefined ? true : t.visible, t.text, t.marker, t.line]), lay]); }"""
+
+JS_CENTER = """(el) => { const r = el.getBoundingClientRect(); return [r.x + r.width / 2, r.y + r.height / 2]; }"""
+
+JS_SLIDER = """(id) => { const gd = document.getElementById(id), s = gd._fullLayout.sliders[0];
+  const rail = gd.querySelector('.slider-rail-touch-rect').getBoundingClientRect();
+  return {active: s.active || 0, n: s.steps.length,
+          left: rail.left, right: rail.right, y: (rail.top + rail.bottom) / 2}; }"""
+
+JS_MENUS = """(id) => { const gd = document.getElementById(id);
+  return Array.from(gd.querySelectorAll('g.updatemenu-header-group')).map(g => {
+    const o = g.__data__ || {}, center = el => { const r = el.getBoundingClientRect(); return [r.x + r.width / 2, r.y + r.height / 2]; };
+    const header = g.querySelector('g.updatemenu-header');
+    return {index: o._index, type: o.type, active: o.active, n: (o.buttons || []).length,
+            labels: (o.buttons || []).map(b => b.label),
+            buttons: Array.from(g.querySelectorAll(':scope > g.updatemenu-button')).map(center),
+            header: header ? center(header) : null}; }); }"""
+
+JS_DROPDOWN_ITEMS = """(id) => Array.from(document.getElementById(id)
+  .querySelectorAll('g.updatemenu-dropdown-button-group g.updatemenu-dropdown-button'))
+  .map(b => { const r = b.getBoundingClientRect(); return [r.x + r.width / 2, r.y + r.height / 2]; })"""
+
+# Colours: the first non-transparent background at or above an element, WCAG contrast.
+JS_COLOUR_LIB = """
+const rgba = s => { const m = (s || '').match(/rgba?\\(([^)]+)\\)/); if (!m) return [255, 255, 255, 0];
+  const p = m[1].split(/[ ,\\/]+/).filter(Boolean).map(Number); return [p[0], p[1], p[2], p.length > 3 ? p[3] : 1]; };
+const parse = s => { if (/^#/.test(s || '')) { let h = s.slice(1); if (h.length === 3) h = h.split('').map(c => c + c).join('');
+  return [parseInt(h.slice(0, 2), 16), parseInt(h.slice(2, 4), 16), parseInt(h.slice(4, 6), 16), 1]; } return rgba(s); };
+const lum = c => { const f = v => { v /= 255; return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4); };
+  return 0.2126 * f(c[0]) + 0.7152 * f(c[1]) + 0.0722 * f(c[2]); };
+const contrast = (a, b) => { const [x, y] = [lum(a), lum(b)].sort((p, q) => q - p); return (x + 0.05) / (y + 0.05); };
+const backdrop = el => { for (let e = el; e; e = e.parentElement) { const c = rgba(getComputedStyle(e).backgroundColor);
+  if (c[3] > 0.5) return {colour: c, element: e}; } return {colour: [255, 255, 255, 1], element: null}; };
 """
 
+JS_READABILITY = "() => {" + JS_COLOUR_LIB + """
+  const page = backdrop(document.querySelector('main') || document.body).colour;
+  return {theme: document.documentElement.dataset.theme, page_luminance: lum(page),
+   figures: Array.from(document.querySelectorAll('figure.mlbook-figure')).map(f => {
+    const plot = f.querySelector('.mlbook-plotly'), cap = f.querySelector('figcaption');
+    const gd = plot, fl = gd && gd._fullLayout;
+    const paper = fl ? parse(fl.paper_bgcolor) : [255, 255, 255, 0];
+    const behind = backdrop(plot);
+    const card = behind.element && f.contains(behind.element) ? behind.element : null;
+    const svg = plot && plot.querySelector('.main-svg'), box = card && card.getBoundingClientRect();
+    const overflow = card && svg ? Math.max(0, svg.getBoundingClientRect().right - box.right,
+                                            box.left - svg.getBoundingClientRect().left) : 0;
+    const pad = card ? Math.min(...['paddingTop', 'paddingRight', 'paddingBottom', 'paddingLeft']
+      .map(k => parseFloat(getComputedStyle(card)[k]) || 0)) : 0;
+    const capBack = cap ? backdrop(cap).colour : behind.colour;
+    const font = fl ? parse(fl.font.color) : [0, 0, 0, 1];
+    const shownPaper = paper[3] > 0.5 ? paper : behind.colour;
+    return {id: f.id, paper_luminance: lum(shownPaper), paper_opaque: paper[3] > 0.5,
+            behind_luminance: lum(behind.colour), card: !!card, card_padding: pad, overflow: overflow,
+            paper_vs_card: contrast(shownPaper, behind.colour),
+            caption_contrast: cap ? contrast(rgba(getComputedStyle(cap).color), capBack) : 99,
+            plot_text_contrast: contrast(font, shownPaper)};
+  })}; }"""
 
-def _slider_state(tab: Tab, div_id: str) -> dict[str, Any]:
-    return tab.js(
-        f"""(() => {{ const gd = document.getElementById({json.dumps(div_id)});
-        const s = gd.layout.sliders[0];
-        const sig = JSON.stringify(gd.data.map(t => [t.x, t.y, t.z]));
-        return {{active: s.active || 0, n: s.steps.length, sig: sig.length + ':' + sig}}; }})()"""
-    )
+
+# ---------------------------------------------------------------------------
+# Checks
+# ---------------------------------------------------------------------------
 
 
-def _slider_rail(tab: Tab, div_id: str) -> dict[str, float]:
-    return tab.js(
-        f"""(() => {{ const gd = document.getElementById({json.dumps(div_id)});
-        gd.scrollIntoView({{block: 'center'}});
-        const r = gd.querySelector('.slider-rail-touch-rect').getBoundingClientRect();
-        return {{left: r.left, right: r.right, top: r.top, bottom: r.bottom}}; }})()"""
-    )
+def _click(tab: Tab, xy: list[float]) -> None:
+    tab.page.mouse.click(xy[0], xy[1])
+
+
+def _wait_changed(tab: Tab, div_id: str, before: str, what: str, extra: str = "true") -> None:
+    try:
+        tab.page.wait_for_function(
+            f"([id, before]) => ({JS_PLOT_SIGNATURE})(id) !== before && ({extra})",
+            arg=[div_id, before], timeout=10_000,
+        )
+    except Exception:
+        raise AssertionError(f"{what} did not change the plot") from None
 
 
 def _move_slider(tab: Tab, div_id: str) -> None:
-    before = _slider_state(tab, div_id)
-    assert before["n"] >= 2, f"slider on #{div_id} has {before['n']} step(s); nothing to move"
-    rail = _slider_rail(tab, div_id)
-    time.sleep(0.2)  # let the scroll settle before reading coordinates again
-    rail = _slider_rail(tab, div_id)
-    to_last = before["active"] < before["n"] - 1
-    x = rail["right"] - 3 if to_last else rail["left"] + 3
-    y = (rail["top"] + rail["bottom"]) / 2
-    target = before["n"] - 1 if to_last else 0
-    tab.click(x, y)
-    deadline = time.monotonic() + 10
-    after = before
-    while time.monotonic() < deadline:
-        after = _slider_state(tab, div_id)
-        if after["active"] == target and after["sig"] != before["sig"]:
-            return
-        time.sleep(0.1)
-    raise AssertionError(
-        f"moving the slider on #{div_id} to step {target} did not change the plotted data "
-        f"(active {before['active']} -> {after['active']}, data changed: {after['sig'] != before['sig']})"
-    )
+    tab.js("(id) => document.getElementById(id).scrollIntoView({block: 'center'})", div_id)
+    tab.page.wait_for_timeout(200)  # let the scroll settle before reading coordinates
+    s = tab.js(JS_SLIDER, div_id)
+    assert s["n"] >= 2, f"slider on #{div_id} has {s['n']} step(s); nothing to move"
+    target = s["n"] - 1 if s["active"] < s["n"] - 1 else 0
+    before = tab.js(JS_PLOT_SIGNATURE, div_id)
+    _click(tab, [s["right"] - 3 if target else s["left"] + 3, s["y"]])
+    _wait_changed(tab, div_id, before, f"a click on the slider of #{div_id} (to step {target})",
+                  f"document.getElementById(id)._fullLayout.sliders[0].active === {target}")
+
+
+def _click_menus(tab: Tab, div_id: str) -> int:
+    """Click every option of every updatemenus picker of the plot; each must change it."""
+    tab.js("(id) => document.getElementById(id).scrollIntoView({block: 'center'})", div_id)
+    tab.page.wait_for_timeout(200)
+    clicks = 0
+    for menu in tab.js(JS_MENUS, div_id):
+        i, n = menu["index"], menu["n"]
+        assert n >= 2, f"picker {i} on #{div_id} has {n} option(s); nothing to choose"
+        order = [j for j in range(n) if j != (menu["active"] or 0)] + [menu["active"] or 0]
+        for j in order:
+            what = f"a click on option {j} ({menu['labels'][j]!r}) of picker {i} ({menu['type']}) on #{div_id}"
+            before = tab.js(JS_PLOT_SIGNATURE, div_id)
+            current = next(m for m in tab.js(JS_MENUS, div_id) if m["index"] == i)  # the plot may have moved
+            if current["type"] == "dropdown":
+                _click(tab, current["header"])
+                tab.page.wait_for_function(f"(id) => ({JS_DROPDOWN_ITEMS})(id).length === {n}", arg=div_id,
+                                           timeout=5_000)
+                _click(tab, tab.js(JS_DROPDOWN_ITEMS, div_id)[j])
+            else:
+                assert len(current["buttons"]) == n, f"picker {i} on #{div_id}: {len(current['buttons'])} buttons drawn of {n}"
+                _click(tab, current["buttons"][j])
+            _wait_changed(tab, div_id, before, what,
+                          f"document.getElementById(id)._fullLayout.updatemenus[{i}].active === {j}")
+            clicks += 1
+    return clicks
+
+
+def _check_notebook_links(tab: Tab, page: str) -> None:
+    """A notebook page offers a Colab launch link and the .ipynb download, from _config.yml."""
+    cfg = _config()
+    repo = urllib.parse.urlsplit(cfg["repository"]["url"]).path.strip("/")
+    nb = page[: -len(".html")] + ".ipynb"
+    colab = f"{cfg['launch_buttons']['colab_url'].rstrip('/')}/github/{repo}/blob/{cfg['repository']['branch']}/{nb}"
+    hrefs = tab.js("() => Array.from(document.querySelectorAll('a[href]')).map(a => a.href)")
+    assert colab in hrefs, f"{page}: no Colab launch link to {colab}"
+    assert any(h.endswith(f"/_sources/{nb}") for h in hrefs), f"{page}: no .ipynb download link (_sources/{nb})"
+    assert (SITE / "_sources" / nb).is_file(), f"{page}: the downloadable _sources/{nb} is missing from the site"
+    setup = tab.js("""() => Array.from(document.querySelectorAll('details')).filter(d => d.textContent.includes('MLBOOK_URL'))
+        .map(d => ({open: d.open, summary: d.querySelector('summary').textContent.trim()}))""")
+    assert len(setup) == 1 and not setup[0]["open"], f"{page}: the setup cell is not behind one closed toggle: {setup}"
+
+
+def _check_execution_status(tab: Tab) -> None:
+    """One row per notebook page of the site, each passed, and the build's environment."""
+    rows = tab.js("""() => Array.from(document.querySelectorAll('table.mlbook-exec-status tbody tr')).map(tr =>
+        ({href: (tr.querySelector('a') || {}).href || '', cells: Array.from(tr.cells).map(c => c.textContent.trim())}))""")
+    listed = sorted(urllib.parse.urlsplit(r["href"]).path.lstrip("/") for r in rows)
+    pages = sorted(p for p in _site_pages() if p.startswith("notebooks/"))
+    assert listed == pages, f"execution status lists {listed}, the site has notebook pages {pages}"
+    failed = [r["cells"] for r in rows if r["cells"][-1] != "passed"]
+    assert not failed, f"execution status shows failures: {failed}"
+    env = dict(tab.js("""() => Array.from(document.querySelectorAll('table.mlbook-environment tbody tr'))
+        .map(tr => Array.from(tr.cells).map(c => c.textContent.trim()))"""))
+    missing = [k for k in ("Python", "torch", "mlbook", "Device") if not env.get(k)]
+    assert not missing, f"execution status: environment lacks {missing}"
 
 
 def _page_weight(page: str, local_requests: list[str]) -> tuple[int, dict[str, int]]:
@@ -425,25 +380,35 @@ def _page_weight(page: str, local_requests: list[str]) -> tuple[int, dict[str, i
     parts: dict[str, int] = {page: (SITE / page).stat().st_size}
     for url in set(local_requests):
         path = urllib.parse.unquote(urllib.parse.urlsplit(url).path).lstrip("/")
-        if not path or path.startswith("_static/") or path == page:
-            continue
-        f = SITE / path
-        if f.is_file():
-            parts[path] = f.stat().st_size
+        if path and not path.startswith("_static/") and path != page and (SITE / path).is_file():
+            parts[path] = (SITE / path).stat().st_size
     return sum(parts.values()), parts
 
 
-def _check_notebook_buttons(tab: Tab, page: str) -> None:
-    """A notebook page offers a Colab launch link and the .ipynb download, from _config.yml."""
-    cfg = _config()
-    repo = urllib.parse.urlsplit(cfg["repository"]["url"]).path.strip("/")
-    nb = page[: -len(".html")] + ".ipynb"
-    colab = f"{cfg['launch_buttons']['colab_url'].rstrip('/')}/github/{repo}/blob/{cfg['repository']['branch']}/{nb}"
-    hrefs = tab.js("Array.from(document.querySelectorAll('a[href]')).map(a => a.href)")
-    assert colab in hrefs, f"{page}: no Colab launch link to {colab}"
-    downloads = [h for h in hrefs if h.endswith(f"/_sources/{nb}")]
-    assert downloads, f"{page}: no .ipynb download link (_sources/{nb})"
-    assert (SITE / "_sources" / nb).is_file(), f"{page}: the downloadable _sources/{nb} is missing from the site"
+def _switch_to_dark(tab: Tab, page: str) -> None:
+    """Click the theme switch (light -> dark -> auto ...) until the page is dark."""
+    button = tab.page.locator(".theme-switch-button:visible").first
+    for _ in range(3):
+        if tab.js("() => document.documentElement.dataset.theme") == "dark":
+            return
+        button.click()
+    assert tab.js("() => document.documentElement.dataset.theme") == "dark", f"{page}: the theme switch never gave dark mode"
+
+
+def _check_readable(tab: Tab, page: str) -> None:
+    r = tab.js(JS_READABILITY)
+    dark = r["theme"] == "dark"
+    if dark:
+        assert r["page_luminance"] < 0.2, f"{page}: dark mode is on but the page background is light"
+    for f in r["figures"]:
+        where = f"{page} ({r['theme']} mode): figure #{f['id']}"
+        if dark and f["paper_luminance"] > 0.5:
+            # a light plot on a dark page: only on a deliberate card around the figure
+            assert f["card"] and f["card_padding"] >= 4, f"{where}: a white plot box on the dark page (no light card around it)"
+            assert f["paper_vs_card"] < 1.2, f"{where}: the plot's background does not match its card"
+            assert f["overflow"] <= 1, f"{where}: the plot sticks out of its card by {f['overflow']:.0f} px"
+        assert f["caption_contrast"] >= MIN_CONTRAST, f"{where}: caption contrast {f['caption_contrast']:.1f} < {MIN_CONTRAST}"
+        assert f["plot_text_contrast"] >= MIN_CONTRAST, f"{where}: plot text contrast {f['plot_text_contrast']:.1f} < {MIN_CONTRAST}"
 
 
 # ---------------------------------------------------------------------------
@@ -453,25 +418,11 @@ def _check_notebook_buttons(tab: Tab, page: str) -> None:
 
 @pytest.mark.browser
 @pytest.mark.parametrize("page", _site_pages() or ["book/intro.html"])
-def test_page_in_browser(page: str, server: str, browser: str) -> None:
-    tab, target_id = _open_tab(browser)
+def test_page_in_browser(page: str, server: str, browser: Any) -> None:
+    tab = Tab(browser)
     try:
-        tab.enable()
-        tab.call("Page.navigate", {"url": f"{server}/{page}"})
-        if not tab.load_fired.wait(PAGE_TIMEOUT_S):
-            raise AssertionError(f"{page}: load event not fired within {PAGE_TIMEOUT_S:.0f} s")
-        tab.wait_for("document.readyState === 'complete'", 15, "document ready")
-        # MathJax typesets after load; wait for its first pass where the page has maths.
-        if tab.js("!!document.querySelector('.math')"):
-            tab.wait_for("!!(window.MathJax && window.MathJax.startup && window.MathJax.startup.promise)", 20, "MathJax to load")
-            tab.js("window.MathJax.startup.promise.then(() => true)", await_promise=True, timeout=30)
+        _load(tab, f"{server}/{page}")
         plots = tab.js(JS_PLOTS)
-        if plots:
-            try:
-                tab.wait_for(JS_ALL_DRAWN, 20, "plotly figures to draw")
-            except AssertionError:
-                pass  # reported precisely below
-            plots = tab.js(JS_PLOTS)
         undrawn = [p["id"] for p in plots if not p["drawn"]]
         assert not undrawn, f"{page}: plotly figures not drawn: {undrawn}"
 
@@ -479,9 +430,13 @@ def test_page_in_browser(page: str, server: str, browser: str) -> None:
             assert fig["caption"], f"{page}: figure #{fig['id']} has no caption"
             assert fig["alt"] and fig["role"] == "img", f"{page}: figure #{fig['id']} has no alt text (role=img, aria-label)"
 
+        clicks = 0
         for p in plots:
             if p["sliders"]:
                 _move_slider(tab, p["id"])
+                clicks += 1
+            if p["menus"]:
+                clicks += _click_menus(tab, p["id"])
 
         math = tab.js(JS_MATH)
         assert not math["untypeset"], f"{page}: maths not typeset by MathJax: {math['untypeset'][:5]}"
@@ -490,52 +445,55 @@ def test_page_in_browser(page: str, server: str, browser: str) -> None:
         if math["n_math"]:
             assert math["n_mjx"] >= math["n_math"], f"{page}: {math['n_math']} maths elements, {math['n_mjx']} typeset"
 
-        if page.startswith("notebooks/") and page.endswith(".html"):
-            _check_notebook_buttons(tab, page)
+        if page.startswith("notebooks/"):
+            _check_notebook_links(tab, page)
+        if page == "book/execution_status.html":
+            _check_execution_status(tab)
 
-        time.sleep(0.3)  # let late console messages and requests arrive
+        _check_readable(tab, page)
+        _switch_to_dark(tab, page)
+        _check_readable(tab, page)
+
+        tab.page.wait_for_timeout(300)  # let late console messages and requests arrive
         assert not tab.offsite_requests, f"{page}: requests left localhost: {sorted(set(tab.offsite_requests))}"
         assert not tab.console_errors, f"{page}: console errors:\n" + "\n".join(tab.console_errors)
 
         weight, parts = _page_weight(page, tab.local_requests)
         detail = ", ".join(f"{k} {v / 1024:.0f} KiB" for k, v in sorted(parts.items()))
-        print(f"\n[page weight] {page}: {weight / 1024:.0f} KiB ({detail}); {len(plots)} plot(s), {math['n_math']} maths")
+        print(f"\n[page weight] {page}: {weight / 1024:.0f} KiB ({detail}); {len(plots)} plot(s), "
+              f"{clicks} control click(s), {math['n_math']} maths")
         assert weight < PAGE_BUDGET_BYTES, f"{page}: {weight / 1e6:.2f} MB of HTML+data exceeds the 2 MB budget"
     finally:
-        _close_tab(browser, tab, target_id)
+        tab.close()
 
 
 # ---------------------------------------------------------------------------
-# `python tests/test_site.py screenshot PAGE ELEMENT_ID OUT.png`: the README's picture
+# `python tests/test_site.py screenshot PAGE ELEMENT_ID OUT.png [--dark]`: the README's picture
 # ---------------------------------------------------------------------------
 
 
-def _screenshot(page: str, element_id: str, out: str) -> None:
-    import base64
+def _screenshot(page: str, element_id: str, out: str, dark: bool = False) -> None:
     import contextlib
 
-    srv = contextlib.contextmanager(server.__wrapped__)()  # type: ignore[attr-defined]
-    brw = contextlib.contextmanager(browser.__wrapped__)()  # type: ignore[attr-defined]
-    with srv as base, brw as endpoint:
-        tab, target_id = _open_tab(endpoint)
+    with contextlib.contextmanager(server.__wrapped__)() as base, \
+         contextlib.contextmanager(browser.__wrapped__)() as b:  # type: ignore[attr-defined]
+        tab = Tab(b, width=1200, height=760)
         try:
-            tab.enable()
-            tab.call("Emulation.setDeviceMetricsOverride", {"width": 1200, "height": 760, "deviceScaleFactor": 1, "mobile": False})
-            tab.call("Page.navigate", {"url": f"{base}/{page}"})
-            tab.load_fired.wait(PAGE_TIMEOUT_S)
-            tab.wait_for(JS_ALL_DRAWN, 30, "plotly figures to draw")
-            tab.js(f"document.getElementById({json.dumps(element_id)}).scrollIntoView({{block: 'center'}})")
-            time.sleep(1.0)
-            shot = tab.call("Page.captureScreenshot", {"format": "png"})
-            Path(out).write_bytes(base64.b64decode(shot["data"]))
+            _load(tab, f"{base}/{page}")
+            if dark:
+                _switch_to_dark(tab, page)
+            tab.js("(id) => document.getElementById(id).scrollIntoView({block: 'center'})", element_id)
+            tab.page.wait_for_timeout(1000)
+            tab.page.screenshot(path=out)
         finally:
-            _close_tab(endpoint, tab, target_id)
+            tab.close()
 
 
 if __name__ == "__main__":
     import sys
 
-    if len(sys.argv) != 5 or sys.argv[1] != "screenshot":
-        sys.exit("usage: python tests/test_site.py screenshot PAGE ELEMENT_ID OUT.png")
-    _screenshot(sys.argv[2], sys.argv[3], sys.argv[4])
-    print(f"{sys.argv[4]}: {Path(sys.argv[4]).stat().st_size / 1024:.0f} KiB")
+    args = [a for a in sys.argv[1:] if a != "--dark"]
+    if len(args) != 4 or args[0] != "screenshot":
+        sys.exit("usage: python tests/test_site.py screenshot PAGE ELEMENT_ID OUT.png [--dark]")
+    _screenshot(args[1], args[2], args[3], dark="--dark" in sys.argv)
+    print(f"{args[3]}: {Path(args[3]).stat().st_size / 1024:.0f} KiB")

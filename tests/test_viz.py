@@ -169,6 +169,15 @@ def test_show_live_adds_plotly_mimetype_and_cdn_fallback(live, displayed):
     assert "cdn.plot.ly" in bundle["text/html"]
 
 
+def test_show_live_mimetype_is_strict_json_with_gaps_as_null(live, displayed):
+    # a line with a gap (NaN) must reach the kernel as strict JSON: numpy arrays as lists, NaN as null
+    fig = go.Figure(go.Scatter(x=np.arange(3), y=np.array([1.0, np.nan, 2.0])))
+    core.show(fig, caption="A line with a gap.", alt="Two points with a gap between them.")
+    (bundle,) = _bundles(displayed)
+    text = json.dumps(bundle[PLOTLY_MIME], allow_nan=False)  # raises on NaN or on a numpy array
+    assert json.loads(text)["data"][0]["y"] == [1.0, None, 2.0]
+
+
 def test_show_digits_none_keeps_full_precision(live, displayed):
     core.show(_line_build(1.23456789), caption="c", alt="a", digits=None)
     (bundle,) = _bundles(displayed)
@@ -345,12 +354,12 @@ def test_show_live_live_displays_the_widget(live, displayed):
         made.append(widgets.IntSlider())
         return made[-1]
 
-    w = core.show_live(factory)
-    assert made == [w]
+    assert core.show_live(factory) is None, "returning the widget would display it again as the cell's value"
+    (w,) = made
     assert [objs[0] for objs, _ in displayed] == [w]
     # a widget passed directly is displayed as is
     displayed.clear()
-    assert core.show_live(w) is w and displayed[0][0][0] is w
+    assert core.show_live(w) is None and [objs[0] for objs, _ in displayed] == [w]
 
 
 def test_show_knob_static_gives_slider_at_default_and_note(static, displayed):
@@ -618,3 +627,12 @@ def test_check_offset_matrix_names_the_mistake(capsys, mistake):
     out = capsys.readouterr().out
     assert out.startswith("Not yet.")
     assert re.search(pattern, out), f"{mistake}: message does not name it:\n{out}"
+
+
+def test_compact_rounds_rows_with_gaps_and_keeps_the_gaps() -> None:
+    from mlbook.viz.core import _compact_obj
+
+    rows = [[1.23456789, None, -0.000123456], [None, None], [2.0, 3.14159]]
+    out = _compact_obj(rows, 3)
+    assert out[0] == [1.23, None, -0.000123] and out[1] == [None, None]
+    assert np.asarray(out[2]).tolist() == [2.0, 3.14]

@@ -1,10 +1,31 @@
-"""Systems arithmetic for sections 4 and 5: KV-cache sizes and other serving costs."""
+"""Systems arithmetic for sections 4 and 5: what each positional scheme costs, KV-cache sizes,
+and the context-extension decision procedure.
+
+FLOPs count one multiply or one add as one FLOP (a multiply-add is 2), as in the usual
+"2 * parameters FLOPs per token" rule. Bytes are bytes.
+"""
 
 from __future__ import annotations
 
-from mlbook.transformer.positional import _check_int, _check_positive_float
+import math
+import textwrap
+from dataclasses import dataclass
 
-__all__ = ["kv_cache_bytes"]
+from mlbook.analysis.relative import bias_bytes
+from mlbook.transformer.positional import _check_choice, _check_int, _check_positive_float
+
+__all__ = [
+    "kv_cache_bytes",
+    "COST_SCHEMES",
+    "AttentionFlops",
+    "attention_flops",
+    "PositionCost",
+    "position_cost",
+    "KVCacheOption",
+    "kv_cache_options",
+    "ExtensionPlan",
+    "extension_plan",
+]
 
 
 def kv_cache_bytes(
@@ -25,3 +46,220 @@ def kv_cache_bytes(
     _check_int("batch", batch, 0)
     per_token = 2 * n_layers * n_kv_heads * d_head * bytes_per_value
     return int(round(per_token * context_len * batch))
+
+
+# ---------------------------------------------------------------------------
+# Cost of each scheme against attention's
+# ---------------------------------------------------------------------------
+
+COST_SCHEMES: tuple[str, ...] = ("sinusoidal", "learned", "rope", "t5", "alibi", "alibi_fused")
+
+
+def _check_heads(d_model: int, n_heads: int, n_kv_heads: int | None) -> int:
+    _check_int("d_model", d_model, 1)
+    _check_int("n_heads", n_heads, 1)
+    if d_model % n_heads:
+        raise ValueError(f"d_model ({d_model}) must be divisible by n_heads ({n_heads})")
+    n_kv = n_heads if n_kv_heads is None else _check_int("n_kv_heads", n_kv_heads, 1)
+    if n_heads % n_kv:
+        raise ValueError(f"n_heads ({n_heads}) must be divisible by n_kv_heads ({n_kv})")
+    return n_kv
+
+
+@dataclass(frozen=True)
+class AttentionFlops:
+    """FLOPs of one attention layer over B sequences of T tokens (see `attention_flops`)."""
+
+    B: int
+    T: int
+    d_model: int
+    projections: float  # W_q, W_k, W_v, W_o: 8 B T d^2 without GQA
+    scores: float  # q k^T: 2 B T^2 d (half with a causal kernel)
+    mix: float  # A v: 2 B T^2 d (half with a causal kernel)
+
+    @property
+    def total(self) -> float:
+        return self.projections + self.scores + self.mix
+
+
+def attention_flops(
+    B: int, T: int, d_model: int, n_heads: int = 1, n_kv_heads: int | None = None, *, causal: bool = False
+) -> AttentionFlops:
+    """FLOPs of one attention layer, 2 per multiply-add.
+
+    projections = 2 B T (2 d^2 + 2 d d_kv): W_q and W_o are d x d, W_k and W_v are d x d_kv with
+                  d_kv = n_kv_heads * d_head; without GQA (d_kv = d) that is 8 B T d^2.
+    scores      = 2 B P d, mix = 2 B P d: P = T^2 query-key pairs, or T (T + 1) / 2 when a causal
+                  kernel skips the masked half.
+    """
+    _check_int("B", B, 1)
+    _check_int("T", T, 1)
+    n_kv = _check_heads(d_model, n_heads, n_kv_heads)
+    d_kv = n_kv * (d_model // n_heads)
+    pairs = T * (T + 1) / 2 if causal else float(T) * T
+    projections = 2.0 * B * T * (2 * d_model * d_model + 2 * d_model * d_kv)
+    return AttentionFlops(B, T, d_model, projections, 2.0 * B * pairs * d_model, 2.0 * B * pairs * d_model)
+
+
+@dataclass(frozen=True)
+class PositionCost:
+    """What one positional scheme adds: FLOPs, where they are spent, and bytes it materialises."""
+
+    scheme: str
+    flops: float
+    per: str  # "model" (once, at the input) or "layer"
+    materialised_bytes: int  # a tensor the scheme builds per forward pass (0: nothing beyond q, k)
+    traffic_bytes: int  # bytes read per layer beyond q, k, v (0 when computed inside the kernel)
+    formula: str
+
+
+def position_cost(
+    scheme: str, B: int, T: int, d_model: int, n_heads: int, n_kv_heads: int | None = None,
+    bytes_per_value: float = 4.0,
+) -> PositionCost:
+    """FLOPs and bytes a positional scheme adds to a forward pass over B sequences of T tokens.
+
+    sinusoidal, learned  B T d adds, once per model (the encoding is added to the embeddings);
+    rope                 3 FLOPs (2 multiplies, 1 add) per element of q and k, every layer:
+                         3 B T (d + d_kv) = 6 B T d without GQA; cos/sin tables (T, d_head) are
+                         built once and shared by every layer;
+    t5, alibi            one add per score, B H T^2 per layer, from a bias (H, T, T) that is built
+                         (materialised_bytes = H T^2 bytes_per_value) and read once per sequence
+                         and head (traffic_bytes = B H T^2 bytes_per_value);
+    alibi_fused          ALiBi computed inside the kernel from the indices: m_h (i - j) and the
+                         add, 3 FLOPs per score, no tensor and no extra traffic.
+    Future keys are counted as well (no causal halving), as in the B H T^2 of the text.
+    """
+    _check_choice("scheme", scheme, COST_SCHEMES)
+    _check_int("B", B, 1)
+    _check_int("T", T, 1)
+    n_kv = _check_heads(d_model, n_heads, n_kv_heads)
+    bytes_per_value = _check_positive_float("bytes_per_value", bytes_per_value)
+    d_kv = n_kv * (d_model // n_heads)
+    scores = B * n_heads * T * T
+    if scheme in ("sinusoidal", "learned"):
+        return PositionCost(scheme, float(B * T * d_model), "model", 0, 0, "B T d")
+    if scheme == "rope":
+        form = "6 B T d" if d_kv == d_model else "3 B T (d + d_kv)"
+        return PositionCost(scheme, 3.0 * B * T * (d_model + d_kv), "layer", 0, 0, form)
+    if scheme == "alibi_fused":
+        return PositionCost(scheme, 3.0 * scores, "layer", 0, 0, "3 B H T^2 (in the kernel)")
+    built = bias_bytes(n_heads, T, T, bytes_per_value)
+    return PositionCost(scheme, float(scores), "layer", built, int(round(scores * bytes_per_value)), "B H T^2")
+
+
+# ---------------------------------------------------------------------------
+# KV cache: what grouped-query attention and cache quantisation change
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class KVCacheOption:
+    """One cache layout: KV heads, bytes per value, its size, and its size relative to the first option."""
+
+    label: str
+    n_kv_heads: int
+    bytes_per_value: float
+    per_token: int
+    total: int
+    relative: float
+
+
+def kv_cache_options(
+    n_layers: int = 32, n_heads: int = 32, d_head: int = 128, context_len: int = 131072, batch: int = 1,
+    kv_heads: tuple[int, ...] = (32, 8, 1), bytes_per_value: tuple[float, ...] = (2.0, 1.0, 0.5),
+) -> list[KVCacheOption]:
+    """`kv_cache_bytes` for every (KV heads, bytes per value) pair: n_kv_heads = n_heads is multi-head
+    attention, 1 < n_kv_heads < n_heads grouped-query, 1 multi-query; 2 bytes is fp16/bf16, 1 an
+    8-bit cache, 0.5 a 4-bit one (scales and zero points left out). relative = total / the first."""
+    _check_int("n_heads", n_heads, 1)
+    if not kv_heads or not bytes_per_value:
+        raise ValueError("kv_heads and bytes_per_value must each list at least one value")
+    for h in kv_heads:
+        _check_int("kv_heads entry", h, 1)
+        if n_heads % h:
+            raise ValueError(f"each kv_heads entry must divide n_heads ({n_heads}), got {h}")
+    out: list[KVCacheOption] = []
+    for h in kv_heads:
+        for b in bytes_per_value:
+            kind = "MHA" if h == n_heads else ("MQA" if h == 1 else f"GQA-{h}")
+            per_token = kv_cache_bytes(n_layers, h, d_head, b)
+            total = kv_cache_bytes(n_layers, h, d_head, b, context_len, batch)
+            bits = {2.0: "16-bit", 1.0: "8-bit", 0.5: "4-bit"}.get(float(b), f"{8 * b:g}-bit")
+            out.append(KVCacheOption(f"{kind}, {bits}", h, float(b), per_token, total, 0.0))
+    first = out[0].total
+    return [KVCacheOption(o.label, o.n_kv_heads, o.bytes_per_value, o.per_token, o.total,
+                          o.total / first if first else math.nan) for o in out]
+
+
+# ---------------------------------------------------------------------------
+# Extending a RoPE model's context: the decision procedure
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ExtensionPlan:
+    """The recommendation for one situation: method, data, and how to evaluate it."""
+
+    trained_len: int
+    target_len: int
+    factor: float
+    method: str
+    reasons: tuple[str, ...]
+    evaluate: str
+
+    def __repr__(self) -> str:
+        lines = textwrap.wrap(f"{self.trained_len:,} -> {self.target_len:,} tokens (s = {self.factor:g}): {self.method}",
+                              88, subsequent_indent="    ")
+        for r in self.reasons:
+            lines += textwrap.wrap(r, 88, initial_indent="  - ", subsequent_indent="    ")
+        lines += textwrap.wrap(f"evaluate: {self.evaluate}", 88, initial_indent="  ", subsequent_indent="    ")
+        return "\n".join(lines)
+
+
+MODEST_FACTOR = 2.0  # without fine-tuning, NTK-aware scaling is usually usable up to about this factor
+LONG_DOCS_FACTOR = 8.0  # past about this factor, fine-tuning needs long documents, not only more steps
+
+
+def extension_plan(
+    trained_len: int, target_len: int, *, can_finetune: bool, local_resolution_matters: bool = True
+) -> ExtensionPlan:
+    """Section 2.6's procedure for a RoPE model trained at L = trained_len, needed at L' = target_len.
+
+    s = L' / L. s <= 1: nothing to do. No fine-tuning budget: NTK-aware scaling for s <= 2, and
+    beyond that only zero-shot stopgaps. With a budget: position interpolation and a few hundred
+    steps on long documents, or YaRN when local resolution matters; for s > 8 the training data
+    must contain documents that long. Always evaluate with retrieval probes, not perplexity.
+    """
+    _check_int("trained_len", trained_len, 1)
+    _check_int("target_len", target_len, 1)
+    if not isinstance(can_finetune, bool) or not isinstance(local_resolution_matters, bool):
+        raise TypeError("can_finetune and local_resolution_matters must be True or False")
+    s = target_len / trained_len
+    probe = (f"retrieval probes (passkey, needle-in-a-haystack) at {target_len:,} tokens, not perplexity: "
+             "perplexity is dominated by local context and stays flat while long-range use collapses")
+    if s <= 1:
+        return ExtensionPlan(trained_len, target_len, s, "no change",
+                             ("the target fits in the trained context",), probe)
+    reasons: list[str] = []
+    if not can_finetune:
+        if s <= MODEST_FACTOR:
+            method = "NTK-aware scaling (base * s^(d/(d-2))), or its dynamic form, without fine-tuning"
+            reasons.append(f"a modest factor (s <= {MODEST_FACTOR:g}) with no fine-tuning budget: raising the base "
+                           "stretches the slow pairs and leaves the fast pairs that order neighbours untouched")
+        else:
+            method = "no reliable zero-shot option: NTK-aware or YaRN scaling as a stopgap, then fine-tune"
+            reasons.append(f"s = {s:g} is beyond what scaling alone usually survives (about {MODEST_FACTOR:g}x); "
+                           "expect long-range quality to drop until the model is fine-tuned")
+    elif local_resolution_matters:
+        method = "YaRN plus fine-tuning"
+        reasons.append("YaRN interpolates only the pairs whose wavelength exceeds the trained context, keeps the fast "
+                       "pairs (local order) as trained, and corrects the softmax temperature")
+    else:
+        method = "position interpolation (positions / s) plus a few hundred fine-tuning steps"
+        reasons.append("every angle stays inside the trained range; the well-documented path (LLaMA to 32k within "
+                       "1000 steps)")
+    if can_finetune and s > LONG_DOCS_FACTOR:
+        reasons.append(f"s = {s:g} > {LONG_DOCS_FACTOR:g}: fine-tune on documents close to {target_len:,} tokens, not "
+                       "only for more steps; the model has to learn to use the new distances, not only tolerate them")
+    return ExtensionPlan(trained_len, target_len, s, method, tuple(reasons), probe)

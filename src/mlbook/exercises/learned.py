@@ -1,5 +1,117 @@
-"""Exercise checkers for section 2.2: learned absolute positions."""
+"""Exercise checkers for section 2.2: learned absolute positions.
+
+`check_expected_row_updates`: the expected number of training steps in which row p of a
+learned table receives a gradient, given the distribution of sequence lengths and the batch
+size. The usual mistakes are an off-by-one in "which lengths reach row p", forgetting that a
+batch holds B sequences, and counting sequences instead of steps.
+"""
 
 from __future__ import annotations
 
-__all__: list[str] = []
+import functools
+from typing import Callable, TypeVar
+
+import torch
+
+from mlbook.analysis.learned import expected_row_examples, expected_row_updates, short_length_distribution
+from mlbook.exercises._common import _call, _verdict
+
+__all__ = ["check_expected_row_updates"]
+
+_F = TypeVar("_F", bound=Callable[..., bool])
+
+
+def _guarded(checker: _F) -> _F:
+    """Whatever the reader's answer does to the comparison code, report it instead of raising."""
+    @functools.wraps(checker)
+    def wrapper(fn: Callable) -> bool:
+        try:
+            return checker(fn)
+        except Exception as exc:  # an answer of a kind the checks did not foresee
+            return _verdict(False, f"Your answer could not be compared ({type(exc).__name__}: {exc}); return a "
+                                   "plain real-valued torch.Tensor of the shape asked for.")
+    return wrapper  # type: ignore[return-value]
+
+
+def _cases() -> list[tuple[str, torch.Tensor, int, int]]:
+    T_max = 12
+    point = torch.zeros(T_max + 1, dtype=torch.float64)
+    point[5] = 1.0  # every sequence has length 5: rows 0..4 always, rows 5.. never
+    uniform = torch.zeros(T_max + 1, dtype=torch.float64)
+    uniform[1:] = 1.0 / T_max
+    return [
+        ("every sequence of length 5", point, 10, 4),
+        ("lengths uniform on 1..12", uniform, 7, 3),
+        ("mostly short lengths", short_length_distribution(T_max, 3.0), 20, 8),
+    ]
+
+
+def _survival_ge(probs: torch.Tensor) -> torch.Tensor:
+    """P(L >= p) for p = 0 .. T_max - 1 (the off-by-one: a length-p sequence stops at position p - 1)."""
+    return probs.flip(0).cumsum(0).flip(0)[:-1]
+
+
+@_guarded
+def check_expected_row_updates(fn: Callable[[torch.Tensor, int, int], object]) -> bool:
+    """Check fn(length_probs, steps, batch_size) -> (T_max,) expected steps with a gradient at row p.
+
+    length_probs has shape (T_max + 1,), entry l = P(L = l). A sequence of length L fills
+    positions 0 .. L - 1; each batch holds batch_size independent lengths. Compared with
+    `mlbook.analysis.learned.expected_row_updates`, on a point mass, a uniform and a short-biased
+    distribution; names the usual mistakes.
+    """
+    for name, probs, steps, B in _cases():
+        T_max = probs.numel() - 1
+        value, err = _call(fn, probs.clone(), steps, B)
+        where = f"for {name} (steps={steps}, batch_size={B})"
+        if err is not None:
+            return _verdict(False, f"fn raised {err} {where}.")
+        if not isinstance(value, torch.Tensor):
+            return _verdict(False, f"Return a torch.Tensor of shape (T_max,); got {type(value).__name__} {where}.")
+        if value.shape == (T_max + 1,):
+            return _verdict(False, f"Your result has {T_max + 1} entries {where}, one per length 0..T_max. The table "
+                                   f"has T_max = {T_max} rows, positions 0..{T_max - 1}: return one entry per row.")
+        if value.shape != (T_max,):
+            return _verdict(False, f"Your result has shape {tuple(value.shape)} {where}; it must be (T_max,) = ({T_max},).")
+        got = value.detach().double()
+        want = expected_row_updates(probs, steps, B)
+        if torch.allclose(got, want, rtol=1e-6, atol=1e-9):
+            continue
+        reach = expected_row_examples(probs, 1, 1)  # (T_max,) P(L > p)
+        ge = _survival_ge(probs)
+        candidates = [
+            (steps * (1 - (1 - ge) ** B),
+             "Off by one: you counted sequences with L >= p, but a sequence of length L fills positions 0..L-1, so "
+             "it reaches row p only if L > p (L >= p + 1). Use P(L > p) = length_probs[p + 1:].sum()."),
+            (steps * reach,
+             "You treated each step as one sequence. A batch holds B independent sequences, and the row gets a "
+             "gradient if any one of them reaches it: the probability is 1 - (1 - P(L > p))^B."),
+            (steps * B * reach,
+             "That is the expected number of sequences that reach row p (steps * B * P(L > p)), not the number of "
+             "steps with a gradient: several sequences in one batch count as one step. Use "
+             "steps * (1 - (1 - P(L > p))^B)."),
+            (1 - (1 - reach) ** B,
+             "That is the probability for a single step; multiply by the number of steps."),
+            (steps * reach ** B,
+             "You computed the chance that all B sequences reach row p. One is enough: the complement of 'none "
+             "reaches it', 1 - (1 - P(L > p))^B."),
+            (steps * (1 - (1 - probs[1:]) ** B),
+             "You used P(L = p + 1), the chance of ending exactly at row p. Every longer sequence reaches row p too: "
+             "sum the probabilities of all lengths above p."),
+            (steps * B * ge,
+             "Two slips: sequences counted instead of steps, and L >= p instead of L > p."),
+        ]
+        for cand, message in candidates:
+            if torch.allclose(got, cand.double(), rtol=1e-6, atol=1e-9):
+                return _verdict(False, message + f" (Seen {where}.)")
+        if (got < -1e-9).any() or (got > steps + 1e-9).any():
+            return _verdict(False, f"Some entries are outside [0, steps] {where}: a count of steps with a gradient "
+                                   "cannot be negative or exceed the number of steps.")
+        if (got[1:] > got[:-1] + 1e-9).any():
+            return _verdict(False, f"Your counts increase with p somewhere {where}. Every sequence that reaches row "
+                                   "p + 1 also reaches row p, so the expected count cannot grow with p.")
+        worst = int((got - want).abs().argmax())
+        return _verdict(False, f"Row {worst} gets {got[worst]:.4g}, expected {want[worst]:.4g} {where}. Row p is "
+                               "updated at a step unless all B lengths are <= p.")
+    return _verdict(True, "steps * (1 - (1 - P(L > p))^B) for every row: a length-L sequence reaches rows "
+                          "0..L-1, and one sequence in the batch is enough.")

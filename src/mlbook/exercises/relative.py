@@ -1,5 +1,159 @@
-"""Exercise checkers for section 2.3: T5 buckets and the Swin 2-D bias index."""
+"""Exercise checkers for section 2.3 (exercise 5): Swin's 2-D relative bias.
+
+`check_swin_index`: the (w^2, w^2) table row for every (query cell, key cell) pair of a w x w
+window, index = (dy + w - 1)(2w - 1) + (dx + w - 1) with (dy, dx) = query cell minus key cell
+and cells numbered row-major. `check_swin_bias`: gathering a ((2w-1)^2, H) table into the
+(H, w^2, w^2) bias. Each compares with `RelativePositionBias2D` and names the usual mistakes:
+an off-by-one shift, swapped axes (or column-major cells), key minus query, the wrong stride,
+a missing permute.
+"""
 
 from __future__ import annotations
 
-__all__: list[str] = []
+from typing import Callable
+
+import torch
+
+from mlbook.analysis.relative import swin_index, swin_table_entries
+from mlbook.exercises._common import _call, _verdict
+from mlbook.exercises.learned import _guarded
+
+__all__ = ["check_swin_index", "check_swin_bias"]
+
+_WINDOWS = (7, 3, 4)
+
+
+def _variant(
+    w: int, *, sign: int = 1, swap: bool = False, shift: int | None = None, stride: int | None = None
+) -> torch.Tensor:
+    """An index built with one planted mistake (the defaults reproduce Swin's). Numbering cells
+    column-major gives the same index as swap=True, so it needs no variant of its own."""
+    shift = w - 1 if shift is None else shift
+    stride = 2 * w - 1 if stride is None else stride
+    ys, xs = torch.meshgrid(torch.arange(w), torch.arange(w), indexing="ij")  # (w, w)
+    cells = torch.stack([ys.flatten(), xs.flatten()])  # (2, w^2) (y, x) of cell y * w + x
+    delta = sign * (cells[:, :, None] - cells[:, None, :])  # (2, w^2, w^2) (dy, dx)
+    dy, dx = (delta[1], delta[0]) if swap else (delta[0], delta[1])
+    return (dy + shift) * stride + (dx + shift)  # (w^2, w^2)
+
+
+def _offsets(w: int) -> tuple[torch.Tensor, torch.Tensor]:
+    ys, xs = torch.meshgrid(torch.arange(w), torch.arange(w), indexing="ij")
+    cells = torch.stack([ys.flatten(), xs.flatten()])  # (2, w^2) row-major
+    delta = cells[:, :, None] - cells[:, None, :]  # (2, w^2, w^2)
+    return delta[0], delta[1]
+
+
+@_guarded
+def check_swin_index(fn: Callable[[int], object]) -> bool:
+    """Check fn(window) -> (w^2, w^2) integer tensor of table rows, for windows 7, 3 and 4.
+
+    Row q, column k: query cell q, key cell k, both numbered y * w + x. The answer must equal
+    RelativePositionBias2D's index, (dy + w - 1)(2w - 1) + (dx + w - 1), (dy, dx) = q - k.
+    """
+    for w in _WINDOWS:
+        value, err = _call(fn, w)
+        if err is not None:
+            return _verdict(False, f"fn({w}) raised {err}.")
+        if not isinstance(value, torch.Tensor):
+            return _verdict(False, f"Return a torch.Tensor; fn({w}) returned {type(value).__name__}.")
+        n = w * w
+        if tuple(value.shape) != (n, n):
+            return _verdict(False, f"fn({w}) has shape {tuple(value.shape)}; it must be (w^2, w^2) = ({n}, {n}): one "
+                                   "row per query cell and one column per key cell of the window.")
+        if value.is_floating_point() or value.is_complex() or value.dtype == torch.bool:
+            return _verdict(False, f"fn({w}) has dtype {value.dtype}; table rows are looked up with an integer "
+                                   "tensor (torch.long).")
+        got = value.long()
+        want = swin_index(w)
+        if torch.equal(got, want):
+            continue
+        size = swin_table_entries(w)
+        where = f"for window {w}"
+        named = [
+            (_variant(w, swap=True),
+             "Your axes are swapped: you put dx in the slow (multiplied) position. Swin's table is indexed "
+             "(dy + w - 1) * (2w - 1) + (dx + w - 1): rows of the 2-D table are dy, columns dx. (Numbering the "
+             "cells column-major, x * w + y, instead of row-major gives exactly the same wrong index.)"),
+            (_variant(w, sign=-1),
+             "You used key minus query. Every index is valid and translation invariant, but mirrored: Swin (and "
+             "RelativePositionBias2D) take (dy, dx) = query cell - key cell, so a pretrained table would be read "
+             "back to front."),
+            (_variant(w, sign=-1, swap=True),
+             "Two slips: key minus query instead of query minus key, and dx in the slow position instead of dy."),
+            (_variant(w, shift=w),
+             f"Off by one: you shifted the offsets by w = {w} instead of w - 1 = {w - 1}. The offsets run over "
+             f"[-(w-1), w-1], so adding w - 1 maps them onto 0..2w-2; with w the largest index passes the table's "
+             f"{size} rows."),
+            (_variant(w, shift=w - 2),
+             f"Off by one: you shifted the offsets by w - 2 = {w - 2} instead of w - 1 = {w - 1}; the most negative "
+             "offset then gives a negative index."),
+            (_variant(w, stride=w),
+             f"Wrong stride: you multiplied (dy + w - 1) by w = {w}. There are 2w - 1 = {2 * w - 1} values of "
+             "dx + w - 1, so the stride must be 2w - 1, otherwise different offsets share a row."),
+            (_variant(w, stride=2 * w),
+             f"Wrong stride: 2w = {2 * w} instead of 2w - 1 = {2 * w - 1}. No two offsets collide, but the indices "
+             f"run past the table's {size} rows and leave gaps."),
+            (_variant(w, shift=0),
+             "You forgot to shift the offsets: dy and dx are negative for half the pairs, so the index goes "
+             "negative. Add w - 1 to each before combining."),
+        ]
+        for cand, message in named:
+            if torch.equal(got, cand):
+                return _verdict(False, message + f" (Seen {where}.)")
+        if int(got.min()) < 0 or int(got.max()) >= size:
+            return _verdict(False, f"Your indices run from {int(got.min())} to {int(got.max())} {where}; the table "
+                                   f"has rows 0..{size - 1} ((2w - 1)^2 = {size}).")
+        dy, dx = _offsets(w)
+        key = (dy + w - 1) * (2 * w - 1) + (dx + w - 1)  # the offset, as one number
+        for k in range(size):
+            vals = got[key == k]
+            if vals.numel() and (vals != vals[0]).any():
+                return _verdict(False, f"Not translation invariant {where}: pairs with the same offset (dy, dx) "
+                                       "get different rows. The index must depend on the cells only through "
+                                       "their difference.")
+        if torch.unique(got).numel() < size:
+            return _verdict(False, f"Different offsets share a row {where}: only {torch.unique(got).numel()} of the "
+                                   f"{size} offsets get a row of their own.")
+        return _verdict(False, f"A consistent labelling {where}, but not Swin's: use (dy + w - 1) * (2w - 1) + "
+                               "(dx + w - 1) with (dy, dx) = query cell - key cell.")
+    return _verdict(True, "(dy + w - 1)(2w - 1) + (dx + w - 1) for every pair, with (dy, dx) = query minus key and "
+                          "cells numbered row-major: the same rows as RelativePositionBias2D.")
+
+
+@_guarded
+def check_swin_bias(fn: Callable[[torch.Tensor, int], object]) -> bool:
+    """Check fn(table, window) -> (H, w^2, w^2): the bias gathered from a ((2w-1)^2, H) table with
+    Swin's index, for windows 7 and 3 with H = 4 and 3 heads (different, so swapped dims show)."""
+    for w, H in ((7, 4), (3, 3)):
+        gen = torch.Generator().manual_seed(w)
+        table = torch.randn(swin_table_entries(w), H, generator=gen)  # ((2w-1)^2, H)
+        value, err = _call(fn, table.clone(), w)
+        where = f"for window {w}, H = {H}"
+        if err is not None:
+            return _verdict(False, f"fn(table, {w}) raised {err}.")
+        if not isinstance(value, torch.Tensor):
+            return _verdict(False, f"Return a torch.Tensor; got {type(value).__name__} {where}.")
+        n = w * w
+        gathered = table[swin_index(w).reshape(-1)].reshape(n, n, H)  # (w^2, w^2, H)
+        want = gathered.permute(2, 0, 1)  # (H, w^2, w^2)
+        if tuple(value.shape) == (n, n, H):
+            if torch.allclose(value.float(), gathered):
+                return _verdict(False, f"Right values, wrong layout {where}: you return (w^2, w^2, H). Attention "
+                                       "scores are (H, T_q, T_k), so permute the heads to the front: .permute(2, 0, 1).")
+        if tuple(value.shape) != (H, n, n):
+            return _verdict(False, f"Shape {tuple(value.shape)} {where}; it must be (H, w^2, w^2) = ({H}, {n}, {n}).")
+        got = value.detach().float()
+        if torch.allclose(got, want):
+            continue
+        if torch.allclose(got, gathered.reshape(H, n, n)):
+            return _verdict(False, f"You reshaped (w^2, w^2, H) to (H, w^2, w^2) {where}. A reshape keeps the memory "
+                                   "order and scrambles heads with positions; move the head axis with "
+                                   "permute(2, 0, 1) instead.")
+        if torch.allclose(got, want.transpose(-1, -2)):
+            return _verdict(False, f"Your bias is transposed {where}: entry [h, q, k] must be for query cell q and key "
+                                   "cell k, i.e. table[index[q, k], h]. Did you index with (key - query)?")
+        return _verdict(False, f"The values differ from table[index[q, k], h] {where}. Gather the table with the "
+                               "flattened index, reshape to (w^2, w^2, H), then permute to (H, w^2, w^2).")
+    return _verdict(True, "bias[h, q, k] = table[index[q, k], h], shape (H, w^2, w^2), as RelativePositionBias2D "
+                          "computes it.")

@@ -1,5 +1,205 @@
-"""Exercise checkers for section 2.4: RoPE."""
+"""Exercise checkers for section 2.4: RoPE.
+
+check_rope_rotation(fn)        fn(x, m, base) -> R_m x in the half layout, written from scratch
+check_pairing_permutation(fn)  fn(d_head) -> the channel permutation from the half to the interleaved layout
+
+Each checker runs the reader's function on small cases, compares it with the library
+(`RotaryEmbedding`, `convert_rotary_weights`), and when they disagree compares it with the
+library run with one mistake planted (the sine's sign flipped, the other pairing, angles not
+shared by the two halves of a pair, base^(-i/d) frequencies, angles in bfloat16, the inverse
+permutation) to name the one that was made. It prints one verdict and returns True or False;
+it never raises.
+"""
 
 from __future__ import annotations
 
-__all__: list[str] = []
+from typing import Callable
+
+import torch
+
+from mlbook.analysis.rope import pairing_permutation
+from mlbook.exercises._common import _call, _verdict
+from mlbook.transformer.positional import RotaryEmbedding, apply_rotary, rope_inv_freq
+
+__all__ = ["check_rope_rotation", "check_pairing_permutation"]
+
+
+# ---------------------------------------------------------------------------
+# check_rope_rotation: R_m x for one position, half layout
+# ---------------------------------------------------------------------------
+
+
+def _rotate_with(x: torch.Tensor, angle: torch.Tensor, pairing: str = "half", sign: float = 1.0) -> torch.Tensor:
+    """The library's apply_rotary with a given angle per column: x (..., d), angle (d,) -> (..., d)."""
+    cos, sin = angle.cos()[None], sign * angle.sin()[None]  # (1, d) each
+    return apply_rotary(x.unsqueeze(-2), cos, sin, pairing).squeeze(-2)  # (..., d)
+
+
+def _half_table(per_pair: torch.Tensor) -> torch.Tensor:
+    return torch.cat([per_pair, per_pair])  # (d,) pair i at columns i and i + d/2
+
+
+def _candidates(d: int, m: int, base: float) -> list[tuple[str, Callable[[torch.Tensor], torch.Tensor], str]]:
+    """(name, rotation with that mistake, message) for the usual mistakes; the first entry is the right answer."""
+    theta = rope_inv_freq(d, base)[0]  # (d/2,) float32, base^(-2i/d)
+    angle = m * theta.double()  # (d/2,)
+    theta_i_over_d = rope_inv_freq(2 * d, base)[0]  # (d,) base^(-2j/(2d)) = base^(-j/d)
+    bf16_all = (torch.tensor(float(m)).bfloat16() * theta.bfloat16()).double()  # (d/2,) product in bf16
+    bf16_freq = m * theta.bfloat16().double()  # (d/2,) inv_freq rounded to bf16
+    rope = RotaryEmbedding(d, base)
+    return [
+        ("correct", lambda x: rope.rotate(x.unsqueeze(-2), offset=m).squeeze(-2), ""),
+        ("identity", lambda x: x, "Your function returns x unchanged: pair i must turn by the angle m * theta_i."),
+        ("sign", lambda x: _rotate_with(x, _half_table(angle), sign=-1.0),
+         "Wrong sign of the sine term: you turn each pair by -m * theta_i (clockwise), i.e. you return R_{-m} x. "
+         "For a pair (a, b) the rotation is (a cos t - b sin t, b cos t + a sin t): x * cos + rotate_half(x) * sin, "
+         "with rotate_half(x) = [-x2, x1]. Scores would still depend on n - m only, so a relative-position test "
+         "cannot catch this; a weight port would."),
+        ("interleaved", lambda x: _rotate_with(x, angle.repeat_interleave(2), pairing="interleaved"),
+         "Wrong pairing: you rotate adjacent dims (2i, 2i + 1), the interleaved layout of RoFormer and GPT-J. "
+         "This exercise (and the library, GPT-NeoX and LLaMA) pairs dim i with dim i + d/2: rotate_half(x) = "
+         "[-x2, x1] with x1, x2 the two halves."),
+        ("interleaved_table", lambda x: _rotate_with(x, angle.repeat_interleave(2)),
+         "Angles not shared across halves: your cos/sin table repeats each angle in adjacent columns "
+         "(repeat_interleave, the GPT-J table) but the rotation pairs dim i with dim i + d/2, so the two halves "
+         "of a pair turn by different angles. Build the table as torch.cat([angles, angles]): column i and "
+         "column i + d/2 must hold the same angle m * theta_i."),
+        ("one_angle_per_dim", lambda x: _rotate_with(x, m * theta_i_over_d.double()),
+         "Angles not shared across halves: you give each of the d dims its own angle (d frequencies "
+         "base^(-j/d), j = 0..d-1). There are d/2 frequencies, one per pair: theta_i = base^(-2i/d) for "
+         "i < d/2, and dims i and i + d/2 share it (torch.cat([angles, angles]))."),
+        ("first_half_only", lambda x: _rotate_with(x, torch.cat([angle, torch.zeros_like(angle)])),
+         "Angles not shared across halves: only the first half of the cos/sin table holds the angles (the second "
+         "half acts as angle 0), so each pair is not a rotation. Column i + d/2 needs the same angle as column i."),
+        ("exponent_i", lambda x: _rotate_with(x, _half_table(m * theta_i_over_d[: d // 2].double())),
+         "Wrong frequencies: you used theta_i = base^(-i/d). The exponent is -2i/d (2i is the index of the "
+         "pair's first dim in the interleaved counting), so theta_i = base^(-2i/d_head), from 1 down to about "
+         "1/base."),
+        ("bf16", lambda x: _rotate_with(x, _half_table(bf16_all)),
+         "Angles computed in bfloat16: your answer is close at small positions but off by whole radians at "
+         "large m. bfloat16 keeps 8 significant bits, so m itself is rounded (3000 becomes 3008) and so are "
+         "theta_i and their product. Compute m * theta_i in float32 (or float64), take cos and sin, and only "
+         "then cast to x's dtype."),
+        ("bf16_freq", lambda x: _rotate_with(x, _half_table(bf16_freq)),
+         "inv_freq in bfloat16: theta_i is rounded to 8 significant bits (off by up to 0.4%), and at position "
+         "m = 3000 that moves the angle by radians. Keep the frequencies and the angles in float32, whatever "
+         "dtype the model runs in."),
+    ]
+
+
+_ROTATION_CASES = ((8, 5, 10000.0), (16, 37, 100.0), (8, 3000, 10000.0))
+
+
+def check_rope_rotation(fn: Callable[[torch.Tensor, int, float], object]) -> bool:
+    """Check fn(x, m, base) -> R_m x: every row of x (..., d_head) rotated as if at position m, half layout.
+
+    Pair i is (x_i, x_{i + d/2}), turned counter-clockwise by m * theta_i, theta_i = base^(-2i/d_head):
+    (a, b) -> (a cos t - b sin t, b cos t + a sin t). Compared with `RotaryEmbedding(d_head, base).rotate`
+    at m = 5, 37 and 3000; the mistakes named: no rotation, the sine's sign, interleaved pairing,
+    angles not shared by the two halves of a pair, base^(-i/d) frequencies, angles in bfloat16.
+    """
+    gen = torch.Generator().manual_seed(0)
+    for d, m, base in _ROTATION_CASES:
+        x = torch.randn(3, d, generator=gen)  # (3, d_head) float32 rows
+        where = f"at m = {m}, d_head = {d}, base = {base:g}"
+        value, err = _call(fn, x.clone(), m, base)
+        if err is not None:
+            return _verdict(False, f"fn(x, {m}, {base:g}) with x of shape {tuple(x.shape)} raised {err}.")
+        if not isinstance(value, torch.Tensor):
+            return _verdict(False, f"Return a torch.Tensor shaped like x; fn(x, {m}, {base:g}) returned "
+                                   f"{type(value).__name__}.")
+        if tuple(value.shape) != tuple(x.shape):
+            return _verdict(False, f"fn(x, {m}, {base:g}) has shape {tuple(value.shape)}; it must keep the shape of "
+                                   f"x, {tuple(x.shape)} (each row rotated on its own).")
+        if not value.is_floating_point():
+            return _verdict(False, f"fn returned dtype {value.dtype}; return a floating-point tensor.")
+        if value.dtype in (torch.bfloat16, torch.float16):
+            return _verdict(False, f"For float32 x you return {value.dtype}: the rotation (and the angles before it) "
+                                   "should run in float32; return x's dtype.")
+        got = value.detach().double()
+        if not torch.isfinite(got).all():
+            return _verdict(False, f"fn returned NaN or inf {where}.")
+        candidates = _candidates(d, m, base)
+        want = candidates[0][1](x).double()
+        # float32 angles are exact to about 1e-7 * m radians: allow for a float64 answer at m = 3000
+        tol = 1e-4 if m < 1000 else 2e-3
+        if torch.allclose(got, want, atol=tol, rtol=0):
+            continue
+        for name, rotate, message in candidates[1:]:
+            if torch.allclose(got, rotate(x).double(), atol=tol, rtol=0):
+                return _verdict(False, f"{message} (Seen {where}.)")
+        for name, rotate, message in candidates[1:]:  # a bfloat16 recipe of its own: close to one of ours
+            if name.startswith("bf16") and torch.allclose(got, rotate(x).double(), atol=2e-2, rtol=0):
+                return _verdict(False, f"{message} (Seen {where}.)")
+        gap = (got - want).abs().max().item()
+        if m >= 1000 and gap > 1e-3:
+            return _verdict(False, f"Right at m = 5 and 37, but off by up to {gap:.2g} {where}: the angles are "
+                                   "not accurate at large positions. Compute m * theta_i in float32 or float64, "
+                                   "not bfloat16 or float16.")
+        same_norm = torch.allclose(got.norm(dim=-1), x.double().norm(dim=-1), rtol=1e-4)
+        hint = ("" if same_norm else " It also changes the length of the rows, so it is not a rotation: each pair "
+                "must keep its length.")
+        return _verdict(False, f"Your result differs from R_m x by up to {gap:.3g} {where}.{hint} Pair i = "
+                               "(x_i, x_(i+d/2)) turns by m * theta_i, theta_i = base^(-2i/d_head): "
+                               "x * cos + rotate_half(x) * sin with cos, sin = torch.cat([angles, angles]).cos() "
+                               "and .sin().")
+    return _verdict(True, "R_m x matches the library at m = 5, 37 and 3000: pairs (i, i + d/2), counter-clockwise, "
+                          "theta_i = base^(-2i/d_head), float32 angles.")
+
+
+# ---------------------------------------------------------------------------
+# check_pairing_permutation: the channel permutation between the layouts
+# ---------------------------------------------------------------------------
+
+
+def check_pairing_permutation(fn: Callable[[int], object]) -> bool:
+    """Check fn(d_head) -> perm, a (d_head,) integer tensor with x_interleaved = x_half[perm].
+
+    The property that matters: rotating x in the half layout and then permuting equals permuting
+    and then rotating in the interleaved layout, (R_m^half x)[perm] = R_m^inter (x[perm]). Compared
+    with the permutation `convert_rotary_weights` applies; names the inverse permutation, the identity
+    and an answer that is not a permutation.
+    """
+    for d in (8, 12, 64):
+        value, err = _call(fn, d)
+        if err is not None:
+            return _verdict(False, f"fn({d}) raised {err}.")
+        if not isinstance(value, torch.Tensor):
+            try:
+                value = torch.as_tensor(value)
+            except Exception:
+                return _verdict(False, f"Return a tensor (or list) of d_head integers; fn({d}) returned "
+                                       f"{type(value).__name__}.")
+        if value.is_floating_point() or value.is_complex() or value.dtype == torch.bool:
+            return _verdict(False, f"fn({d}) has dtype {value.dtype}; return integer indices (torch.long).")
+        perm = value.long().flatten()
+        if perm.numel() != d:
+            return _verdict(False, f"fn({d}) has {perm.numel()} entries; it needs one index per dim, {d}.")
+        if sorted(perm.tolist()) != list(range(d)):
+            return _verdict(False, f"fn({d}) is not a permutation of 0..{d - 1} (some index is repeated or missing): "
+                                   "every channel must appear exactly once.")
+        want = pairing_permutation(d)  # (d,) [0, d/2, 1, d/2 + 1, ...]
+        if torch.equal(perm, want):
+            continue
+        where = f"for d_head = {d}"
+        if torch.equal(perm, torch.arange(d)):
+            return _verdict(False, f"That is the identity {where}: the layouts store a pair in different channels. "
+                                   "Interleaved slot 2i holds half dim i, slot 2i + 1 holds half dim i + d/2.")
+        if torch.equal(perm, torch.argsort(want)):
+            return _verdict(False, f"That is the inverse permutation {where}: x_half[perm] must give the interleaved "
+                                   "vector, so perm[2i] = i and perm[2i + 1] = i + d/2 (perm = [0, d/2, 1, d/2 + 1, "
+                                   "...]). Yours maps the other way: interleaved -> half.")
+        x = torch.randn(d, generator=torch.Generator().manual_seed(d), dtype=torch.float64)  # (d,) half layout
+        rope_h, rope_i = RotaryEmbedding(d, pairing="half"), RotaryEmbedding(d, pairing="interleaved")
+        lhs = rope_h.rotate(x[None], offset=7)[0][perm]  # (d,) rotate, then permute
+        rhs = rope_i.rotate(x[perm][None], offset=7)[0]  # (d,) permute, then rotate
+        gap = (lhs - rhs).abs().max().item()
+        if gap < 1e-9:
+            return _verdict(False, f"Your permutation commutes with the rotation {where}, but it also reorders the "
+                                   "pairs: interleaved pair i must be half pair i (theta_i is shared), so "
+                                   "perm[2i] = i and perm[2i + 1] = i + d/2.")
+        return _verdict(False, f"With your permutation {where}, rotating then permuting differs from permuting then "
+                               f"rotating by up to {gap:.2g}: some pair is split across two pairs. Interleaved slot "
+                               "2i must hold half dim i and slot 2i + 1 half dim i + d/2.")
+    return _verdict(True, "perm = [0, d/2, 1, d/2 + 1, ...]: x_half[perm] is the interleaved vector, and rotating "
+                          "commutes with it, as convert_rotary_weights uses it.")

@@ -1,5 +1,160 @@
-"""Exercise checkers for sections 4 and 5: systems view and production."""
+"""Exercise checkers for sections 4 and 5: what attention and its cache cost.
+
+`check_attention_flops` (section 4): the reader counts one attention layer's FLOPs, split into
+RoPE, the four projections, and the score/mix products. `check_kv_cache_bytes` (section 5): the
+reader sizes a KV cache. Both compare with `mlbook.analysis.systems` on cases chosen so that each
+common mistake changes the answer by a different factor, and name the factor's cause.
+"""
 
 from __future__ import annotations
 
-__all__: list[str] = []
+from fractions import Fraction
+from typing import Callable
+
+from mlbook.analysis.systems import attention_flops, kv_cache_bytes, position_cost
+from mlbook.exercises._common import _call, _verdict
+
+__all__ = ["check_attention_flops", "check_kv_cache_bytes"]
+
+_NOT_IMPLEMENTED = "not implemented yet: fill in the function, then run this cell again."
+
+
+def _ratio(got: float, want: float) -> Fraction | None:
+    """got / want as a small fraction (denominator <= 64), or None when it is not close to one."""
+    if want == 0:
+        return None
+    r = Fraction(got / want).limit_denominator(64)
+    return r if abs(float(r) - got / want) <= 1e-9 * max(1.0, abs(got / want)) else None
+
+
+# ---------------------------------------------------------------------------
+# Section 5: KV-cache bytes
+# ---------------------------------------------------------------------------
+
+# One case where every usual mistake moves the answer by a different factor:
+# layers 5, query heads 12 (3 per KV head), KV heads 4, d_head 16, 4-bit values, 7 tokens, batch 6.
+_KV_CASE = {"n_layers": 5, "n_heads": 12, "n_kv_heads": 4, "d_head": 16, "bits": 4, "context_len": 7, "batch": 6}
+_KV_FACTORS = {
+    Fraction(1, 2): "You count only the keys (or only the values): the cache holds both, so multiply by 2.",
+    Fraction(2): "You count keys and values twice: the 2 in the formula already covers both.",
+    Fraction(3): "You used the number of query heads. Under grouped-query attention each KV head serves a "
+                 "group of query heads, and only the KV heads are cached: use n_kv_heads.",
+    Fraction(8): "Your answer is in bits, not bytes: a value of `bits` bits takes bits / 8 bytes.",
+    Fraction(1, 8): "You divided by 8 twice, or used bits where the formula wants bytes per value the other way "
+                    "round: a 4-bit value is half a byte.",
+    Fraction(1, 6): "You left out the batch: every sequence in the batch has its own cache.",
+    Fraction(1, 5): "You left out the layers: every layer caches its own keys and values.",
+    Fraction(1, 7): "That is the cache per token; multiply by context_len for the whole sequence.",
+    Fraction(1, 42): "That is the cache for one token of one sequence; multiply by context_len and by batch.",
+    Fraction(1, 16): "You left out d_head: each cached key or value is a vector of d_head numbers per head.",
+}
+
+
+def check_kv_cache_bytes(fn: Callable[..., object]) -> bool:
+    """Check fn(n_layers, n_heads, n_kv_heads, d_head, bits, context_len, batch) -> cache size in bytes.
+
+    The answer is 2 * n_layers * n_kv_heads * d_head * (bits / 8) * context_len * batch: keys and
+    values, every layer, only the KV heads (grouped-query attention shares them), bits / 8 bytes
+    per value. Tested on a case where each usual mistake changes the answer by its own factor,
+    then on the 7B-class model at 131,072 tokens (64 GiB).
+    """
+    cases = [dict(_KV_CASE), {"n_layers": 32, "n_heads": 32, "n_kv_heads": 32, "d_head": 128, "bits": 16,
+                              "context_len": 131_072, "batch": 1}]
+    for case in cases:
+        value, err = _call(fn, *case.values())
+        if err is not None:
+            if err.startswith("NotImplementedError"):
+                print(_NOT_IMPLEMENTED)
+                return False
+            return _verdict(False, f"fn({', '.join(f'{k}={v}' for k, v in case.items())}) raised {err}.")
+        if value is None:
+            print(_NOT_IMPLEMENTED)
+            return False
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return _verdict(False, f"Return a number of bytes (int or float), got {type(value).__name__}.")
+        want = kv_cache_bytes(case["n_layers"], case["n_kv_heads"], case["d_head"], case["bits"] / 8,
+                              case["context_len"], case["batch"])
+        if abs(float(value) - want) <= 1e-6 * want:
+            continue
+        where = ", ".join(f"{k}={v}" for k, v in case.items())
+        for unit, size in (("GiB", 2**30), ("GB", 1e9), ("MiB", 2**20), ("MB", 1e6)):
+            if abs(float(value) * size - want) <= 1e-6 * want:
+                return _verdict(False, f"You returned {value} for {where}: that is the size in {unit}, but the "
+                                       "function must return bytes. Convert units only when you print.")
+        r = _ratio(float(value), want)
+        hint = _KV_FACTORS.get(r) if r is not None else None
+        if hint is not None:
+            times = f"{r} times" if r > 1 else f"{r} of"
+            return _verdict(False, f"For {where} you return {value:,.0f} bytes, {times} the right {want:,}. {hint}")
+        return _verdict(False, f"For {where} you return {value:,.0f} bytes; the cache holds {want:,}. Per token it "
+                               "is 2 x n_layers x n_kv_heads x d_head x bits / 8 bytes.")
+    return _verdict(True, "Keys and values, every layer, only the KV heads, bits / 8 bytes per value, for every "
+                          "token of every sequence: 0.5 MiB per token and 64 GiB at 131,072 tokens for the "
+                          "7B-class model.")
+
+
+# ---------------------------------------------------------------------------
+# Section 4: attention FLOPs
+# ---------------------------------------------------------------------------
+
+_FLOP_CASE = (3, 5, 7)  # B, T, d: distinct primes so each mistake shows as its own factor
+
+
+def check_attention_flops(fn: Callable[[int, int, int], object]) -> bool:
+    """Check fn(B, T, d) -> (rope, projections, scores_and_mix): FLOPs of one layer, 2 per multiply-add.
+
+    rope = 6 B T d (q and k: per element two multiplies and one add); projections = 8 B T d^2 (W_q,
+    W_k, W_v, W_o, each d x d); scores_and_mix = 4 B T^2 d (Q K^T and the weights times V, without
+    a causal kernel skipping the masked half). Compared with `mlbook.analysis.systems`.
+    """
+    B, T, d = _FLOP_CASE
+    value, err = _call(fn, B, T, d)
+    if err is not None:
+        if err.startswith("NotImplementedError"):
+            print(_NOT_IMPLEMENTED)
+            return False
+        return _verdict(False, f"fn({B}, {T}, {d}) raised {err}.")
+    if value is None:
+        print(_NOT_IMPLEMENTED)
+        return False
+    if not isinstance(value, (tuple, list)) or len(value) != 3:
+        return _verdict(False, "Return three numbers: (rope, projections, scores_and_mix).")
+    try:
+        rope, proj, mix = (float(v) for v in value)
+    except (TypeError, ValueError):
+        return _verdict(False, "Return three numbers: (rope, projections, scores_and_mix).")
+    flops = attention_flops(B, T, d)
+    want_rope = position_cost("rope", B, T, d, 1).flops
+    want = {"rope": want_rope, "projections": flops.projections, "scores and mix": flops.scores + flops.mix}
+    got = {"rope": rope, "projections": proj, "scores and mix": mix}
+    hints = {
+        "rope": {Fraction(1, 2): "RoPE rotates both q and k: count the two tensors.",
+                 Fraction(2, 3): "Per element RoPE does x * cos + rotate_half(x) * sin: two multiplies and one "
+                                 "add, 3 FLOPs, not 2.",
+                 Fraction(1, 3): "Count 3 FLOPs per element (two multiplies, one add) for each of q and k.",
+                 Fraction(4, 3): "Per element it is two multiplies and one add (3 FLOPs); rotate_half only moves "
+                                 "numbers and costs none."},
+        "projections": {Fraction(1, 2): "Count 2 FLOPs per multiply-add: a d x d matrix times a vector is 2 d^2.",
+                        Fraction(1, 4): "There are four projections (W_q, W_k, W_v, W_o), each 2 B T d^2.",
+                        Fraction(3, 4): "Do not forget the output projection W_o: four projections in all.",
+                        Fraction(1, 8): "Each of the four projections costs 2 B T d^2 (2 FLOPs per multiply-add)."},
+        "scores and mix": {Fraction(1, 2): "Two products depend on T^2: Q K^T (scores) and the weights times V "
+                                           "(mix), 2 B T^2 d each.",
+                           Fraction(1, 4): "Count both T^2 products (scores and mix) at 2 FLOPs per multiply-add.",
+                           Fraction((T + 1), 2 * T): "That counts only the causal half (T (T + 1) / 2 pairs); "
+                                                     "count all T^2 pairs, as a kernel that does not skip the "
+                                                     "masked half does."},
+    }
+    for part in ("rope", "projections", "scores and mix"):
+        if abs(got[part] - want[part]) <= 1e-9 * want[part]:
+            continue
+        r = _ratio(got[part], want[part])
+        hint = hints[part].get(r) if r is not None else None
+        if hint is None and r is not None and r != 0:
+            if part == "scores and mix" and _ratio(got[part], 4.0 * B * T * d * d) == 1:
+                hint = "That is T d^2: the score and mix products scale with T^2 d (every query meets every key)."
+        msg = f"{part}: you have {got[part]:,.0f} FLOPs for B={B}, T={T}, d={d}; the count is {want[part]:,.0f}."
+        return _verdict(False, f"{msg} {hint}" if hint else f"{msg} Count 2 FLOPs per multiply-add.")
+    return _verdict(True, "RoPE costs 6 B T d, the projections 8 B T d^2, scores and mix 4 B T^2 d per layer: RoPE "
+                          "is a 4d/3-th of the projections' cost, and the T^2 term overtakes the projections once "
+                          "T > 2d.")

@@ -5,9 +5,11 @@ from mlbook.experiments.registry import (  # noqa: F401
     REGISTRY,
     command_for,
     default_budget,
+    describe_record,
     headline,
     load_or_run,
     load_result,
+    rerun_estimate,
     run_experiment,
 )
 from mlbook.experiments.train import TrainConfig, evaluate_loss, pick_device, train  # noqa: F401

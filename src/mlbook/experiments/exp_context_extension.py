@@ -1,14 +1,20 @@
-"""Experiment 3 (exercise 3): extending a RoPE model's context, without and with fine-tuning.
+"""Experiment 3 (exercise 3): extending a RoPE model's context, without and with fine-tuning, over seeds.
 
-Train a tiny RoPE GPT at L = 128. Copy its weights into models that differ only in the RoPE
-scaling (`GPT(cfg.replace(rope=...)).load_state_dict(...)`): unmodified, linear position
-interpolation (s = 4), NTK-aware (s = 4), dynamic NTK and YaRN (s = 4). Measure the loss at
-128, 256 and 512, over all positions and over the positions beyond L only. Then fine-tune each
-variant briefly at 512 (the same steps, data and learning rate for each) and measure again.
+Per seed: train a tiny RoPE GPT at L = 128. Copy its weights into models that differ only in the
+RoPE scaling (`copy_with_rope`): unmodified, linear position interpolation (s = 4), NTK-aware
+(s = 4), dynamic NTK, YaRN with the paper's band limits (beta_fast 32, beta_slow 1) and YaRN with
+band limits chosen for this model's L and d_head (`TUNED_BETAS`). Score each on the same held-out
+windows of 512 characters, at 128, 256 and 512 (the first T characters of each window, so every
+length sees the same documents): mean loss, loss on positions >= L (tail), and on positions < L
+(head) of the same windows. Then fine-tune each briefly at 512 (`FINETUNE`, the same batches for
+every variant) and score again. A model trained from scratch at 512 for as many steps on as many
+characters as the base model (a quarter as many windows per batch) is the "trained at the target
+length" reference.
 
-Dynamic NTK here uses factor = 1 in the Hugging Face formula, i.e. NTK scaling with
-s = n / L for a sequence of n tokens; evaluated in one forward pass, every position of a
-sequence of length n uses the base for n.
+Dynamic NTK uses factor = 1 in the Hugging Face formula, i.e. NTK scaling with s = n / L for a
+sequence of n tokens, so on a 512-character window it is exactly NTK with s = 4: its fine-tune at
+512 is the NTK fine-tune (the same frequencies, batches and steps give the same weights), and the
+record reuses it rather than computing it twice.
 """
 
 from __future__ import annotations
@@ -17,13 +23,34 @@ from typing import Any
 
 import torch
 
-from mlbook.experiments.data import corpus_tokens, random_windows, split_tokens
-from mlbook.experiments.exp_extrapolation import build_model, eval_windows, loss_at_length
+from mlbook.experiments.common import (
+    findings,
+    wrap_text,
+    CORPUS,
+    FINETUNE,
+    TUNED_BETAS,
+    Timer,
+    binned,
+    build_gpt,
+    copy_with_rope,
+    last_mean,
+    mean_sd,
+    nested_windows,
+    paired,
+    per_position_loss,
+    pm,
+    seeds_of,
+    train_lm,
+    unigram_loss,
+    yarn_bands,
+)
+from mlbook.experiments.data import corpus_tokens, split_tokens
 from mlbook.experiments.registry import register
-from mlbook.experiments.train import TrainConfig, train
+from mlbook.experiments.train import TrainConfig
 from mlbook.transformer.models import GPT
 
-__all__ = ["VARIANTS", "LABELS", "variant_model", "format_table"]
+__all__ = ["VARIANTS", "LABELS", "TUNED_BETAS", "FINETUNE", "variant_model", "variant_metrics", "summary",
+           "format_table", "band_table", "headline"]
 
 # RoPE options per variant; "original_max_len" is filled in with the trained length.
 VARIANTS: dict[str, dict[str, Any]] = {
@@ -32,36 +59,43 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "ntk": {"scaling": "ntk", "factor": 4.0},
     "dynamic": {"scaling": "dynamic", "factor": 1.0},
     "yarn": {"scaling": "yarn", "factor": 4.0},
+    "yarn_tuned": {"scaling": "yarn", "factor": 4.0, **TUNED_BETAS},
 }
 LABELS: dict[str, str] = {
     "none": "unmodified",
     "linear": "linear PI, s=4",
     "ntk": "NTK-aware, s=4",
     "dynamic": "dynamic NTK",
-    "yarn": "YaRN, s=4",
+    "yarn": "YaRN, s=4, betas 32/1",
+    "yarn_tuned": "YaRN, s=4, betas 4/1",
+    "reference": "trained at 512",
 }
 
 _QUICK = {
-    "model": {"d_model": 64, "n_heads": 4, "n_layers": 2},
-    "train_len": 128,
-    "eval_lengths": [128, 256, 512],
-    "train": {"steps": 300, "batch_size": 16, "lr": 3e-3, "warmup_steps": 30},
-    "finetune_len": 512,
-    "finetune": {"steps": 25, "batch_size": 8, "lr": 1e-3, "warmup_steps": 5},
-    "variants": list(VARIANTS),
+    "model": {"d_model": 48, "n_heads": 4, "n_layers": 2},
+    "train_len": 64,
+    "eval_lengths": [64, 128, 256],
+    "train": {"steps": 200, "batch_size": 16, "lr": 5e-3, "warmup_steps": 20},
+    "finetune_len": 256,
+    "finetune": FINETUNE["quick"],
+    "variants": ["none", "linear", "ntk", "yarn_tuned"],
+    "reference": False,
     "eval_windows": 16,
-    "seed": 0,
+    "eval_seed": 1000,
+    "seeds": [0],
 }
 _FULL = {
-    "model": {"d_model": 96, "n_heads": 4, "n_layers": 3},
+    "model": {"d_model": 48, "n_heads": 4, "n_layers": 2},
     "train_len": 128,
     "eval_lengths": [128, 256, 512],
-    "train": {"steps": 900, "batch_size": 16, "lr": 3e-3, "warmup_steps": 50},
+    "train": {"steps": 400, "batch_size": 16, "lr": 4e-3, "warmup_steps": 30},
     "finetune_len": 512,
-    "finetune": {"steps": 60, "batch_size": 8, "lr": 1e-3, "warmup_steps": 6},
+    "finetune": FINETUNE["full"],
     "variants": list(VARIANTS),
-    "eval_windows": 48,
-    "seed": 0,
+    "reference": True,  # trained from scratch at 512 for as many steps on as many characters as the base model
+    "eval_windows": 32,
+    "eval_seed": 1000,
+    "seeds": [0, 1, 2],
 }
 
 
@@ -69,70 +103,188 @@ def variant_model(base: GPT, variant: str) -> GPT:
     """A copy of `base` (a trained RoPE GPT) whose RoPE uses the scaling of `variant`."""
     if variant not in VARIANTS:
         raise ValueError(f"unknown variant {variant!r}; valid: {', '.join(VARIANTS)}")
-    rope = dict(VARIANTS[variant])
-    if rope.get("scaling") in ("dynamic", "yarn", "llama3"):
-        rope["original_max_len"] = base.config.max_len
-    model = GPT(base.config.replace(rope=rope))
-    model.load_state_dict(base.state_dict())
-    return model.to(next(base.parameters()).device)
+    return copy_with_rope(base, VARIANTS[variant])
+
+
+def _measure(model: GPT, x: torch.Tensor, y: torch.Tensor, lengths: list[int], L: int,
+             device: torch.device) -> dict[str, Any]:
+    """Loss at each length on the first T characters of the same windows (one forward per length:
+    dynamic NTK depends on the length), and the binned per-position curve at the longest."""
+    out: dict[str, Any] = {"mean": [], "tail": [], "head": []}
+    curve = None
+    for T in lengths:
+        curve = per_position_loss(model, x[:, :T], y[:, :T], device)  # (T,)
+        out["mean"].append(round(curve.mean().item(), 4))
+        out["head"].append(round(curve[:L].mean().item(), 4))
+        out["tail"].append(round(curve[L:].mean().item(), 4) if T > L else None)
+    out["curve"] = binned(curve, max(1, lengths[-1] // 64))  # type: ignore[arg-type]
+    return out
 
 
 @register(
     "context_extension",
-    title="Context extension of a RoPE model trained at 128: unmodified, PI, NTK, dynamic NTK and YaRN "
-          "at 128, 256 and 512, before and after a brief fine-tune at 512",
+    title="Context extension of a RoPE model trained at L: unmodified, PI, NTK, dynamic NTK and YaRN "
+          "at L, 2L and 4L on the same text, before and after a brief fine-tune at 4L",
     claim="Unmodified RoPE degrades sharply past 128 and is unusable by 512; linear interpolation is stable at all "
-          "lengths but costs a little at 128; NTK sits between; a brief fine-tune at the long length closes the gap.",
+          "lengths but costs a little at 128; NTK sits between; without fine-tuning none matches a model trained "
+          "at the target length; a brief fine-tune closes much of the gap.",
     configs={"quick": _QUICK, "full": _FULL},
 )
 def run(cfg: dict[str, Any], device: torch.device, progress: bool) -> dict[str, Any]:
     train_part, val_part = split_tokens(corpus_tokens())
-    L, L_ft, seed = cfg["train_len"], cfg["finetune_len"], cfg["seed"]
-    base = build_model("rope", cfg["model"], L, seed)
-    tcfg = TrainConfig(seed=seed, **cfg["train"])
-    log = train(base, lambda step, g: random_windows(train_part, tcfg.batch_size, L, g), tcfg, device,
-                desc="context_extension/base", progress=progress)
-    windows = {T: eval_windows(val_part, cfg["eval_windows"], T, seed + 1) for T in cfg["eval_lengths"]}
-
-    def measure(model: GPT) -> dict[str, list[float | None]]:
-        evals = [loss_at_length(model, *windows[T], L, device) for T in cfg["eval_lengths"]]
-        return {"mean": [e["mean"] for e in evals], "tail": [e["tail"] for e in evals]}
-
-    fcfg = TrainConfig(seed=seed + 1, **cfg["finetune"])  # the same batches for every variant
+    L, L_ft = cfg["train_len"], cfg["finetune_len"]
+    lengths = cfg["eval_lengths"]
+    x, y = nested_windows(val_part, cfg["eval_windows"], max(lengths), cfg["eval_seed"])  # (N, 4L)
+    seeds = seeds_of(cfg)
+    d_head = cfg["model"]["d_model"] // cfg["model"]["n_heads"]
     out: dict[str, Any] = {
-        "corpus": "pydoc_data.topics (stdlib help text), characters",
-        "train_len": L, "eval_lengths": cfg["eval_lengths"], "finetune_len": L_ft,
-        "finetune_steps": fcfg.steps, "finetune_tokens": fcfg.steps * fcfg.batch_size * L_ft,
-        "base": {"params": base.num_params(), "train_seconds": round(log["seconds"], 2),
-                 "train_loss_last50": sum(log["loss"][-50:]) / len(log["loss"][-50:]),
-                 "train_tokens": tcfg.steps * tcfg.batch_size * L},
-        "variants": {},
+        "corpus": CORPUS, "train_len": L, "eval_lengths": lengths, "finetune_len": L_ft, "seeds": seeds,
+        "eval_windows": cfg["eval_windows"], "unigram": unigram_loss(), "d_head": d_head,
+        "finetune": cfg["finetune"],
+        "finetune_tokens": cfg["finetune"]["steps"] * cfg["finetune"]["batch_size"] * L_ft,
+        "train_tokens": cfg["train"]["steps"] * cfg["train"]["batch_size"] * L,
+        "bands": {"yarn": yarn_bands(d_head, 10000.0, L, 32.0, 1.0),
+                  "yarn_tuned": yarn_bands(d_head, 10000.0, L, TUNED_BETAS["beta_fast"], TUNED_BETAS["beta_slow"])},
+        "base": [], "variants": {v: {"label": LABELS[v], "rope": None, "per_seed": []} for v in cfg["variants"]},
+        "seconds_per_seed": [],
     }
-    for name in cfg["variants"]:
-        model = variant_model(base, name)
-        before = measure(model)
-        ft = train(model, lambda step, g: random_windows(train_part, fcfg.batch_size, L_ft, g), fcfg, device,
-                   desc=f"context_extension/{name}", progress=progress)
-        after = measure(model)
-        out["variants"][name] = {"label": LABELS[name], "rope": model.config.rope, "before": before, "after": after,
-                                 "finetune_seconds": round(ft["seconds"], 2)}
+    if cfg["reference"]:
+        out["reference"] = {"label": LABELS["reference"], "per_seed": []}
+    for seed in seeds:
+        clock = Timer()
+        base = build_gpt("rope", cfg["model"], L, seed)
+        tcfg = TrainConfig(seed=seed, **cfg["train"])
+        log = train_lm(base, train_part, L, tcfg, device, f"context_extension/base seed {seed}", progress)
+        out["base"].append({"seed": seed, "params": base.num_params(), "train_seconds": round(log["seconds"], 1),
+                            "train_loss_last50": round(last_mean(log["loss"]), 4)})
+        fcfg = TrainConfig(seed=seed + 1000, **cfg["finetune"])  # the same batches for every variant
+        tuned: dict[str, dict[str, torch.Tensor]] = {}
+        for name in cfg["variants"]:
+            model = variant_model(base, name)
+            before = _measure(model, x, y, lengths, L, device)
+            shares = "ntk" if name == "dynamic" and "ntk" in tuned and L_ft == 4 * L else None
+            if shares:  # on L_ft = 4L windows dynamic NTK *is* NTK with s = 4: the same fine-tune
+                model.load_state_dict(tuned[shares])
+                ft_seconds = 0.0
+            else:
+                ft = train_lm(model, train_part, L_ft, fcfg, device, f"context_extension/{name} seed {seed}", progress)
+                ft_seconds = round(ft["seconds"], 1)
+                tuned[name] = {k: v.detach().clone() for k, v in model.state_dict().items()}
+            after = _measure(model, x, y, lengths, L, device)
+            entry = out["variants"][name]
+            entry["rope"] = model.config.rope
+            entry["per_seed"].append({"seed": seed, "before": before, "after": after,
+                                      "finetune_seconds": ft_seconds, "finetune_shared_with": shares})
+        if cfg["reference"]:  # from scratch at L_ft: the base model's steps and characters, B L / L_ft windows a batch
+            batch = max(1, tcfg.batch_size * L // L_ft)
+            rcfg = TrainConfig(seed=seed, **{**cfg["train"], "batch_size": batch})
+            steps = rcfg.steps
+            ref = build_gpt("rope", cfg["model"], L_ft, seed)
+            rlog = train_lm(ref, train_part, L_ft, rcfg, device, f"context_extension/reference seed {seed}", progress)
+            out["reference"].update(steps=steps, batch_size=rcfg.batch_size, train_len=L_ft)
+            out["reference"]["per_seed"].append({"seed": seed, "train_seconds": round(rlog["seconds"], 1),
+                                                 "after": _measure(ref, x, y, lengths, L, device)})
+        out["seconds_per_seed"].append(clock())
     return out
 
 
-def format_table(record: dict[str, Any], metric: str = "mean") -> str:
-    """Loss at each evaluation length, before and after fine-tuning, one row per variant.
-    metric="mean" averages all positions; "tail" only those beyond the trained length."""
-    if metric not in ("mean", "tail"):
-        raise ValueError(f"metric must be 'mean' or 'tail', got {metric!r}")
+# -- derived numbers --------------------------------------------------------------------------
+
+
+def variant_metrics(record: dict[str, Any], name: str, phase: str, metric: str) -> list[list[float | None]]:
+    """[length][seed] values of `metric` (mean, tail, head, tail_minus_head) for a variant (or
+    "reference", phase "after") in `phase` ("before" or "after" the fine-tune)."""
+    if phase not in ("before", "after"):
+        raise ValueError(f"phase must be 'before' or 'after', got {phase!r}")
+    if metric not in ("mean", "tail", "head", "tail_minus_head"):
+        raise ValueError(f"metric must be mean, tail, head or tail_minus_head, got {metric!r}")
     r = record["results"]
-    lengths = r["eval_lengths"] if metric == "mean" else [T for T in r["eval_lengths"] if T > r["train_len"]]
-    skip = len(r["eval_lengths"]) - len(lengths)
-    head = f"{'variant':<16}" + "".join(f"{'before@' + str(T):>12}" for T in lengths) + \
-        "".join(f"{'after@' + str(T):>12}" for T in lengths)
-    what = "all positions" if metric == "mean" else f"positions {r['train_len']}.. only"
-    lines = [f"loss in nats/char over {what}; trained at {r['train_len']}; fine-tuned {r['finetune_steps']} steps at "
-             f"{r['finetune_len']} ({record['budget']} budget, seed {record['config']['seed']})", head, "-" * len(head)]
-    for v in r["variants"].values():
-        vals = v["before"][metric][skip:] + v["after"][metric][skip:]
-        lines.append(f"{v['label']:<16}" + "".join(f"{x:>12.3f}" for x in vals))
+    entry = r["reference"] if name == "reference" else r["variants"][name]
+    rows = []
+    for i in range(len(r["eval_lengths"])):
+        vals = []
+        for s in entry["per_seed"]:
+            m = s[phase]
+            if metric == "tail_minus_head":
+                vals.append(None if m["tail"][i] is None else m["tail"][i] - m["head"][i])
+            else:
+                vals.append(m[metric][i])
+        rows.append(vals)
+    return rows
+
+
+def summary(record: dict[str, Any], phase: str, metric: str = "mean") -> dict[str, list[dict[str, Any]]]:
+    """{variant: [mean_sd over seeds at each length]} for `phase` and `metric`."""
+    r = record["results"]
+    names = list(r["variants"]) + (["reference"] if "reference" in r and phase == "after" else [])
+    return {n: [mean_sd(v) for v in variant_metrics(record, n, phase, metric)] for n in names}
+
+
+def format_table(record: dict[str, Any], metric: str = "mean", phase: str = "before") -> str:
+    """Mean ± sd over seeds at each length, one row per variant, for one phase: "before" or "after"
+    the fine-tune (the model trained at the target length is listed with "after")."""
+    if metric not in ("mean", "tail", "tail_minus_head"):
+        raise ValueError(f"metric must be 'mean', 'tail' or 'tail_minus_head', got {metric!r}")
+    if phase not in ("before", "after"):
+        raise ValueError(f"phase must be 'before' or 'after', got {phase!r}")
+    r = record["results"]
+    L = r["train_len"]
+    idx = [i for i, T in enumerate(r["eval_lengths"]) if metric == "mean" or T > L]
+    stats = summary(record, phase, metric)
+    w = 17
+    what = {"mean": "all positions", "tail": f"positions {L}.. only",
+            "tail_minus_head": f"positions {L}.. minus positions 0..{L - 1} of the same windows"}[metric]
+    when = "without fine-tuning" if phase == "before" else (
+        f"after {r['finetune']['steps']} fine-tuning steps at {r['finetune_len']}")
+    lines = [wrap_text(f"{when}: loss in nats/char over {what}; mean ± sd over seeds {r['seeds']}; trained at {L} "
+                       f"({record['budget']} budget)"),
+             f"{'variant':<24}" + "".join(f"{'@' + str(r['eval_lengths'][i]):>{w}}" for i in idx)]
+    lines.append("-" * len(lines[-1]))
+    for name, st in stats.items():
+        label = r["reference"]["label"] if name == "reference" else r["variants"][name]["label"]
+        lines.append(f"{label:<24}" + "".join(f"{pm(st[i]):>{w}}" for i in idx))
+    if metric == "mean":
+        lines.append(f"unigram (letter frequencies, no context): {r['unigram']:.3f}")
     return "\n".join(lines)
+
+
+def band_table(record: dict[str, Any]) -> str:
+    """Which pairs each YaRN setting keeps, blends and interpolates, with each pair's turns within L."""
+    r = record["results"]
+    lines = [wrap_text(f"d_head = {r['d_head']}, L = {r['train_len']}: turns of pair i within L = "
+                       + ", ".join(f"{t:.2f}" for t in r["bands"]["yarn"]["turns"]))]
+    for name, b in r["bands"].items():
+        lines.append(f"{LABELS[name]:<22} ramp r_i = {b['ramp']}")
+        lines.append(f"{'':<22} keep {b['keep']}, blend {b['blend']}, interpolate {b['interpolate']}")
+    return "\n".join(lines)
+
+
+def paired_at(record: dict[str, Any], a: str, b: str, phase: str, metric: str, length_index: int = -1) -> dict[str, Any]:
+    """Per-seed difference a - b of `metric` at one length (default: the longest), same seeds and windows."""
+    pa = variant_metrics(record, a, "after" if a == "reference" else phase, metric)[length_index]
+    pb = variant_metrics(record, b, "after" if b == "reference" else phase, metric)[length_index]
+    return paired(pa, pb)
+
+
+def headline(record: dict[str, Any]) -> str:
+    """Three lines with the numbers: zero-shot at 4L, the cost of PI at L, and the fine-tune."""
+    r = record["results"]
+    L, T = r["train_len"], r["eval_lengths"][-1]
+    b, a = summary(record, "before"), summary(record, "after")
+    n = len(r["seeds"])
+
+    def at(stat: dict[str, list[dict[str, Any]]], name: str, i: int) -> str:
+        return pm(stat[name][i], 2) if name in stat else "n/a"
+
+    lines = [f"RoPE trained at {L}, mean loss at {T} without fine-tuning ({n} seeds, nats/char): unmodified "
+             f"{at(b, 'none', -1)}, PI {at(b, 'linear', -1)}, NTK {at(b, 'ntk', -1)}, YaRN tuned {at(b, 'yarn_tuned', -1)}.",
+             f"At {L} itself PI costs {pm(paired_at(record, 'linear', 'none', 'before', 'mean', 0), 2)} nats against "
+             f"unmodified RoPE; NTK {pm(paired_at(record, 'ntk', 'none', 'before', 'mean', 0), 2)}."]
+    if "reference" in r:
+        lines.append(f"After {r['finetune']['steps']} fine-tuning steps at {T}: unmodified {at(a, 'none', -1)}, "
+                     f"PI {at(a, 'linear', -1)}, YaRN tuned {at(a, 'yarn_tuned', -1)}; a model trained at {T} "
+                     f"scores {at(a, 'reference', -1)}.")
+    else:
+        lines.append(f"After {r['finetune']['steps']} fine-tuning steps at {T}: unmodified {at(a, 'none', -1)}, "
+                     f"PI {at(a, 'linear', -1)}.")
+    return findings(lines)

@@ -1,11 +1,17 @@
-"""Experiment 2: length extrapolation across the six positional schemes.
+"""Experiment 2: length extrapolation across the positional schemes, on matched text, over seeds.
 
-Train one tiny GPT per scheme (none, sinusoidal, learned, t5, rope, alibi) on the stdlib help
-corpus at length L, then measure the loss on held-out windows of 1x, 1.5x, 2x and 4x L. Two
-numbers per length: the mean over all positions, and the mean over the positions beyond L
-only (the "tail"), because the mean of a long window is dominated by its in-range positions.
-A learned table has no row past T_max = L: the model refuses, and the result says so instead
-of crashing. `per_position_loss` is shared with the context-extension experiment.
+One tiny GPT per scheme and seed is trained on the stdlib help corpus at length L. Every model
+is then scored on the same held-out windows of 4L characters (the same for every scheme and
+seed): one forward pass gives the loss at each position, and because every model is causal the
+loss at a length T <= 4L is the mean over the first T positions of those same windows. So all
+lengths see the same documents, and per window the "head" (positions 0..L-1) and the "tail"
+(positions L..T-1) are the same text for every scheme.
+
+Schemes: none, sinusoidal (with the original sqrt(d_model) embedding scale), sinusoidal without
+that scale (to show what it does), learned (cannot run past L: the library refuses), t5, rope,
+alibi. A RoPE model trained at 4L for as many steps on as many characters (batches of a quarter as
+many windows) is the "trained at the target length" reference for the tail; the unigram
+(letter-frequency) loss is the no-context reference.
 """
 
 from __future__ import annotations
@@ -13,94 +19,73 @@ from __future__ import annotations
 from typing import Any
 
 import torch
-import torch.nn.functional as F
 
-from mlbook.experiments.data import TOKENIZER, corpus_tokens, random_windows, split_tokens
+from mlbook.experiments.common import (
+    findings,
+    wrap_text,
+    CORPUS,
+    Timer,
+    binned,
+    build_gpt,
+    last_mean,
+    mean_sd,
+    nested_windows,
+    paired,
+    per_position_loss,
+    pm,
+    seeds_of,
+    train_lm,
+    unigram_loss,
+)
+from mlbook.experiments.data import corpus_tokens, split_tokens
 from mlbook.experiments.registry import register
-from mlbook.experiments.train import TrainConfig, train
-from mlbook.transformer.models import POSITIONAL_SCHEMES, GPT, GPTConfig
+from mlbook.experiments.train import TrainConfig
 
-__all__ = ["build_model", "unigram_loss", "eval_windows", "per_position_loss", "loss_at_length", "binned", "degradation", "format_table"]
+__all__ = ["SCHEMES", "LABELS", "scheme_metrics", "summary", "format_table", "comparisons", "headline",
+           "unigram_loss", "per_position_loss", "binned"]
+
+# name -> GPT options; "sinusoidal" is the original Transformer's (sqrt(d_model) embedding scale)
+SCHEMES: dict[str, dict[str, Any]] = {
+    "none": {"positional": "none"},
+    "sinusoidal": {"positional": "sinusoidal", "scale_embeddings": True},
+    "sinusoidal_unscaled": {"positional": "sinusoidal"},
+    "learned": {"positional": "learned"},
+    "t5": {"positional": "t5"},
+    "rope": {"positional": "rope"},
+    "alibi": {"positional": "alibi"},
+}
+LABELS: dict[str, str] = {
+    "none": "none (NoPE)", "sinusoidal": "sinusoidal, √d scale", "sinusoidal_unscaled": "sinusoidal, unscaled",
+    "learned": "learned", "t5": "T5 bias", "rope": "RoPE", "alibi": "ALiBi", "reference": "RoPE trained at 4L",
+}
 
 _QUICK = {
-    "schemes": list(POSITIONAL_SCHEMES),
-    "model": {"d_model": 64, "n_heads": 4, "n_layers": 2},
-    "train_len": 64,
+    "schemes": ["none", "sinusoidal", "learned", "t5", "rope", "alibi"],
+    "model": {"d_model": 48, "n_heads": 4, "n_layers": 2},
+    "train_len": 32,
     "factors": [1, 1.5, 2, 4],
-    "train": {"steps": 250, "batch_size": 16, "lr": 3e-3, "warmup_steps": 25},
-    "eval_windows": 64,
-    "seed": 0,
+    "train": {"steps": 120, "batch_size": 16, "lr": 6e-3, "warmup_steps": 12},
+    "reference": False,
+    "eval_windows": 24,
+    "eval_seed": 1000,
+    "seeds": [0],
 }
 _FULL = {
-    "schemes": list(POSITIONAL_SCHEMES),
-    "model": {"d_model": 96, "n_heads": 4, "n_layers": 3},
+    "schemes": ["none", "sinusoidal", "learned", "t5", "rope", "alibi"],
+    "model": {"d_model": 48, "n_heads": 4, "n_layers": 2},
     "train_len": 64,
     "factors": [1, 1.5, 2, 4],
-    "train": {"steps": 800, "batch_size": 16, "lr": 3e-3, "warmup_steps": 50},
-    "eval_windows": 128,
-    "seed": 0,
+    "train": {"steps": 400, "batch_size": 16, "lr": 4e-3, "warmup_steps": 30},
+    "reference": True,  # RoPE trained at 4L for as many steps on as many characters (a quarter of the windows)
+    "eval_windows": 64,
+    "eval_seed": 1000,
+    "seeds": [0, 1, 2],
 }
-
-
-def build_model(positional: str, model: dict[str, Any], max_len: int, seed: int, **extra: Any) -> GPT:
-    """A tiny GPT over the character vocabulary, initialised from `seed`."""
-    torch.manual_seed(seed)
-    return GPT(GPTConfig(vocab_size=TOKENIZER.vocab_size, max_len=max_len, positional=positional, **model, **extra))
-
-
-def unigram_loss() -> float:
-    """Reference level: the cross-entropy (nats/char) of the held-out text under the training
-    text's character frequencies (add-one smoothed). A model scoring near it has learned letter
-    frequencies and nothing about context."""
-    train_part, val_part = split_tokens(corpus_tokens())
-    counts = torch.bincount(train_part, minlength=TOKENIZER.vocab_size).double() + 1.0  # (V,)
-    logp = (counts / counts.sum()).log()  # (V,)
-    return -logp[val_part].mean().item()
-
-
-def eval_windows(tokens: torch.Tensor, n: int, T: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """n held-out (inputs, targets) windows of length T, the same for every model (fixed seed)."""
-    return random_windows(tokens, n, T, torch.Generator().manual_seed(seed))
-
-
-@torch.no_grad()
-def per_position_loss(model: GPT, x: torch.Tensor, y: torch.Tensor, device: torch.device | str,
-                      batch_size: int = 16) -> torch.Tensor:
-    """Cross-entropy at each position, averaged over the windows: x, y (N, T) -> (T,) float64, nats."""
-    model.to(device).eval()
-    total = torch.zeros(x.shape[1], dtype=torch.float64)
-    for i in range(0, x.shape[0], batch_size):
-        xb, yb = x[i : i + batch_size].to(device), y[i : i + batch_size].to(device)
-        logits = model(xb)  # (b, T, V)
-        nll = F.cross_entropy(logits.transpose(1, 2).float(), yb, reduction="none")  # (b, T)
-        total += nll.sum(0).cpu().double()  # float64 on the CPU (MPS has no float64)
-    return total / x.shape[0]
-
-
-def loss_at_length(model: GPT, x: torch.Tensor, y: torch.Tensor, L: int, device: torch.device | str) -> dict[str, Any]:
-    """{"mean": loss over all T positions, "tail": over positions >= L (None if T <= L),
-    "head": over positions < L of the same windows, "reason": None, "curve": the (T,)
-    per-position loss}; or mean = tail = head = None and the model's own error message as
-    "reason" when it cannot run at this length."""
-    try:
-        curve = per_position_loss(model, x, y, device)  # (T,)
-    except ValueError as err:  # learned positions past T_max: the library refuses
-        return {"mean": None, "tail": None, "head": None, "reason": str(err), "curve": None}
-    tail = curve[L:].mean().item() if x.shape[1] > L else None
-    return {"mean": curve.mean().item(), "tail": tail, "head": curve[:L].mean().item(), "reason": None, "curve": curve}
-
-
-def binned(curve: torch.Tensor, width: int) -> dict[str, list[float]]:
-    """Average a per-position curve over bins of `width` positions (keeps the JSON and plots small)."""
-    T = curve.shape[0] // width * width
-    loss = curve[:T].view(-1, width).mean(1)  # (T / width,)
-    centres = torch.arange(T).view(-1, width).double().mean(1)  # (T / width,)
-    return {"position": [round(c, 1) for c in centres.tolist()], "loss": [round(v, 4) for v in loss.tolist()]}
 
 
 @register(
     "extrapolation",
-    title="Length extrapolation: six positional schemes trained at L, evaluated at 1x, 1.5x, 2x and 4x L",
+    title="Length extrapolation: positional schemes trained at L, evaluated on the same text at 1x, 1.5x, 2x and 4x L",
     claim="Unmodified RoPE degrades past the training length, ALiBi extrapolates, T5's relative bias generalises "
           "a little, sinusoidal degrades, and learned positions cannot run past T_max at all.",
     configs={"quick": _QUICK, "full": _FULL},
@@ -108,59 +93,135 @@ def binned(curve: torch.Tensor, width: int) -> dict[str, list[float]]:
 def run(cfg: dict[str, Any], device: torch.device, progress: bool) -> dict[str, Any]:
     train_part, val_part = split_tokens(corpus_tokens())
     L = cfg["train_len"]
+    T_max = int(round(max(cfg["factors"]) * L))
     lengths = [int(round(f * L)) for f in cfg["factors"]]
-    windows = {T: eval_windows(val_part, cfg["eval_windows"], T, cfg["seed"] + 1) for T in lengths}
-    out: dict[str, Any] = {"corpus": "pydoc_data.topics (stdlib help text), characters", "train_len": L,
-                           "factors": cfg["factors"], "eval_lengths": lengths, "bin_width": max(1, L // 8),
-                           "schemes": {}}
-    for scheme in cfg["schemes"]:
-        model = build_model(scheme, cfg["model"], L, cfg["seed"])
-        tcfg = TrainConfig(seed=cfg["seed"], **cfg["train"])
-        log = train(model, lambda step, g: random_windows(train_part, tcfg.batch_size, L, g), tcfg, device,
-                    desc=f"extrapolation/{scheme}", progress=progress)
-        evals = [loss_at_length(model, *windows[T], L, device) for T in lengths]
-        longest = max((i for i, e in enumerate(evals) if e["curve"] is not None), default=0)
-        out["schemes"][scheme] = {
-            "params": model.num_params(),
-            "train_loss_last50": sum(log["loss"][-50:]) / len(log["loss"][-50:]),
-            "train_seconds": round(log["seconds"], 2),
-            "mean": [e["mean"] for e in evals],
-            "tail": [e["tail"] for e in evals],
-            "head": [e["head"] for e in evals],
-            "reason": [e["reason"] for e in evals],
-            "curve_length": lengths[longest],
-            "curve": binned(evals[longest]["curve"], out["bin_width"]),
-        }
+    x, y = nested_windows(val_part, cfg["eval_windows"], T_max, cfg["eval_seed"])  # (N, 4L) the same for all
+    seeds = seeds_of(cfg)
+    names = list(cfg["schemes"]) + (["reference"] if cfg["reference"] else [])
+    out: dict[str, Any] = {"corpus": CORPUS, "train_len": L, "factors": cfg["factors"], "eval_lengths": lengths,
+                           "eval_windows": cfg["eval_windows"], "seeds": seeds, "unigram": unigram_loss(),
+                           "schemes": {n: {"label": LABELS[n], "per_seed": []} for n in names},
+                           "seconds_per_seed": []}
+    for seed in seeds:
+        clock = Timer()
+        for name in names:
+            if name == "reference":  # RoPE at 4L: the same steps and characters, so a batch of B L / 4L windows
+                opts, T_train = SCHEMES["rope"], T_max
+                batch = max(1, cfg["train"]["batch_size"] * L // T_max)
+                tcfg = TrainConfig(seed=seed, **{**cfg["train"], "batch_size": batch})
+            else:
+                opts, T_train = SCHEMES[name], L
+                tcfg = TrainConfig(seed=seed, **cfg["train"])
+            model = build_gpt(opts["positional"], cfg["model"], T_train, seed,
+                              **{k: v for k, v in opts.items() if k != "positional"})
+            log = train_lm(model, train_part, T_train, tcfg, device, f"extrapolation/{name} seed {seed}", progress)
+            reason = None
+            try:
+                curve = per_position_loss(model, x, y, device)  # (4L,)
+            except ValueError as err:  # learned positions past T_max: the library refuses
+                reason = str(err)
+                curve = per_position_loss(model, x[:, :L], y[:, :L], device)  # (L,) what it can run
+            entry = out["schemes"][name]
+            entry.update(params=model.num_params(), train_len=T_train, train_steps=tcfg.steps,
+                         train_batch=tcfg.batch_size)
+            entry["per_seed"].append({
+                "seed": seed, "curve": [round(v, 4) for v in curve.tolist()], "reason": reason,
+                "train_loss_last50": round(last_mean(log["loss"]), 4), "train_seconds": round(log["seconds"], 1),
+            })
+        out["seconds_per_seed"].append(clock())
     return out
 
 
-def degradation(scheme: dict[str, Any]) -> float | None:
-    """At the longest length: loss on the positions beyond L minus the loss on positions 0..L-1
-    of the same windows (so text difficulty cancels); None where the model cannot run.
-
-    Positions near 0 have little context and a higher loss, so a model that extrapolates
-    perfectly scores below 0 here; a positive value is degradation past L."""
-    tail, head = scheme["tail"][-1], scheme["head"][-1]
-    return None if tail is None or head is None else tail - head
+# -- derived numbers (all from the saved per-position curves) ---------------------------------
 
 
-def _cell(v: float | None, width: int = 7) -> str:
-    return f"{'n/a':>{width}}" if v is None else f"{v:{width}.3f}"
+def _one(curve: list[float], L: int, T: int) -> dict[str, float | None]:
+    if len(curve) < T:
+        return {"mean": None, "tail": None, "head": None, "tail_minus_head": None}
+    c = torch.tensor(curve[:T], dtype=torch.float64)
+    head = c[:L].mean().item()
+    tail = c[L:].mean().item() if T > L else None
+    return {"mean": c.mean().item(), "tail": tail, "head": head,
+            "tail_minus_head": None if tail is None else tail - head}
 
 
-def format_table(record: dict[str, Any]) -> str:
-    """The measured losses as a text table: one row per scheme, mean and tail at each length."""
+def scheme_metrics(record: dict[str, Any], name: str) -> dict[str, dict[str, list[float | None]]]:
+    """Per length T and metric (mean, tail, head, tail_minus_head): the value for each seed.
+
+    `mean` averages positions 0..T-1, `tail` positions L..T-1, `head` positions 0..L-1 of the
+    same windows. Returns {metric: {str(T): [one value per seed]}}; None where the model cannot run."""
+    r = record["results"]
+    L = r["train_len"]
+    out: dict[str, dict[str, list[float | None]]] = {m: {} for m in ("mean", "tail", "head", "tail_minus_head")}
+    for T in r["eval_lengths"]:
+        vals = [_one(s["curve"], L, T) for s in r["schemes"][name]["per_seed"]]
+        for m in out:
+            out[m][str(T)] = [v[m] for v in vals]
+    return out
+
+
+def summary(record: dict[str, Any]) -> dict[str, Any]:
+    """{scheme: {metric: {str(T): mean_sd over seeds}}} for every scheme in the record."""
+    return {name: {m: {T: mean_sd(v) for T, v in per_T.items()} for m, per_T in scheme_metrics(record, name).items()}
+            for name in record["results"]["schemes"]}
+
+
+def comparisons(record: dict[str, Any], metric: str = "tail_minus_head", against: str = "alibi") -> dict[str, Any]:
+    """Paired per-seed differences (scheme - `against`) of `metric` at the longest length, same text and seeds."""
+    r = record["results"]
+    T = str(r["eval_lengths"][-1])
+    if against not in r["schemes"]:
+        raise ValueError(f"against must be one of {', '.join(r['schemes'])}, got {against!r}")
+    ref = scheme_metrics(record, against)[metric][T]
+    return {name: paired(scheme_metrics(record, name)[metric][T], ref)
+            for name in r["schemes"] if name != against}
+
+
+def format_table(record: dict[str, Any], metric: str = "tail") -> str:
+    """Mean ± sd over seeds: the loss at L, then `metric` ("tail", "tail_minus_head" or "mean") at each
+    longer length, one row per scheme."""
+    if metric not in ("tail", "tail_minus_head", "mean"):
+        raise ValueError(f"metric must be 'tail', 'tail_minus_head' or 'mean', got {metric!r}")
     r = record["results"]
     L, lengths = r["train_len"], r["eval_lengths"]
-    head = f"{'scheme':<11}" + "".join(f"{'mean@' + str(T):>10}" for T in lengths)
-    head += "".join(f"{'tail@' + str(T):>10}" for T in lengths[1:]) + f"{'tail-head@' + str(lengths[-1]):>15}"
-    lines = [f"loss in nats/char; trained at L = {L}; tail = positions {L}.. only; head = positions 0..{L - 1} "
-             f"of the same windows ({record['budget']} budget, seed {record['config']['seed']})", head, "-" * len(head)]
-    for name, s in r["schemes"].items():
-        lines.append(f"{name:<11}" + "".join(_cell(v, 10) for v in s["mean"])
-                     + "".join(_cell(v, 10) for v in s["tail"][1:]) + _cell(degradation(s), 15))
-    for name, s in r["schemes"].items():
-        first = next((x for x in s["reason"] if x), None)  # the model's own refusal, at the first length it failed
-        if first:
-            lines.append(f"n/a ({name}): {first.split(';')[0]}")
+    s = summary(record)
+    short = {"tail": "tail", "tail_minus_head": "tail-head", "mean": "mean"}[metric]
+    cols = [f"loss@{L}"] + [f"{short}@{T}" for T in lengths[1:]]
+    w = 14
+    lines = [wrap_text(f"loss in nats/char, mean ± sd over seeds {r['seeds']}; the same {r['eval_windows']} held-out "
+                       f"windows for every model; tail = positions {L}..T-1, head = positions 0..{L - 1} of the same "
+                       f"windows ({record['budget']} budget)"),
+             f"{'scheme':<22}" + "".join(f"{c:>{w}}" for c in cols)]
+    lines.append("-" * len(lines[-1]))
+    for name, entry in r["schemes"].items():
+        m = s[name]
+        cells = [m["mean"][str(L)]] + [m[metric][str(T)] for T in lengths[1:]]
+        lines.append(f"{entry['label']:<22}" + "".join(f"{pm(c):>{w}}" for c in cells))
+    lines.append(f"unigram (letter frequencies, no context): {r['unigram']:.3f}")
+    for name, entry in r["schemes"].items():
+        reason = entry["per_seed"][0]["reason"]
+        if reason:
+            lines.append(wrap_text(f"n/a ({name}): {reason.split(';')[0]}"))
     return "\n".join(lines)
+
+
+def headline(record: dict[str, Any]) -> str:
+    """Three lines: ALiBi's and RoPE's tail at 4L against their head, and the learned table's refusal."""
+    r = record["results"]
+    L, T = r["train_len"], r["eval_lengths"][-1]
+    s = summary(record)
+    n = len(r["seeds"])
+
+    def tmh(name: str) -> str:
+        return pm(s[name]["tail_minus_head"][str(T)], 2)
+
+    lines = [
+        f"Trained at L = {L}, scored on the same text up to {T} ({n} seeds, mean ± sd, nats/char): positions past L "
+        f"minus positions before L is {tmh('alibi')} for ALiBi, {tmh('none')} with no encoding.",
+        f"RoPE: {tmh('rope')}; T5 bias: {tmh('t5')}; sinusoidal (√d scale): {tmh('sinusoidal')}; "
+        f"a positive value is degradation past L.",
+    ]
+    if "learned" in r["schemes"]:
+        lines.append(f"Learned positions cannot run past T_max = {L} (the library refuses); in range they score "
+                     f"{pm(s['learned']['mean'][str(L)], 2)} against RoPE's {pm(s['rope']['mean'][str(L)], 2)}.")
+    return findings(lines)

@@ -1,16 +1,26 @@
-"""Experiment 5 (exercise 6): attention sinks in a tiny GPT.
+"""Experiment 5 (exercise 6): attention sinks in a tiny GPT, and what evicting them costs.
 
-1. Train a tiny GPT on the stdlib help corpus and measure the attention mass each layer puts
-   on position 0 (mean over heads and queries, and per query position), beside the mass a
-   uniform causal head would put there, 1 / (q + 1).
-2. Stream held-out text token by token, far past the trained length, with three caches of
-   the same budget: the full KV cache (every token, absolute positions: past the trained
-   length RoPE sees rotations it never trained on), a plain sliding window
-   SinkCache(0, W) and the StreamingLLM cache SinkCache(n_sink, W - n_sink); both windowed
-   caches assign positions by slot. Loss per segment of the stream.
-3. Truncation: inside the trained length, prefill a prefix, delete the first token (or the
-   first n_sink, or a middle token as a control) from every layer's cache, and compare the
-   loss on the rest of the window with the intact cache.
+Per training setting and seed, a tiny RoPE GPT is trained at length L, then:
+
+1. Attention mass on position 0, per layer and per head: mean over held-out windows and over
+   queries q >= 1 (query 0 sees only itself), and over the late queries q >= L/2 only, beside what
+   a uniform causal head puts there (1 / (q + 1)). A sink is mass far above that. For the first
+   seed the mean attention map of each layer's strongest sink head is kept for a heatmap.
+2. Streaming: held-out streams of many times L are fed one token at a time through caches of
+   the same size W: the full cache (absolute positions: past L RoPE extrapolates), a sliding
+   window SinkCache(0, W) that evicts the first tokens, and SinkCache(n, W - n) keeping the first
+   n tokens pinned (n = 1 and 4); both windowed kinds assign positions by cache slot.
+3. Truncation (exercise 6): delete the first token from every layer's cache during generation,
+   right after it was written, and compare the loss at each later position with the intact cache;
+   and, after a prefix of 16 tokens, delete the first token, the first four, or a middle token
+   (a control) and compare the mean loss on the rest of the window.
+
+Settings: "text" trains on random windows of the corpus, so position 0 holds an arbitrary
+character; "text_bos" starts every training window (and every stream) with a fixed
+beginning-of-sequence token, as production models do; "repetitive" (exercise 6) trains on a
+repetitive version of the corpus, every chunk of `chunk` characters written twice, with the same
+fixed first token. There a head that copies from `chunk` characters back has nothing to copy
+for the first `chunk` queries of a window, which is where a sink can show.
 """
 
 from __future__ import annotations
@@ -20,37 +30,47 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
+from mlbook.experiments.common import CORPUS, Timer, findings, build_gpt, last_mean, mean_sd, paired, pm, seeds_of
 from mlbook.experiments.data import TOKENIZER, corpus_tokens, random_windows, split_tokens
 from mlbook.experiments.registry import register
-from mlbook.experiments.train import TrainConfig, evaluate_loss, train
+from mlbook.experiments.train import TrainConfig, train
 from mlbook.transformer.cache import KVCache, SinkCache
-from mlbook.transformer.models import GPT, GPTConfig
+from mlbook.transformer.models import GPT
+from mlbook.transformer.positional import _check_int
 
-__all__ = ["TruncatedKVCache", "build_model", "sink_mass", "stream_losses", "truncation_losses", "CACHE_KINDS"]
+__all__ = ["BOS", "SETTINGS", "CACHE_KINDS", "TruncatedKVCache", "repetitive_tokens", "with_bos", "first_token_bos",
+           "truncation_curve", "strongest_head_per_query", "truncation_change", "format_tables", "sink_mass",
+           "sink_map", "stream_losses", "truncation_losses", "summary", "headline"]
 
-CACHE_KINDS: tuple[str, ...] = ("full", "window", "sink")
+BOS: int = TOKENIZER.vocab_size  # one id past the character vocabulary: the models get vocab_size + 1 rows
+CACHE_KINDS: tuple[str, ...] = ("full", "window", "sink1", "sink4")
+SETTINGS: dict[str, dict[str, Any]] = {
+    "text": {"data": "text", "bos": False, "label": "corpus text, no fixed first token"},
+    "text_bos": {"data": "text", "bos": True, "label": "corpus text, fixed first token"},
+    "repetitive": {"data": "repetitive", "bos": True, "label": "repetitive corpus (each chunk twice), fixed first token"},
+}
 
 _QUICK = {
-    "schemes": ["rope"],
-    "model": {"d_model": 64, "n_heads": 4, "n_layers": 4},
-    "train_len": 64,
-    "train": {"steps": 500, "batch_size": 16, "lr": 3e-3, "warmup_steps": 30},
+    "settings": ["text_bos", "repetitive"],
+    "model": {"d_model": 48, "n_heads": 4, "n_layers": 3},
+    "train_len": 32,
+    "chunk": 8,
+    "train": {"steps": 150, "batch_size": 16, "lr": 5e-3, "warmup_steps": 15},
     "mass_windows": 32,
-    "stream": {"n_streams": 8, "length": 1024, "window": 64, "n_sink": 4, "segment": 128},
-    "truncate": {"n_windows": 64, "prefix": 16, "n_sink": 4},
-    "val_batches": 8,
-    "seed": 0,
+    "stream": {"n_streams": 4, "length": 96, "window": 32, "segment": 16},
+    "truncate": {"n_windows": 64, "prefix": 8},
+    "seeds": [0],
 }
 _FULL = {
-    "schemes": ["rope", "alibi"],
-    "model": {"d_model": 64, "n_heads": 4, "n_layers": 6},
+    "settings": ["text", "text_bos", "repetitive"],
+    "model": {"d_model": 64, "n_heads": 4, "n_layers": 4},
     "train_len": 64,
-    "train": {"steps": 2000, "batch_size": 16, "lr": 3e-3, "warmup_steps": 100},
+    "chunk": 16,
+    "train": {"steps": 800, "batch_size": 16, "lr": 3e-3, "warmup_steps": 50},
     "mass_windows": 64,
-    "stream": {"n_streams": 16, "length": 1024, "window": 64, "n_sink": 4, "segment": 128},
-    "truncate": {"n_windows": 128, "prefix": 16, "n_sink": 4},
-    "val_batches": 16,
-    "seed": 0,
+    "stream": {"n_streams": 16, "length": 512, "window": 64, "segment": 32},
+    "truncate": {"n_windows": 128, "prefix": 16},
+    "seeds": [0, 1, 2],
 }
 
 
@@ -74,55 +94,97 @@ class TruncatedKVCache(KVCache):
         if self.k is None:
             raise ValueError("nothing to drop: the cache is empty")
         held = self.k.shape[2]
-        keep = torch.tensor([s for s in range(held) if s not in set(slots)], device=self.k.device)
+        keep = torch.tensor([s for s in range(held) if s not in set(slots)], dtype=torch.long, device=self.k.device)
         self.k, self.v = self.k.index_select(2, keep), self.v.index_select(2, keep)  # (B, H, held - n, d_head)
         self.dropped += held - len(keep)
 
 
-def build_model(scheme: str, cfg: dict[str, Any]) -> GPT:
-    m = cfg["model"]
-    return GPT(GPTConfig(vocab_size=TOKENIZER.vocab_size, d_model=m["d_model"], n_heads=m["n_heads"],
-                         n_layers=m["n_layers"], max_len=cfg["train_len"], positional=scheme))
+def repetitive_tokens(tokens: torch.Tensor, chunk: int) -> torch.Tensor:
+    """A repetitive corpus: `tokens` cut into chunks of `chunk` characters, each written twice
+    (c1 c1 c2 c2 ...); a trailing partial chunk is dropped."""
+    _check_int("chunk", chunk, 1)
+    n = len(tokens) // chunk * chunk
+    c = tokens[:n].view(-1, chunk)  # (n / chunk, chunk)
+    return torch.cat([c, c], 1).reshape(-1)  # (2n,)
+
+
+def with_bos(x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Prepend BOS to inputs (B, T) and x's first token to the targets: (B, T + 1) each."""
+    bos = torch.full_like(x[:, :1], BOS)  # (B, 1)
+    return torch.cat([bos, x], 1), torch.cat([x[:, :1], y], 1)
+
+
+def first_token_bos(x: torch.Tensor) -> torch.Tensor:
+    """The same windows (B, T) with BOS in front and the last token dropped: (B, T)."""
+    return torch.cat([torch.full_like(x[:, :1], BOS), x[:, :-1]], 1)
+
+
+def _batches(tokens: torch.Tensor, B: int, L: int, bos: bool):  # type: ignore[no-untyped-def]
+    def fn(step: int, g: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+        x, y = random_windows(tokens, B, L - 1 if bos else L, g)  # (B, L or L - 1)
+        return with_bos(x, y) if bos else (x, y)  # (B, L)
+
+    return fn
 
 
 @torch.no_grad()
 def sink_mass(model: GPT, x: torch.Tensor) -> dict[str, Any]:
-    """Attention mass on position 0 (and on the first 4) for windows x (B, T).
+    """Attention mass on key 0 for windows x (B, T).
 
-    Returns per layer the mean over heads and queries 1..T-1 (query 0 can only see itself),
-    per (layer, head), per (layer, query position), and the uniform baseline mean 1/(q+1).
+    per_layer and per_head (L, H): mean over windows and queries 1..T-1 (query 0 sees only
+    itself); per_head_late (L, H): queries T/2..T-1 only, which have plenty of local context;
+    per_query (L, T); the uniform causal head's mean 1/(q + 1) over the same queries.
     """
-    _, weights = model(x, return_attention=True)  # L x (B, H, T, T)
+    _, weights = model(x, return_attention=True)  # n_layers x (B, H, T, T)
     T = x.shape[1]
-    on0 = torch.stack([w[..., 0] for w in weights])  # (L, B, H, T) mass of query q on key 0
-    on4 = torch.stack([w[..., :4].sum(-1) for w in weights])  # (L, B, H, T)
-    q = torch.arange(1, T)
+    on0 = torch.stack([w[..., 0] for w in weights])  # (n_layers, B, H, T) mass of query q on key 0
+    q = torch.arange(T, dtype=torch.float64)
+    uniform = 1.0 / (q + 1)  # (T,)
     return {
-        "per_layer": on0[..., 1:].mean(dim=(1, 2, 3)).tolist(),  # (L,)
-        "per_layer_first4": on4[..., 4:].mean(dim=(1, 2, 3)).tolist(),  # (L,) queries 4.. (first 4 see only sinks)
-        "per_head": on0[..., 1:].mean(dim=(1, 3)).tolist(),  # (L, H)
-        "per_query": on0.mean(dim=(1, 2)).tolist(),  # (L, T)
-        "uniform_baseline": (1.0 / (q + 1).float()).mean().item(),  # what a uniform causal head puts on 0
-        "uniform_per_query": (1.0 / (torch.arange(T) + 1).float()).tolist(),  # (T,)
+        "per_layer": [round(v, 4) for v in on0[..., 1:].mean(dim=(1, 2, 3)).tolist()],  # (n_layers,)
+        "per_head": [[round(v, 4) for v in row] for row in on0[..., 1:].mean(dim=(1, 3)).tolist()],  # (n_layers, H)
+        "per_head_late": [[round(v, 4) for v in row] for row in on0[..., T // 2 :].mean(dim=(1, 3)).tolist()],
+        "per_query": [[round(v, 4) for v in row] for row in on0.mean(dim=(1, 2)).tolist()],  # (n_layers, T)
+        "per_head_query": [[[round(v, 4) for v in h] for h in layer] for layer in on0.mean(dim=1).tolist()],  # (L, H, T)
+        "uniform": round(uniform[1:].mean().item(), 4),
+        "uniform_late": round(uniform[T // 2 :].mean().item(), 4),
+        "uniform_per_query": [round(v, 4) for v in uniform.tolist()],  # (T,)
     }
 
 
 @torch.no_grad()
-def stream_losses(model: GPT, streams: torch.Tensor, kind: str, window: int, n_sink: int) -> torch.Tensor:
+def sink_map(model: GPT, x: torch.Tensor, per_head: list[list[float]]) -> list[dict[str, Any]]:
+    """For each layer, the mean attention map (T, T) over windows x of the head with the most mass on key 0."""
+    _, weights = model(x, return_attention=True)  # n_layers x (B, H, T, T)
+    maps = []
+    for layer, w in enumerate(weights):
+        h = max(range(len(per_head[layer])), key=lambda i: per_head[layer][i])
+        m = w[:, h].mean(0)  # (T, T)
+        maps.append({"layer": layer, "head": h, "map": [[round(v, 3) for v in row] for row in m.tolist()]})
+    return maps
+
+
+def _caches(model: GPT, kind: str, N: int, W: int) -> list[KVCache | SinkCache]:
+    if kind == "full":
+        return [KVCache(N) for _ in model.blocks]
+    if kind == "window":
+        return [SinkCache(0, W) for _ in model.blocks]
+    if kind in ("sink1", "sink4"):
+        n = int(kind[4:])
+        return [SinkCache(n, W - n) for _ in model.blocks]
+    raise ValueError(f"kind must be one of {', '.join(CACHE_KINDS)}, got {kind!r}")
+
+
+@torch.no_grad()
+def stream_losses(model: GPT, streams: torch.Tensor, kind: str, window: int) -> torch.Tensor:
     """Per-token loss (B, N - 1) of feeding streams (B, N) one token at a time through a cache.
 
-    kind: "full" (KVCache holding all N tokens, absolute positions), "window" (SinkCache(0,
-    window + n_sink): the same budget with no sinks) or "sink" (SinkCache(n_sink, window)).
+    kind: "full" (KVCache holding all N tokens, absolute positions), "window" (SinkCache(0, W):
+    a sliding window of W tokens) or "sinkN" (SinkCache(N, W - N): the first N tokens pinned, the
+    same memory). Windowed caches give positions by slot.
     """
     B, N = streams.shape
-    if kind == "full":
-        caches: list = [KVCache(N) for _ in model.blocks]
-    elif kind == "window":
-        caches = [SinkCache(0, window + n_sink) for _ in model.blocks]
-    elif kind == "sink":
-        caches = [SinkCache(n_sink, window) for _ in model.blocks]
-    else:
-        raise ValueError(f"kind must be one of {', '.join(CACHE_KINDS)}, got {kind!r}")
+    caches = _caches(model, kind, N, window)
     dev = next(model.parameters()).device
     streams = streams.to(dev)
     losses = torch.empty(B, N - 1)
@@ -146,59 +208,206 @@ def truncation_losses(model: GPT, x: torch.Tensor, prefix: int, drop: list[int])
     return F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), x[:, prefix + 1 :].reshape(-1)).item()
 
 
+@torch.no_grad()
+def truncation_curve(model: GPT, x: torch.Tensor, drop_first: bool) -> list[float]:
+    """Loss at each position 2..T-1 of windows x (B, T), mean over windows, when the first token is
+    deleted from every layer's cache right after it was written (drop_first) or kept. Later tokens
+    keep their absolute positions. Returns T - 2 values (predictions of tokens 2 .. T-1)."""
+    B, T = x.shape
+    caches = [TruncatedKVCache(T) for _ in model.blocks]
+    model(x[:, :1], caches)  # the first token alone
+    if drop_first:
+        for c in caches:
+            c.drop([0])
+    logits = model(x[:, 1:-1], caches)  # (B, T - 2, V): predicts tokens 2 .. T-1
+    nll = F.cross_entropy(logits.transpose(1, 2).float(), x[:, 2:], reduction="none")  # (B, T - 2)
+    return [round(v, 5) for v in nll.mean(0).tolist()]
+
+
 @register(
     "sinks",
-    title="Attention sinks: mass on position 0, and streaming with full, sliding-window and sink caches",
+    title="Attention sinks: mass on position 0 per layer and head, and streaming with a sliding window "
+          "with and without the first tokens pinned",
     claim="Mass on position 0 grows with depth and is substantial in mid-to-late layers; a sliding window that "
           "evicts the first tokens raises loss, and keeping 4 sink tokens restores it.",
     configs={"quick": _QUICK, "full": _FULL},
 )
 def run(cfg: dict[str, Any], device: torch.device, progress: bool) -> dict[str, Any]:
     train_part, val_part = split_tokens(corpus_tokens())
-    L = cfg["train_len"]
-    s = cfg["stream"]
-    tr = cfg["truncate"]
-    gen = torch.Generator().manual_seed(cfg["seed"] + 1)
-    mass_x, _ = random_windows(val_part, cfg["mass_windows"], L, gen)  # (B, L)
-    trunc_x, _ = random_windows(val_part, tr["n_windows"], L, gen)  # (B, L)
-    # non-overlapping held-out streams, one per batch row
+    L, s, tr = cfg["train_len"], cfg["stream"], cfg["truncate"]
+    seeds = seeds_of(cfg)
     n = s["length"]
     if s["n_streams"] * n > len(val_part):
         raise ValueError(f"n_streams * length ({s['n_streams'] * n}) exceeds the held-out text ({len(val_part)})")
-    streams = val_part[: s["n_streams"] * n].view(s["n_streams"], n)  # (B, N)
-    out: dict[str, Any] = {"corpus": "pydoc_data.topics (stdlib help text), characters", "train_len": L,
-                           "stream_length": n, "stream_over_train": n / L, "schemes": {}}
-    for scheme in cfg["schemes"]:
-        torch.manual_seed(cfg["seed"])  # the initial weights, independent of what ran before
-        model = build_model(scheme, cfg)
-        tcfg = TrainConfig(seed=cfg["seed"], **cfg["train"])
-        log = train(model, lambda step, g: random_windows(train_part, tcfg.batch_size, L, g), tcfg, device,
-                    desc=f"sinks/{scheme}", progress=progress)
-        model.eval()
-        vgen = torch.Generator().manual_seed(cfg["seed"] + 2)
-        val = evaluate_loss(model, lambda i: random_windows(val_part, 16, L, vgen), cfg["val_batches"], device)
-        mass = sink_mass(model, mass_x.to(device))
-        per_token = {k: stream_losses(model, streams, k, s["window"] - s["n_sink"], s["n_sink"]) for k in CACHE_KINDS}
-        seg = s["segment"]
-        segments = {k: [v[:, i : i + seg].mean().item() for i in range(0, n - 1, seg)] for k, v in per_token.items()}
-        drops = {"none": [], "first": [0], f"first{tr['n_sink']}": list(range(tr["n_sink"])),
-                 "middle": [tr["prefix"] // 2]}
-        trunc = {name: truncation_losses(model, trunc_x.to(device), tr["prefix"], d) for name, d in drops.items()}
-        out["schemes"][scheme] = {
-            "params": model.num_params(),
-            "train_loss_last50": sum(log["loss"][-50:]) / len(log["loss"][-50:]),
-            "train_seconds": log["seconds"],
-            "tokens_per_s": log["tokens_per_s"],
-            "val_loss_at_train_len": val,
-            "mass": mass,
-            "stream": {
-                "segment": seg,
-                "segment_starts": list(range(0, n - 1, seg)),
-                "loss_per_segment": segments,
-                "loss_past_window": {k: v[:, s["window"]:].mean().item() for k, v in per_token.items()},
-                "loss_past_train_len": {k: v[:, L:].mean().item() for k, v in per_token.items()},
-                "loss_within_train_len": {k: v[:, : L - 1].mean().item() for k, v in per_token.items()},
-            },
-            "truncate": {"prefix": tr["prefix"], "dropped_slots": drops, "loss": trunc},
-        }
+    rep_train, rep_val = repetitive_tokens(train_part, cfg["chunk"]), repetitive_tokens(val_part, cfg["chunk"])
+    gen = torch.Generator().manual_seed(1000)  # the same held-out windows for every setting and seed
+    text_mass = random_windows(val_part, cfg["mass_windows"], L, gen)[0]  # (B, L)
+    text_trunc = random_windows(val_part, tr["n_windows"], L, gen)[0]  # (B, L)
+    text_streams = val_part[: s["n_streams"] * n].view(s["n_streams"], n)  # (B, N) non-overlapping
+    rep_gen = torch.Generator().manual_seed(1001)
+    rep_mass = random_windows(rep_val, cfg["mass_windows"], L, rep_gen)[0]  # held-out text, each chunk twice
+    rep_trunc = random_windows(rep_val, tr["n_windows"], L, rep_gen)[0]
+    rep_streams = rep_val[: s["n_streams"] * n].view(s["n_streams"], n)
+    drops = {"none": [], "first": [0], "first4": [0, 1, 2, 3], "middle": [tr["prefix"] // 2]}
+    out: dict[str, Any] = {"corpus": CORPUS, "train_len": L, "chunk": cfg["chunk"], "stream_length": n,
+                           "window": s["window"],
+                           "segment": s["segment"], "seeds": seeds, "cache_kinds": list(CACHE_KINDS),
+                           "dropped_slots": drops, "truncate_prefix": tr["prefix"], "settings": {},
+                           "seconds_per_seed": []}
+    for name in cfg["settings"]:
+        out["settings"][name] = {**SETTINGS[name], "per_seed": []}
+    for seed in seeds:
+        clock = Timer()
+        for name in cfg["settings"]:
+            st = SETTINGS[name]
+            bos = st["bos"]
+            text = st["data"] == "text"
+            tokens = train_part if text else rep_train
+            mass_x, trunc_x, streams = (text_mass, text_trunc, text_streams) if text else (rep_mass, rep_trunc, rep_streams)
+            if bos:  # the same length, starting with BOS
+                mass_x, trunc_x, streams = (first_token_bos(v) for v in (mass_x, trunc_x, streams))
+            model = build_gpt("rope", cfg["model"], L, seed, vocab_size=TOKENIZER.vocab_size + 1)
+            tcfg = TrainConfig(seed=seed, **cfg["train"])
+            log = train(model, _batches(tokens, tcfg.batch_size, L, bos), tcfg, device,
+                        desc=f"sinks/{name} seed {seed}", progress=progress)
+            model.eval()
+            mx = mass_x.to(device)  # (B, L) held-out text (after BOS in the BOS settings)
+            mass = sink_mass(model, mx)
+            per_token = {k: stream_losses(model, streams, k, s["window"]) for k in CACHE_KINDS}  # (B, N - 1)
+            seg = s["segment"]
+            W = s["window"]
+            entry = {
+                "seed": seed, "params": model.num_params(), "train_seconds": round(log["seconds"], 1),
+                "train_loss_last50": round(last_mean(log["loss"]), 4), "mass": mass,
+                "stream": {
+                    "loss_per_segment": {k: [round(v[:, i : i + seg].mean().item(), 4) for i in range(0, n - 1, seg)]
+                                         for k, v in per_token.items()},
+                    "loss_past_window": {k: round(v[:, W:].mean().item(), 4) for k, v in per_token.items()},
+                    "loss_within_window": {k: round(v[:, : W - 1].mean().item(), 4) for k, v in per_token.items()},
+                },
+                "truncate": {d: round(truncation_losses(model, trunc_x.to(device), tr["prefix"], slots), 5)
+                             for d, slots in drops.items()},
+                "truncate_curve": {"intact": truncation_curve(model, trunc_x.to(device), False),
+                                   "first_dropped": truncation_curve(model, trunc_x.to(device), True)},
+            }
+            if seed == seeds[0]:
+                entry["maps"] = sink_map(model, mx, mass["per_head"])
+            out["settings"][name]["per_seed"].append(entry)
+        out["seconds_per_seed"].append(clock())
     return out
+
+
+# -- derived numbers --------------------------------------------------------------------------
+
+
+def summary(record: dict[str, Any], setting: str) -> dict[str, Any]:
+    """For one setting, mean_sd over seeds of: mass on key 0 per layer and its largest head per layer
+    (all queries and late queries), the loss past the window per cache kind, and the truncation
+    changes; plus paired (window - sink4), (window - sink1) past the window."""
+    per_seed = record["results"]["settings"][setting]["per_seed"]
+    n_layers = len(per_seed[0]["mass"]["per_layer"])
+    out: dict[str, Any] = {
+        "per_layer": [mean_sd(s["mass"]["per_layer"][i] for s in per_seed) for i in range(n_layers)],
+        "top_head": [mean_sd(max(s["mass"]["per_head"][i]) for s in per_seed) for i in range(n_layers)],
+        "top_head_late": [mean_sd(max(s["mass"]["per_head_late"][i]) for s in per_seed) for i in range(n_layers)],
+        "uniform": per_seed[0]["mass"]["uniform"], "uniform_late": per_seed[0]["mass"]["uniform_late"],
+        "past_window": {k: mean_sd(s["stream"]["loss_past_window"][k] for s in per_seed)
+                        for k in record["results"]["cache_kinds"]},
+        "truncate": {d: paired([s["truncate"][d] for s in per_seed], [s["truncate"]["none"] for s in per_seed])
+                     for d in record["results"]["dropped_slots"] if d != "none"},
+    }
+    past = [s["stream"]["loss_past_window"] for s in per_seed]
+    out["window_minus_sink4"] = paired([p["window"] for p in past], [p["sink4"] for p in past])
+    out["window_minus_sink1"] = paired([p["window"] for p in past], [p["sink1"] for p in past])
+    chunk, T = record["results"]["chunk"], record["results"]["train_len"]
+    out["early_queries"] = f"1..{chunk - 1}"
+    out["late_queries"] = f"{T // 2}..{T - 2}"
+    out["drop_first_early"] = truncation_change(record, setting, 0, chunk - 1)
+    out["drop_first_late"] = truncation_change(record, setting, T // 2 - 1, T - 2)
+    out["top_head_early"] = [mean_sd(max(sum(h[1:chunk]) / (chunk - 1) for h in s["mass"]["per_head_query"][i])
+                                     for s in per_seed) for i in range(n_layers)]
+    out["uniform_early"] = sum(1.0 / (q + 1) for q in range(1, chunk)) / (chunk - 1)
+    return out
+
+
+def truncation_change(record: dict[str, Any], setting: str, start: int, stop: int) -> dict[str, Any]:
+    """Paired (first token deleted - intact) loss over truncation-curve entries start..stop-1 (entry j
+    is the prediction made by the query at position j + 1), per seed, with mean, sd and verdict."""
+    seeds = record["results"]["settings"][setting]["per_seed"]
+
+    def mean(v: list[float]) -> float:
+        return sum(v[start:stop]) / len(v[start:stop])
+
+    return paired([mean(s["truncate_curve"]["first_dropped"]) for s in seeds],
+                  [mean(s["truncate_curve"]["intact"]) for s in seeds])
+
+
+def strongest_head_per_query(record: dict[str, Any], setting: str, layer: int) -> dict[str, list[float | None]]:
+    """Mass on position 0 against query position for the head of `layer` (0-based) with the most mass on
+    position 0 in each seed: mean and sd over seeds (T values)."""
+    seeds = record["results"]["settings"][setting]["per_seed"]
+    rows = []
+    for s in seeds:
+        heads = s["mass"]["per_head_query"][layer]  # (H, T)
+        best = max(range(len(heads)), key=lambda h: s["mass"]["per_head"][layer][h])
+        rows.append(heads[best])
+    stats = [mean_sd(v) for v in zip(*rows)]
+    return {"mean": [st["mean"] for st in stats], "sd": [st["sd"] for st in stats]}
+
+
+def format_tables(record: dict[str, Any]) -> str:
+    """Per setting: mass on key 0 per layer (mean over heads; largest head; late queries), streaming
+    loss past the window per cache, and truncation changes, all mean ± sd over seeds."""
+    r = record["results"]
+    lines = [findings([f"seeds {r['seeds']} ({record['budget']} budget); mass = attention weight on key 0, mean ± sd "
+                       f"over seeds of each layer's mean over heads and of its largest head (over all queries, early "
+                       f"queries, late queries); uniform causal attention puts 1/(q+1) there"])]
+    for name, st in r["settings"].items():
+        s = summary(record, name)
+        lines += ["", f"[{name}] {st['label']}",
+                  f"{'layer':>7}{'mean over heads':>18}{'largest head':>16}{'q ' + s['early_queries']:>16}"
+                  f"{'q ' + s['late_queries']:>16}",
+                  f"{'uniform':>7}{s['uniform']:>18.3f}{s['uniform']:>16.3f}{s['uniform_early']:>16.3f}"
+                  f"{s['uniform_late']:>16.3f}"]
+        for i, (a, b, e, c) in enumerate(zip(s["per_layer"], s["top_head"], s["top_head_early"], s["top_head_late"])):
+            lines.append(f"{i + 1:>7}{pm(a):>18}{pm(b):>16}{pm(e):>16}{pm(c):>16}")
+        lines.append(findings([
+            f"stream of {r['stream_length']} tokens, cache of {r['window']} slots; loss past the first {r['window']} "
+            "tokens: " + ", ".join(f"{k} {pm(v)}" for k, v in s["past_window"].items()),
+            f"window minus 4 sinks: {pm(s['window_minus_sink4'])} ({s['window_minus_sink4']['verdict']}); "
+            f"window minus 1 sink: {pm(s['window_minus_sink1'])} ({s['window_minus_sink1']['verdict']})",
+            f"first token deleted right after it was written, change in loss: queries {s['early_queries']} "
+            f"{pm(s['drop_first_early'], 4)} ({s['drop_first_early']['verdict']}), queries {s['late_queries']} "
+            f"{pm(s['drop_first_late'], 4)} ({s['drop_first_late']['verdict']})",
+            f"slots deleted after a prefix of {r['truncate_prefix']}, change in loss on the rest: "
+            + ", ".join(f"{d} {pm(v, 4)} ({v['verdict']})" for d, v in s["truncate"].items()),
+        ]))
+    return "\n".join(lines)
+
+
+def headline(record: dict[str, Any]) -> str:
+    """Three lines: the mass on position 0 per setting, what deleting it costs, what evicting it costs."""
+    r = record["results"]
+    n = len(r["seeds"])
+    sums = {name: summary(record, name) for name in r["settings"]}
+
+    def top(name: str, key: str) -> str:
+        stats = sums[name][key]
+        i = max(range(len(stats)), key=lambda k: stats[k]["mean"])
+        return f"{pm(stats[i], 2)} (layer {i + 1})"
+
+    first = next(iter(sums.values()))
+    short = {"text": "text", "text_bos": "text with a fixed first token", "repetitive": "repetitive corpus"}
+    mass = "; ".join(f"{short[name]} {top(name, 'top_head_early')} early, {top(name, 'top_head_late')} late"
+                     for name in sums)
+    drop = "; ".join(f"{short[name]} {pm(s['drop_first_early'], 3)} early, {pm(s['drop_first_late'], 3)} late"
+                     for name, s in sums.items())
+    evict = "; ".join(f"{short[name]} {pm(s['window_minus_sink4'], 3)} ({s['window_minus_sink4']['verdict']})"
+                      for name, s in sums.items())
+    return findings([
+        f"Largest attention mass on position 0 of any head ({n} seeds; uniform attention: {first['uniform_early']:.2f} "
+        f"for queries {first['early_queries']}, {first['uniform_late']:.3f} for {first['late_queries']}): {mass}.",
+        f"Deleting the first token from the cache during generation changes the loss (nats/char) by: {drop}.",
+        f"Streaming {r['stream_length']} tokens through {r['window']} cache slots, sliding window minus window with "
+        f"4 sinks pinned, loss past the window: {evict}.",
+    ])

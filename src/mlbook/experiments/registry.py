@@ -5,6 +5,7 @@ result only when its config matches the current one exactly."""
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import json
 import os
@@ -12,7 +13,7 @@ import platform
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import torch
 
@@ -20,7 +21,8 @@ import mlbook
 from mlbook.experiments.train import cpu_threads, pick_device
 
 __all__ = ["BUDGETS", "Experiment", "REGISTRY", "register", "default_budget", "results_dir", "result_path",
-           "run_experiment", "load_result", "load_or_run", "command_for", "PACKAGED_RESULTS", "headline"]
+           "run_experiment", "load_result", "load_or_run", "command_for", "PACKAGED_RESULTS", "headline",
+           "describe_record", "rerun_estimate", "NO_RECORD"]
 
 BUDGETS: tuple[str, ...] = ("quick", "full")
 
@@ -54,6 +56,38 @@ def _jsonable(obj: Any) -> Any:
     return json.loads(json.dumps(obj))
 
 
+# Saved numbers keep 6 significant digits: every figure and table shows 2 to 4, and full
+# float64 reprs made the per-position records several times larger for nothing.
+SAVED_DIGITS = 6
+
+
+def _rounded(obj: Any) -> Any:
+    if isinstance(obj, float):
+        return float(f"{obj:.{SAVED_DIGITS}g}")
+    if isinstance(obj, dict):
+        return {k: _rounded(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_rounded(v) for v in obj]
+    return obj
+
+
+def record_text(record: dict[str, Any]) -> str:
+    """A record as written to disk (its results already rounded to SAVED_DIGITS by run_experiment)."""
+    return _dump({**record, "results": _rounded(record["results"])}, "") + "\n"
+
+
+def _dump(obj: Any, indent: str) -> str:
+    """JSON with one item per line, except that a list of numbers or strings stays on one line
+    (per-position curves would otherwise take a line per number)."""
+    inner = indent + " "
+    if isinstance(obj, dict) and obj:
+        items = [f"{inner}{json.dumps(k)}: {_dump(v, inner)}" for k, v in obj.items()]
+        return "{\n" + ",\n".join(items) + "\n" + indent + "}"
+    if isinstance(obj, list) and obj and any(isinstance(v, (dict, list)) for v in obj):
+        return "[\n" + ",\n".join(inner + _dump(v, inner) for v in obj) + "\n" + indent + "]"
+    return json.dumps(obj)
+
+
 def _get(name: str) -> Experiment:
     from mlbook.experiments import catalog  # noqa: F401  (registers every experiment)
 
@@ -63,13 +97,17 @@ def _get(name: str) -> Experiment:
 
 
 def default_budget() -> str:
-    """MLBOOK_BUDGET if set, else 'full' when a CUDA GPU is present, else 'quick'."""
+    """MLBOOK_BUDGET if set, else 'quick'.
+
+    A GPU does not change this: the committed full-budget records are what a reader sees first,
+    and re-running the full budget is a deliberate choice (set MLBOOK_BUDGET=full, or pass
+    budget="full"), not something that happens because a GPU is present."""
     env = os.environ.get("MLBOOK_BUDGET")
     if env:
         if env not in BUDGETS:
             raise ValueError(f"MLBOOK_BUDGET must be one of {', '.join(BUDGETS)}, got {env!r}")
         return env
-    return "full" if torch.cuda.is_available() else "quick"
+    return "quick"
 
 
 # The committed full-budget records ship inside the package (package data), so a reader sees
@@ -118,18 +156,19 @@ def run_experiment(name: str, budget: str = "quick", device: str | None = None, 
     dev = pick_device(device)
     start = time.perf_counter()
     with cpu_threads(dev):  # one intra-op thread on CPU: tiny models run faster without oversubscription
+        threads = torch.get_num_threads()  # the count actually used, not the one restored afterwards
         results = exp.fn(exp.configs[budget], dev, progress)
     record = {
         "name": name,
         "title": exp.title,
         "budget": budget,
         "config": exp.configs[budget],
-        "results": _jsonable(results),
+        "results": _rounded(_jsonable(results)),
         "mlbook_version": mlbook.__version__,
         "torch_version": torch.__version__,
         "python_version": platform.python_version(),
         "device": str(dev) if dev.type != "cuda" else f"cuda ({torch.cuda.get_device_name(dev)})",
-        "threads": torch.get_num_threads(),
+        "threads": threads,
         "elapsed_s": round(time.perf_counter() - start, 1),
         "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "command": command_for(name, budget),
@@ -138,7 +177,7 @@ def run_experiment(name: str, budget: str = "quick", device: str | None = None, 
         path = result_path(name, budget)
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(".json.tmp")
-        tmp.write_text(json.dumps(record, indent=1) + "\n")
+        tmp.write_text(record_text(record))
         tmp.replace(path)
     return record
 
@@ -169,7 +208,70 @@ def load_result(name: str, budget: str) -> dict[str, Any] | None:
 def load_or_run(name: str, budget: str | None = None, device: str | None = None, *, progress: bool = True) -> dict[str, Any]:
     """Reuse a saved result whose config matches; otherwise run the experiment (and save it)."""
     budget = default_budget() if budget is None else _check_budget(budget)
-    return load_result(name, budget) or run_experiment(name, budget, device, progress=progress)
+    record = load_result(name, budget)
+    if record is not None:
+        return record
+    # Two processes sharing one results folder (the Colab check and the site build, run side by
+    # side by `make test`) must not both train the same experiment: the first takes a lock on
+    # the record, the second waits for it and then loads what the first saved.
+    with _record_lock(result_path(name, budget)):
+        return load_result(name, budget) or run_experiment(name, budget, device, progress=progress)
+
+
+@contextlib.contextmanager
+def _record_lock(path: Path) -> Iterator[None]:
+    """An exclusive advisory lock on `path`.lock for the duration of the block (POSIX only;
+    elsewhere, where fcntl is missing, no lock)."""
+    try:
+        import fcntl
+    except ImportError:  # Windows: no cross-process lock, a duplicate run is merely slower
+        yield
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_suffix(".lock"), "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+# The exact marker printed wherever a page would show a saved record that does not exist (a check
+# greps for it); never printed otherwise.
+NO_RECORD = "No saved full-budget record"
+
+
+def describe_record(record: dict[str, Any]) -> str:
+    """One line saying where a record comes from: budget, seeds, device, threads, time (per seed)."""
+    r = record.get("results", {})
+    seeds = r.get("seeds")
+    per_seed = r.get("seconds_per_seed")
+    seed_part = f", seeds {seeds}" if seeds is not None else ""
+    time_part = f"{record.get('elapsed_s', '?')} s in all"
+    if per_seed:
+        time_part += " (per seed: " + ", ".join(f"{t:g}" for t in per_seed) + " s)"
+    import textwrap
+
+    return textwrap.fill(
+        f"{record.get('budget', '?')} budget{seed_part}; {record.get('device', '?')}, "
+        f"{record.get('threads', '?')} thread{'s' if record.get('threads') != 1 else ''}; {time_part}; "
+        f"created {record.get('created', '?')}; mlbook {record.get('mlbook_version', '?')}, "
+        f"torch {record.get('torch_version', '?')}", 78)
+
+
+def rerun_estimate(name: str, budget: str = "full") -> str:
+    """What re-running (name, budget) costs, from the saved record's own measured time, or the
+    NO_RECORD marker when there is none."""
+    record = load_result(name, budget)
+    if record is None:
+        return f"{NO_RECORD} for {name!r}, so no measured time to go by; make one with:\n  {command_for(name, budget)}"
+    import textwrap
+
+    secs = float(record.get("elapsed_s", 0.0))
+    return textwrap.fill(
+        f"The saved {budget}-budget run of {name!r} took {secs:.0f} s (about {secs / 60:.0f} min) on "
+        f"{record.get('device', '?')} with {record.get('threads', '?')} thread(s); a GPU is usually faster, a busy "
+        f"CPU slower. Command line: {command_for(name, budget)}", 78)
 
 
 def headline(name: str, budget: str = "full") -> str:
@@ -184,7 +286,8 @@ def headline(name: str, budget: str = "full") -> str:
     exp = _get(name)
     record = load_result(name, budget)
     if record is None:
-        return f"No saved {budget}-budget record for {name!r}; make one with: {command_for(name, budget)}"
+        marker = NO_RECORD if budget == "full" else f"No saved {budget}-budget record"
+        return f"{marker} for {name!r}; make one with:\n  {command_for(name, budget)}"
     module = importlib.import_module(exp.fn.__module__)
     fn = getattr(module, "headline", None)
     if callable(fn):

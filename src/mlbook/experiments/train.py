@@ -147,7 +147,9 @@ def train(
 
 
 def _progress(iterable, desc: str, enabled: bool):  # type: ignore[no-untyped-def]
-    if not enabled or os.environ.get("MLBOOK_NO_PROGRESS"):
+    # no bar with MLBOOK_NO_PROGRESS, nor in the static site build (MLBOOK_STATIC), whose pages
+    # would otherwise store a widget that no kernel can update
+    if not enabled or os.environ.get("MLBOOK_NO_PROGRESS") or os.environ.get("MLBOOK_STATIC"):
         return iterable
     from tqdm.auto import tqdm
 

@@ -158,6 +158,9 @@ class GPTConfig:
     tie_embeddings: bool = False
     dropout: float = 0.0
     norm_eps: float = 1e-5
+    # Vaswani et al. (2017): token embeddings times sqrt(d_model), initialised N(0, 1/d_model), so that
+    # embedding and sinusoidal table have entries of the same size (False: the LLaMA-style default)
+    scale_embeddings: bool = False
 
     def __post_init__(self) -> None:
         for name in ("vocab_size", "d_model", "n_heads", "n_layers", "max_len"):
@@ -205,6 +208,10 @@ class GPT(nn.Module):
         self.norm_f = _norm(c.norm, c.d_model, c.norm_eps)
         self.lm_head = nn.Linear(c.d_model, c.vocab_size, bias=False)
         self.apply(self._init_weights)
+        self.emb_scale = 1.0
+        if c.scale_embeddings:  # x = sqrt(d) E[token] with E ~ N(0, 1/d): unit-variance entries
+            nn.init.normal_(self.tok_emb.weight, mean=0.0, std=c.d_model ** -0.5)
+            self.emb_scale = c.d_model ** 0.5
         if c.tie_embeddings:
             self.lm_head.weight = self.tok_emb.weight
 
@@ -259,6 +266,8 @@ class GPT(nn.Module):
             )
         offset = caches[0].length if caches is not None else 0
         x = self.tok_emb(idx)  # (B, T, d_model)
+        if self.emb_scale != 1.0:
+            x = x * self.emb_scale  # (B, T, d_model) sqrt(d_model) E[token], Vaswani et al.
         pos = self._absolute(T, offset, idx.device)
         if pos is not None:
             x = x + pos.to(x.dtype)  # (B, T, d_model)

@@ -306,7 +306,7 @@ def fig_permutation_equivariance(report: EquivarianceReport | None = None, *, fl
                   annotation_position="top right")
     fig.update_layout(
         title=f"Permute the input, permute the output? Error per output position (exact zeros drawn at {floor:.0e})",
-        barmode="group", yaxis_type="log", yaxis_range=[math.log10(floor) - 0.5, 1], template="plotly_white",
+        barmode="group", yaxis_type="log", yaxis_range=[math.log10(floor) - 0.5, 1],
         height=480, title_font_size=14,
         xaxis_title="output position j (token index)", yaxis_title="max |f(Px) − P f(x)| at position j",
         legend=dict(orientation="h", yanchor="top", y=-0.22, x=0),
@@ -374,7 +374,7 @@ def _heatmap(T: int, d: int, base: float, fraction: bool = False) -> go.Figure:
     ))
     fig.update_layout(
         title=f"Sinusoidal PE, T={T}, d={d}, base={_fmt_base(base)}: column 2i = sin(ω_i t), 2i+1 = cos(ω_i t)",
-        template="plotly_white", height=520, title_font_size=14,
+        height=520, title_font_size=14,
         xaxis_title=("column j / d (fraction of the width)" if fraction else "embedding dimension j (2i = sin, 2i+1 = cos)"),
         yaxis_title="position t (tokens)",
     )
@@ -429,7 +429,7 @@ def _similarity(T: int, d: int, base: float, positions: Sequence[int]) -> go.Fig
         fig.add_vline(x=t, line_dash="dot", line_color="grey", opacity=0.5)
     fig.update_layout(
         title=f"PE_t · PE_s against s (d={d}, base={_fmt_base(base)}); maximum d/2 = {d // 2} at s = t",
-        template="plotly_white", height=440, title_font_size=14,
+        height=440, title_font_size=14,
         xaxis_title="position s (tokens)", yaxis_title="PE_t · PE_s (dimensionless)",
         yaxis_range=[-d / 4 - 1, d / 2 + 2],
         legend=dict(orientation="h", y=1.0, yanchor="bottom", x=1, xanchor="right"),
@@ -481,7 +481,7 @@ def _wavelengths(d_head: int, base: float, length: int, fraction: bool = False) 
     where = "no pair exceeds it" if first is None else f"first pair past it: i = {first} of {d_head // 2}"
     fig.update_layout(
         title=f"Wavelength 2π/θ_i per pair, d_head={d_head}, base={_fmt_base(base)} ({where})",
-        template="plotly_white", height=460, title_font_size=14,
+        height=460, title_font_size=14,
         xaxis_title="pair position 2i / d_head" if fraction else "pair index i",
         yaxis_title="wavelength 2π/θ_i (tokens, log scale)", yaxis_type="log",
         yaxis_range=[0.5, 7.5], xaxis_range=[-0.02, 1.0] if fraction else [-1, d_head // 2],
@@ -559,7 +559,7 @@ def fig_binary_vs_sinusoid(n_bits: int = 4, oversample: int = 3) -> go.Figure:
         fig.update_yaxes(range=[-1.15, 1.15], tickvals=[-1, 0, 1], row=b + 1, col=1)
     fig.update_xaxes(title_text="position t (tokens)", dtick=1, row=n_bits, col=1)
     fig.update_layout(
-        template="plotly_white", height=140 * n_bits + 140, title_font_size=14,
+        height=140 * n_bits + 140, title_font_size=14,
         title="Bits of a binary counter are square waves; the sinusoidal encoding uses smooth waves",
         legend=dict(orientation="h", y=-0.12, x=0),
     )
@@ -599,7 +599,7 @@ def _rotation(d: int, pair: int, k: int, T: int, base: float, starts: Sequence[i
         )
     fig.update_layout(
         title=f"Pair i={pair} of d={d} (ω_i={omega:.3g}): shifting by k={k} turns every point by ω_i k = {omega * k:.3f} rad",
-        template="plotly_white", height=620, title_font_size=13,
+        height=620, title_font_size=13,
         xaxis=dict(title="PE[t, 2i] = sin(ω_i t)", range=[-1.3, 1.3], zeroline=True),
         yaxis=dict(title="PE[t, 2i+1] = cos(ω_i t)", range=[-1.3, 1.3], scaleanchor="x", scaleratio=1, zeroline=True),
         legend=dict(x=0.0, y=1.0, xanchor="left", yanchor="top", bgcolor="rgba(255,255,255,0.8)", font_size=11),

@@ -71,6 +71,11 @@ DIVERGING = "RdBu_r"  # ColorBrewer red-blue (colour-blind safe); centre it on z
 # Okabe & Ito's eight-colour palette, for lines and markers.
 LINE_COLORS = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
 
+# Every figure of the book uses plotly's "plotly_white" look. It is set once, as plotly's default
+# template, when `mlbook.viz` is imported: a `template="plotly_white"` argument per figure makes
+# plotly re-validate the whole template on every call (about 35 ms, most of a live redraw).
+pio.templates.default = "plotly_white"
+
 
 def diverging(z: Any | None = None) -> dict[str, Any]:
     """Heatmap keyword arguments for a diverging map centred on zero.
@@ -139,6 +144,9 @@ def _compact_obj(obj: Any, digits: int) -> Any:
     if isinstance(obj, (list, tuple)):
         if obj and all(isinstance(v, float) for v in obj):
             return _round_sig(np.asarray(obj), digits)
+        if obj and all(v is None or isinstance(v, float) for v in obj):  # a row with gaps: round in one go
+            rounded = _round_sig(np.array([np.nan if v is None else v for v in obj]), digits).tolist()
+            return [None if v is None else x for v, x in zip(obj, rounded)]
         return [_compact_obj(v, digits) for v in obj]
     if isinstance(obj, (float, np.floating)):
         x = float(obj)
@@ -193,14 +201,17 @@ def _json_for_script(obj: Any) -> str:
     return s.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
-def figure_html(fig_json: Mapping[str, Any], *, caption: str, alt: str, div_id: str, static: bool) -> str:
+def figure_html(fig_json: Mapping[str, Any], *, caption: str, alt: str, div_id: str, static: bool,
+                data: str | None = None) -> str:
     """The `text/html` form of a figure: <figure> + caption + a script that draws it.
 
     The script calls `Plotly.newPlot` when the DOM is ready. On the static site the
     page already loads `_static/plotly/plotly.min.js`; live (Colab) it falls back to the
-    CDN, through require.js where a classic notebook front-end has it.
+    CDN, through require.js where a classic notebook front-end has it. `data` is
+    `_json_for_script(fig_json)` when the caller already has it (encoding is most of a redraw).
     """
-    data = _json_for_script(fig_json)
+    if data is None:
+        data = _json_for_script(fig_json)
     cfg = json.dumps(_CONFIG)
     if static:
         loader = (
@@ -264,19 +275,22 @@ def show(
         raise ValueError(f"id={id!r} must start with a letter and use only letters, digits, '-' and '_'")
 
     fig_json = _figure_dict(fig, digits)
+    data = _json_for_script(fig_json)  # encoded once: for the id, the HTML and plotly's own mimetype
     if id is None:
-        digest = hashlib.sha1(_json_for_script(fig_json).encode() + caption.encode()).hexdigest()[:10]
+        digest = hashlib.sha1(data.encode() + caption.encode()).hexdigest()[:10]
         id = f"mlbook-fig-{digest}"  # noqa: A001
     static = is_static()
     bundle: dict[str, Any] = {
-        "text/html": figure_html(fig_json, caption=caption, alt=alt, div_id=id, static=static),
+        "text/html": figure_html(fig_json, caption=caption, alt=alt, div_id=id, static=static, data=data),
         "text/plain": f"Figure: {caption}",
     }
     if not static:
         # JupyterLab and VS Code render this one (they would not run the HTML's script).
         # Left out of the static build: myst-nb warns on every mimetype it cannot render,
         # which under `-W` must stay reserved for outputs that really get dropped.
-        bundle["application/vnd.plotly.v1+json"] = {**fig_json, "config": _CONFIG}
+        # Plain JSON through plotly's encoder: numpy arrays become lists and NaN (a gap in a
+        # line) becomes null, which the kernel's strict JSON would otherwise refuse.
+        bundle["application/vnd.plotly.v1+json"] = {**json.loads(data), "config": dict(_CONFIG)}
     from IPython.display import display
 
     display(bundle, raw=True)
@@ -287,9 +301,21 @@ def show(
 # ---------------------------------------------------------------------------
 
 
-def _fmt(value: Any) -> str:
+def _name(value: Any) -> str:
+    """A frame name: machine-readable, float(name) or int(name) gives the value back."""
     if isinstance(value, float):
         return f"{value:g}"
+    return str(value)
+
+
+def _fmt(value: Any) -> str:
+    """A slider label: 10000.0 -> "10,000", 1e6 -> "1,000,000" (never "1e+06"), 0.25 -> "0.25"."""
+    if isinstance(value, float):
+        if value.is_integer() and 1000 <= abs(value) < 1e15:
+            return f"{value:,.0f}"
+        return f"{value:g}"
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 1000:
+        return f"{value:,}"
     return str(value)
 
 
@@ -335,14 +361,14 @@ def grid_slider(
             )
     out = go.Figure(data=figs[active].data, layout=figs[active].layout)
     out.frames = [
-        go.Frame(data=f.data, name=_fmt(v), layout={"title": f.layout.title} if f.layout.title.text else None)
+        go.Frame(data=f.data, name=_name(v), layout={"title": f.layout.title} if f.layout.title.text else None)
         for v, f in zip(values, figs)
     ]
     steps = [
         {
             "method": "animate",
             "label": _fmt(v),
-            "args": [[_fmt(v)], {"mode": "immediate", "frame": {"duration": 0, "redraw": True}, "transition": {"duration": 0}}],
+            "args": [[_name(v)], {"mode": "immediate", "frame": {"duration": 0, "redraw": True}, "transition": {"duration": 0}}],
         }
         for v in values
     ]
@@ -407,13 +433,15 @@ def live_sliders(build: Callable[..., go.Figure], *, caption: str, alt: str, **s
     return widgets.VBox([widgets.HBox(list(controls.values())), out])
 
 
-def show_live(widget_or_callable: Any) -> Any:
-    """Display ipywidgets controls only where a live kernel can drive them.
+def show_live(widget_or_callable: Any) -> None:
+    """Display ipywidgets controls once, only where a live kernel can drive them.
 
     Pass a widget, or better a zero-argument callable returning one (so nothing is
     computed on the static build). With `MLBOOK_STATIC=1` this displays a one-line note
     pointing to Colab instead, so the static site has no dead widgets and no widget
-    JavaScript from a CDN. Returns the widget, or None on the static build.
+    JavaScript from a CDN. Returns None, so `show_live(lambda: ...)` as a cell's last
+    line shows the widget exactly once (a returned widget would be shown again as the
+    cell's value, under ipywidgets 7 and 8 alike).
     """
     from IPython.display import display
 
@@ -426,11 +454,13 @@ def show_live(widget_or_callable: Any) -> Any:
             raw=True,
         )
         return None
+    import ipywidgets as widgets
+
     widget = widget_or_callable
-    if callable(widget_or_callable) and not hasattr(widget_or_callable, "_repr_mimebundle_"):
+    if callable(widget_or_callable) and not isinstance(widget_or_callable, widgets.Widget):
         widget = widget_or_callable()
     display(widget)
-    return widget
+    return None
 
 
 def show_knob(

@@ -1,131 +1,283 @@
-"""Figures for experiments 1-3: permutation sensitivity, length extrapolation, context extension.
+"""Figures for experiments 1-3: the permutation probe, length extrapolation, context extension.
 
-Each function takes a saved experiment record (`load_or_run(...)` / `load_result(...)`) and
-returns a plotly figure for `mlbook.viz.show`.
+Each function takes a saved experiment record (`load_result(...)` / `load_or_run(...)`) and
+returns a plotly figure for `mlbook.viz.show` (or `show_knob`, whose knobs are the keyword
+arguments). Every number comes from the record through the experiment module's own summaries;
+error bars and bands are one standard deviation across seeds.
 """
 
 from __future__ import annotations
 
-import math
-from typing import Any
+from typing import Any, Sequence
 
 import plotly.graph_objects as go
 
+from mlbook.experiments import exp_context_extension as _ce
+from mlbook.experiments import exp_extrapolation as _ex
+from mlbook.experiments import exp_permutation as _pe
+from mlbook.experiments.common import TUNED_BETAS, yarn_bands
 from mlbook.viz.core import LINE_COLORS
 
 __all__ = [
     "SCHEME_COLORS",
-    "permutation_figure",
+    "permutation_accuracy_figure",
+    "permutation_position_figure",
     "extrapolation_figure",
     "extrapolation_curves_figure",
     "context_extension_figure",
+    "yarn_bands_figure",
 ]
 
 LOSS_AXIS = "loss (nats/char)"
 LENGTH_AXIS = "evaluation length (tokens)"
 
-# One fixed Okabe-Ito colour per scheme, so every figure of the chapter agrees.
+# One fixed Okabe-Ito colour per scheme, so every figure agrees.
 SCHEME_COLORS: dict[str, str] = {
-    "none": LINE_COLORS[7], "sinusoidal": LINE_COLORS[1], "learned": LINE_COLORS[3],
-    "t5": LINE_COLORS[2], "rope": LINE_COLORS[0], "alibi": LINE_COLORS[5],
+    "none": LINE_COLORS[7], "sinusoidal": LINE_COLORS[1], "sinusoidal_unscaled": LINE_COLORS[6],
+    "learned": LINE_COLORS[3], "t5": LINE_COLORS[2], "rope": LINE_COLORS[0], "alibi": LINE_COLORS[5],
+    "reference": LINE_COLORS[4],
 }
 _VARIANT_COLORS: dict[str, str] = {
     "none": LINE_COLORS[7], "linear": LINE_COLORS[0], "ntk": LINE_COLORS[1], "dynamic": LINE_COLORS[2],
-    "yarn": LINE_COLORS[5],
+    "yarn": LINE_COLORS[3], "yarn_tuned": LINE_COLORS[5], "reference": LINE_COLORS[4],
+}
+_MODEL_COLORS: dict[str, str] = {
+    "encoder_none": LINE_COLORS[7], "encoder_learned": LINE_COLORS[2], "gpt_learned": LINE_COLORS[0],
+    "gpt_zeroed": LINE_COLORS[5], "gpt_none": LINE_COLORS[1],
 }
 _DASHES = ("solid", "dash", "dot", "dashdot", "longdash")
 
 
+def _rgba(hex_color: str, alpha: float) -> str:
+    h = hex_color.lstrip("#")
+    return f"rgba({int(h[0:2], 16)}, {int(h[2:4], 16)}, {int(h[4:6], 16)}, {alpha})"
+
+
+def _band(fig: go.Figure, x: Sequence[float], mean: Sequence[float | None], sd: Sequence[float | None], color: str,
+          name: str, dash: str = "solid", group: str | None = None, showlegend: bool = True) -> None:
+    """A line at the mean with a shaded band of +- one sd (two traces: band, then line)."""
+    lo = [None if m is None or s is None else m - s for m, s in zip(mean, sd)]
+    hi = [None if m is None or s is None else m + s for m, s in zip(mean, sd)]
+    fig.add_trace(go.Scatter(x=list(x) + list(x)[::-1], y=hi + lo[::-1], fill="toself", fillcolor=_rgba(color, 0.18),
+                             line={"width": 0}, hoverinfo="skip", showlegend=False, legendgroup=group or name,
+                             name=f"{name} ± sd"))
+    fig.add_trace(go.Scatter(x=list(x), y=list(mean), mode="lines", name=name, legendgroup=group or name,
+                             showlegend=showlegend, line={"color": color, "dash": dash}))
+
+
+def _check_record(record: Any, name: str) -> dict[str, Any]:
+    if not isinstance(record, dict) or "results" not in record or record.get("name", name) != name:
+        raise TypeError(f"expected a saved {name!r} experiment record (a dict from load_result), got {type(record).__name__}")
+    return record["results"]
+
+
 def _subtitle(record: dict[str, Any]) -> str:
-    return f"{record['budget']} budget, seed {record['config']['seed']}"
+    seeds = record["results"].get("seeds", [])
+    return f"{record.get('budget', '?')} budget, {len(seeds)} seed{'s' if len(seeds) != 1 else ''}"
 
 
-def permutation_figure(record: dict[str, Any]) -> go.Figure:
-    """Mean |out(reverse x) - reverse out(x)| at each position, log scale, one line per model."""
-    r = record["results"]
-    fig = go.Figure()
-    for i, row in enumerate(r["rows"].values()):
-        ys = [max(v, 1e-18) for v in row["per_position"]]  # a log axis cannot show an exact 0
-        fig.add_trace(go.Scatter(x=list(range(len(ys))), y=ys, mode="lines", name=row["label"].strip(),
-                                 line={"color": LINE_COLORS[i % len(LINE_COLORS)], "dash": _DASHES[i % len(_DASHES)]}))
-    fig.update_layout(
-        title=f"Output change under reversal ({_subtitle(record)})", height=420,
-        xaxis_title="position in the reversed sequence (tokens)",
-        yaxis={"title": "mean |difference| (log scale)", "type": "log", "exponentformat": "power"},
-        legend={"orientation": "h", "y": -0.25},
-    )
+def _title(title: str, subtitle: str) -> dict[str, Any]:
+    """A two-line title, the second line smaller."""
+    return {"text": f"{title}<br><sup>{subtitle}</sup>", "font": {"size": 15}}
+
+
+_LEGEND_RIGHT = {"x": 1.02, "y": 1.0, "xanchor": "left", "font": {"size": 11}}
+
+
+# -- experiment 1: permutation probe ----------------------------------------------------------
+
+
+def permutation_accuracy_figure(record: dict[str, Any]) -> go.Figure:
+    """Probe accuracy per model: mean over seeds with ± sd error bars, and the chance rate."""
+    r = _check_record(record, "permutation")
+    s = _pe.summary(record)
+    names = list(r["models"])
+    fig = go.Figure(go.Bar(
+        x=[r["models"][n]["label"] for n in names], y=[s[n]["accuracy"]["mean"] for n in names],
+        error_y={"type": "data", "array": [s[n]["accuracy"]["sd"] or 0.0 for n in names], "visible": True},
+        marker_color=[_MODEL_COLORS.get(n, LINE_COLORS[0]) for n in names], name="accuracy",
+    ))
+    fig.add_hline(y=r["chance"], line={"dash": "dot", "color": "gray"}, annotation_text=f"chance 1/{r['n_symbols']}",
+                  annotation_position="top left")
+    fig.update_layout(title=_title(f"Lag-{r['lag']} copy probe: accuracy on held-out sequences",
+                                   f"{_subtitle(record)}; mean ± sd"), height=420, margin={"t": 80}, yaxis={"title": "token accuracy (fraction)", "range": [0, 1.05]},
+                      xaxis={"title": "model"}, showlegend=False, template="plotly_white")
     return fig
+
+
+def permutation_position_figure(record: dict[str, Any], seed: str = "mean") -> go.Figure:
+    """Probe accuracy at each position, one line per model: the mean ± sd over seeds, or one seed."""
+    r = _check_record(record, "permutation")
+    seeds = [str(x) for x in r["seeds"]]
+    if seed != "mean" and str(seed) not in seeds:
+        raise ValueError(f"seed must be 'mean' or one of {', '.join(seeds)}, got {seed!r}")
+    fig = go.Figure()
+    T = r["seq_len"]
+    x = list(range(r["lag"], T))
+    for i, (name, e) in enumerate(r["models"].items()):
+        if seed == "mean":
+            pp = _pe.per_position(record, name)
+            mean, sd = pp["mean"][r["lag"]:], pp["sd"][r["lag"]:]
+        else:
+            row = next(s for s in e["per_seed"] if str(s["seed"]) == str(seed))
+            mean, sd = row["per_position"][r["lag"]:], [None] * len(x)
+        _band(fig, x, mean, sd, _MODEL_COLORS.get(name, LINE_COLORS[i]), e["label"], _DASHES[i % len(_DASHES)])
+    fig.add_hline(y=r["chance"], line={"dash": "dot", "color": "gray"}, annotation_text="chance",
+                  annotation_position="bottom right")
+    which = "mean ± sd over seeds" if seed == "mean" else f"seed {seed}"
+    fig.update_layout(title=_title("Probe accuracy by position", f"{which}; {_subtitle(record)}"), height=440,
+                      xaxis={"title": "position i of the target x[i - lag] (tokens)"}, margin={"t": 80},
+                      yaxis={"title": "token accuracy (fraction)", "range": [0, 1.05]},
+                      legend=_LEGEND_RIGHT, template="plotly_white")
+    return fig
+
+
+# -- experiment 2: length extrapolation -------------------------------------------------------
+
+_EX_METRICS = {"tail": "loss on positions past L (at L: all positions)", "mean": "loss over all positions",
+               "tail_minus_head": "tail minus head of the same windows"}
 
 
 def extrapolation_figure(record: dict[str, Any], metric: str = "tail") -> go.Figure:
-    """Loss against evaluation length for every scheme; metric "mean" (all positions) or "tail"
-    (positions beyond the trained length L only). Schemes that cannot run at a length have no point."""
-    if metric not in ("mean", "tail"):
-        raise ValueError(f"metric must be 'mean' or 'tail', got {metric!r}")
-    r = record["results"]
+    """Metric against evaluation length per scheme, mean ± sd error bars over seeds.
+
+    metric: "tail" (positions L..T-1; at T = L the whole window), "mean" (all positions) or
+    "tail_minus_head" (tail minus positions 0..L-1 of the same windows; below 0 = no degradation).
+    Schemes that cannot run at a length have no point there."""
+    if metric not in _EX_METRICS:
+        raise ValueError(f"metric must be one of {', '.join(_EX_METRICS)}, got {metric!r}")
+    r = _check_record(record, "extrapolation")
     L, lengths = r["train_len"], r["eval_lengths"]
+    s = _ex.summary(record)
     fig = go.Figure()
-    values = [v for s in r["schemes"].values() for v in s["mean"] + s["tail"] if v is not None]  # both metrics:
-    for name, s in r["schemes"].items():  # the same y range whichever is shown, so a slider does not rescale
-        ys = s["mean"] if metric == "mean" else [s["mean"][0]] + s["tail"][1:]
-        fig.add_trace(go.Scatter(x=lengths, y=ys, mode="lines+markers", name=name,
-                                 line={"color": SCHEME_COLORS.get(name)}, connectgaps=False))
-    lo, hi = min(values), min(max(values), min(values) + 3.0)  # clip runaway losses: the table has them
-    what = "all positions" if metric == "mean" else f"positions beyond L = {L} (at 1x: all)"
+    values = []
+    for name, entry in r["schemes"].items():
+        if metric == "tail":
+            stats = [s[name]["mean"][str(lengths[0])]] + [s[name]["tail"][str(T)] for T in lengths[1:]]
+        else:
+            stats = [s[name][metric][str(T)] for T in lengths]
+        ys = [st["mean"] for st in stats]
+        values += [y for y in ys if y is not None]
+        fig.add_trace(go.Scatter(
+            x=lengths, y=ys, mode="lines+markers", name=entry["label"],
+            error_y={"type": "data", "array": [st["sd"] or 0.0 for st in stats], "visible": True},
+            line={"color": SCHEME_COLORS.get(name), "dash": "dash" if name == "reference" else "solid"},
+        ))
+    if metric == "tail_minus_head":
+        fig.add_hline(y=0.0, line={"color": "gray", "dash": "dot"})
+        lo, hi = min(values + [0.0]), max(values + [0.0])
+    else:
+        fig.add_hline(y=r["unigram"], line={"color": "gray", "dash": "dot"}, annotation_text="unigram (no context)",
+                      annotation_position="bottom right")
+        lo, hi = min(values), max(values + [r["unigram"]])
     fig.add_vline(x=L, line={"dash": "dot", "color": "gray"}, annotation_text=f"L = {L}")
+    pad = 0.05 * (hi - lo or 1.0)
     fig.update_layout(
-        title=f"Loss over {what} ({_subtitle(record)})", height=420,
+        title=_title(_EX_METRICS[metric].capitalize(), f"{_subtitle(record)}; bars: ± sd"), height=460,
+        margin={"t": 80}, 
         xaxis={"title": LENGTH_AXIS, "tickvals": lengths, "ticktext": [str(T) for T in lengths]},
-        yaxis={"title": LOSS_AXIS, "range": [lo - 0.05, hi + 0.1]},
+        yaxis={"title": LOSS_AXIS if metric != "tail_minus_head" else "tail − head (nats/char)",
+               "range": [lo - pad, hi + pad]},
+        legend=_LEGEND_RIGHT, template="plotly_white",
     )
     return fig
 
 
-def extrapolation_curves_figure(record: dict[str, Any]) -> go.Figure:
-    """Loss at each position (binned) of the longest window each scheme could run."""
-    r = record["results"]
+def extrapolation_curves_figure(record: dict[str, Any], bin_width: int = 8) -> go.Figure:
+    """Loss at each position of the same 4L windows (bins of `bin_width` positions), mean ± sd band
+    over seeds per scheme; models that cannot run past L stop there."""
+    from mlbook.experiments.common import binned, mean_sd
+
+    r = _check_record(record, "extrapolation")
+    if isinstance(bin_width, bool) or not isinstance(bin_width, int) or bin_width < 1:
+        raise ValueError(f"bin_width must be a positive int, got {bin_width!r}")
     L = r["train_len"]
     fig = go.Figure()
-    lows, highs = [], []
-    for name, s in r["schemes"].items():
-        c = s["curve"]
-        lows.append(min(c["loss"]))
-        highs.append(max(c["loss"]))
-        fig.add_trace(go.Scatter(x=c["position"], y=c["loss"], mode="lines", name=f"{name} (to {s['curve_length']})",
-                                 line={"color": SCHEME_COLORS.get(name)}))
+    for i, (name, entry) in enumerate(r["schemes"].items()):
+        curves = [binned(s["curve"], bin_width) for s in entry["per_seed"]]
+        x = curves[0]["position"]
+        stats = [mean_sd(v) for v in zip(*(c["loss"] for c in curves))]
+        _band(fig, x, [st["mean"] for st in stats], [st["sd"] for st in stats], SCHEME_COLORS.get(name, LINE_COLORS[i]),
+              entry["label"], "dash" if name == "reference" else "solid")
     fig.add_vline(x=L, line={"dash": "dot", "color": "gray"}, annotation_text=f"L = {L}")
-    hi = min(max(highs), min(lows) + 3.5)
+    fig.add_hline(y=r["unigram"], line={"color": "gray", "dash": "dot"}, annotation_text="unigram",
+                  annotation_position="bottom right")
     fig.update_layout(
-        title=f"Loss by position, bins of {r['bin_width']} ({_subtitle(record)})", height=420,
-        xaxis_title="position in the window (tokens)", yaxis={"title": LOSS_AXIS, "range": [min(lows) - 0.1, hi]},
+        title=_title("Loss by position on the same windows", f"bins of {bin_width}; {_subtitle(record)}; bands: ± sd"),
+        height=460, xaxis_title="position in the window (tokens)", margin={"t": 80}, legend=_LEGEND_RIGHT,
+        yaxis={"title": LOSS_AXIS, "range": [0.8, max(3.6, r["unigram"] + 0.3)]}, template="plotly_white",
     )
     return fig
+
+
+# -- experiment 3: context extension ----------------------------------------------------------
 
 
 def context_extension_figure(record: dict[str, Any], metric: str = "mean") -> go.Figure:
-    """Loss against evaluation length per RoPE variant: solid before, dashed after the fine-tune."""
-    if metric not in ("mean", "tail"):
-        raise ValueError(f"metric must be 'mean' or 'tail', got {metric!r}")
-    r = record["results"]
+    """Metric against length per RoPE variant, mean ± sd error bars: solid before, dashed after the
+    fine-tune; the model trained at the target length as a dotted reference."""
+    if metric not in ("mean", "tail", "tail_minus_head"):
+        raise ValueError(f"metric must be 'mean', 'tail' or 'tail_minus_head', got {metric!r}")
+    r = _check_record(record, "context_extension")
     L, lengths = r["train_len"], r["eval_lengths"]
+    idx = [i for i, T in enumerate(lengths) if metric == "mean" or T > L]
+    xs = [lengths[i] for i in idx]
     fig = go.Figure()
-    values = [y for v in r["variants"].values() for ph in ("before", "after") for m in ("mean", "tail")
-              for y in v[ph][m] if y is not None and math.isfinite(y)]  # one y range for both metrics
-    for name, v in r["variants"].items():
-        for phase, dash in (("before", "solid"), ("after", "dash")):
-            ys = v[phase][metric] if metric == "mean" else [v[phase]["mean"][0]] + v[phase]["tail"][1:]
+    values = []
+    for phase, dash in (("before", "solid"), ("after", "dash")):
+        stats = _ce.summary(record, phase, metric)
+        for name, st in stats.items():
+            label = r["reference"]["label"] if name == "reference" else r["variants"][name]["label"]
+            ys = [st[i]["mean"] for i in idx]
+            values += [y for y in ys if y is not None]
             fig.add_trace(go.Scatter(
-                x=lengths, y=ys, mode="lines+markers", name=f"{v['label']}, {phase}",
-                legendgroup=name, line={"color": _VARIANT_COLORS.get(name), "dash": dash},
+                x=xs, y=ys, mode="lines+markers", legendgroup=name,
+                name=label if name == "reference" else f"{label}, {phase}",
+                error_y={"type": "data", "array": [st[i]["sd"] or 0.0 for i in idx], "visible": True},
+                line={"color": _VARIANT_COLORS.get(name), "dash": "dot" if name == "reference" else dash},
                 marker={"symbol": "circle" if phase == "before" else "diamond"},
             ))
-    lo, hi = min(values), min(max(values), min(values) + 3.0)
-    what = "all positions" if metric == "mean" else f"positions beyond {L} (at {L}: all)"
+    if metric == "mean":
+        fig.add_hline(y=r["unigram"], line={"color": "gray", "dash": "dot"}, annotation_text="unigram (no context)",
+                      annotation_position="bottom right")
+        values.append(r["unigram"])
+    if metric == "tail_minus_head":
+        fig.add_hline(y=0.0, line={"color": "gray", "dash": "dot"})
+        values.append(0.0)
+    lo, hi = min(values), max(values)
+    pad = 0.05 * (hi - lo or 1.0)
+    what = {"mean": "all positions", "tail": f"positions past {L}", "tail_minus_head": "tail minus head"}[metric]
     fig.update_layout(
-        title=f"Loss over {what}; solid: no fine-tune, dashed: after {r['finetune_steps']} steps at "
-              f"{r['finetune_len']} ({_subtitle(record)})", height=460,
-        xaxis={"title": LENGTH_AXIS, "type": "log", "tickvals": lengths, "ticktext": [str(T) for T in lengths]},
-        yaxis={"title": LOSS_AXIS, "range": [lo - 0.05, hi + 0.1]},
-        legend={"font": {"size": 10}},
+        title=_title(f"Loss over {what}", f"solid: no fine-tune; dashed: after {r['finetune']['steps']} steps at "
+                                          f"{r['finetune_len']}; {_subtitle(record)}; bars: ± sd"), height=520,
+        margin={"t": 80},
+        xaxis={"title": LENGTH_AXIS, "type": "log", "tickvals": xs, "ticktext": [str(T) for T in xs]},
+        yaxis={"title": LOSS_AXIS if metric != "tail_minus_head" else "tail − head (nats/char)",
+               "range": [lo - pad, hi + pad]},
+        legend={**_LEGEND_RIGHT, "font": {"size": 10}}, template="plotly_white",
+    )
+    return fig
+
+
+def yarn_bands_figure(beta_fast: float = TUNED_BETAS["beta_fast"], d_head: int = 16, train_len: int = 128,
+                      base: float = 10000.0, beta_slow: float = TUNED_BETAS["beta_slow"]) -> go.Figure:
+    """YaRN's blend weight r_i per RoPE pair (0 keep, 1 interpolate) for beta_fast, beside the
+    paper's 32 / 1, from the library's `yarn_ramp`; hover shows each pair's turns within L."""
+    chosen = yarn_bands(d_head, base, train_len, beta_fast, beta_slow)
+    paper = yarn_bands(d_head, base, train_len, 32.0, 1.0)
+    pairs = list(range(d_head // 2))
+    fig = go.Figure()
+    for b, color, name in ((paper, LINE_COLORS[3], "paper: beta_fast 32, beta_slow 1"),
+                           (chosen, LINE_COLORS[5], f"beta_fast {beta_fast:g}, beta_slow {beta_slow:g}")):
+        fig.add_trace(go.Bar(x=pairs, y=b["ramp"], name=name, marker_color=color,
+                             customdata=b["turns"],
+                             hovertemplate="pair %{x}<br>r = %{y:.2f}<br>%{customdata:.2f} turns within L<extra></extra>"))
+    fig.update_layout(
+        title=_title(f"YaRN ramp per pair, d_head = {d_head}, L = {train_len}",
+                     f"beta_fast {beta_fast:g}: keep {chosen['keep']}, blend {chosen['blend']}, interpolate "
+                     f"{chosen['interpolate']}"), height=420, barmode="group", margin={"t": 80},
+        xaxis={"title": "RoPE pair i (0 = fastest)", "tickvals": pairs},
+        yaxis={"title": "ramp r_i (0 keep, 1 interpolate)", "range": [0, 1.05]},
+        legend=_LEGEND_RIGHT, template="plotly_white",
     )
     return fig

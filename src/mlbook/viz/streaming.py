@@ -1,7 +1,9 @@
 """Figures for experiments 4-6: T5 length generalisation, attention sinks and streaming, passkey retrieval.
 
-Each function takes the `results` dict of a saved experiment record (`load_or_run(...)["results"]`)
-and returns a plotly Figure for `mlbook.viz.show`; nothing here trains or recomputes a number.
+Each function takes a saved experiment record (`load_result(...)` / `load_or_run(...)`) and returns
+a plotly Figure for `mlbook.viz.show` (or `show_knob`, whose knobs are the keyword arguments);
+nothing here trains or recomputes a measurement. Error bars and bands are one standard deviation
+across seeds.
 """
 
 from __future__ import annotations
@@ -12,220 +14,298 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from mlbook.experiments import exp_passkey as _pk
+from mlbook.experiments import exp_sinks as _sk
+from mlbook.experiments import exp_t5_length as _t5
+from mlbook.experiments.common import mean_sd
 from mlbook.viz.core import LINE_COLORS, SEQUENTIAL
 
 __all__ = [
-    "fig_sink_mass_per_layer",
-    "fig_sink_mass_vs_query",
-    "fig_stream_loss",
     "fig_t5_per_position",
+    "fig_sink_mass_per_head",
+    "fig_sink_mass_vs_query",
+    "fig_sink_heatmap",
+    "fig_truncation_curve",
+    "fig_stream_loss",
     "fig_passkey_heatmaps",
     "fig_passkey_vs_loss",
-    "format_table",
-    "sink_mass_table",
-    "stream_table",
-    "truncation_table",
-    "t5_table",
     "bucket_table_text",
-    "passkey_table",
 ]
 
-_DASHES = ("solid", "dash", "dot", "dashdot")
-_METHOD_NAMES = {"rope": "RoPE (no scaling)", "rope_pi": "RoPE + PI", "rope_yarn": "RoPE + YaRN", "alibi": "ALiBi"}
+_DASHES = ("solid", "dash", "dot", "dashdot", "longdash")
 _CACHE_NAMES = {"full": "full KV cache (absolute positions)", "window": "sliding window, no sinks",
-                "sink": "4 sinks + sliding window"}
+                "sink1": "1 sink + sliding window", "sink4": "4 sinks + sliding window"}
 
 
-def _layout(fig: go.Figure, height: int = 380, **kw: Any) -> go.Figure:
-    fig.update_layout(height=height, margin=dict(l=60, r=20, t=40, b=50), template="plotly_white",
-                      legend=dict(orientation="h", y=-0.25), **kw)
+def _rgba(hex_color: str, alpha: float) -> str:
+    h = hex_color.lstrip("#")
+    return f"rgba({int(h[0:2], 16)}, {int(h[2:4], 16)}, {int(h[4:6], 16)}, {alpha})"
+
+
+def _band(fig: go.Figure, x: Sequence[float], mean: Sequence[float | None], sd: Sequence[float | None], color: str,
+          name: str, dash: str = "solid", row: int | None = None, col: int | None = None) -> None:
+    """A line at the mean and a shaded band of ± one sd (two traces: band, then line)."""
+    lo = [None if m is None or s is None else m - s for m, s in zip(mean, sd)]
+    hi = [None if m is None or s is None else m + s for m, s in zip(mean, sd)]
+    kw = {} if row is None else {"row": row, "col": col}
+    fig.add_trace(go.Scatter(x=list(x) + list(x)[::-1], y=hi + lo[::-1], fill="toself", fillcolor=_rgba(color, 0.18),
+                             line={"width": 0}, hoverinfo="skip", showlegend=False, legendgroup=name,
+                             name=f"{name} ± sd"), **kw)
+    fig.add_trace(go.Scatter(x=list(x), y=list(mean), mode="lines+markers", name=name, legendgroup=name,
+                             line={"color": color, "dash": dash}), **kw)
+
+
+def _layout(fig: go.Figure, height: int = 400, title: str = "", subtitle: str = "", **kw: Any) -> go.Figure:
+    """White template, a two-line title (the second smaller), the legend to the right of the plot
+    (a slider sits below it), margins that keep both visible."""
+    text = title if not subtitle else f"{title}<br><sup>{subtitle}</sup>"
+    fig.update_layout(height=height, margin=dict(l=60, r=20, t=80, b=50), template="plotly_white",
+                      title={"text": text, "font": {"size": 15}}, legend=dict(x=1.02, y=1.0, xanchor="left",
+                                                                           font={"size": 11}), **kw)
     return fig
 
 
-def fig_sink_mass_per_layer(results: dict[str, Any]) -> go.Figure:
-    """Mean attention mass on position 0 per layer, one bar group per positional scheme, and the
-    mass a uniform causal head would put there (dashed)."""
+def _results(record: Any, name: str) -> dict[str, Any]:
+    if not isinstance(record, dict) or "results" not in record or record.get("name", name) != name:
+        raise TypeError(f"expected a saved {name!r} experiment record (a dict from load_result), got {type(record).__name__}")
+    return record["results"]
+
+
+def _n_seeds(r: dict[str, Any]) -> str:
+    n = len(r["seeds"])
+    return f"{n} seed{'s' if n != 1 else ''}"
+
+
+# -- experiment 4: T5 relative bias -----------------------------------------------------------
+
+
+def fig_t5_per_position(record: dict[str, Any], length: int = 16) -> go.Figure:
+    """Token accuracy at each output position of the reversal at `length`: mean ± sd over seeds per
+    variant; a variant that cannot run at that length has no line."""
+    r = _results(record, "t5_length")
+    if length not in r["eval_lens"]:
+        raise ValueError(f"length must be one of the evaluated lengths {r['eval_lens']}, got {length!r}")
     fig = go.Figure()
-    baseline = None
-    for i, (scheme, r) in enumerate(results["schemes"].items()):
-        per_layer = r["mass"]["per_layer"]
-        fig.add_bar(x=[f"layer {k + 1}" for k in range(len(per_layer))], y=per_layer, name=f"{scheme}: on token 0",
-                    marker_color=LINE_COLORS[i])
-        baseline = r["mass"]["uniform_baseline"]
-    if baseline is not None:
-        fig.add_hline(y=baseline, line_dash="dash", line_color="black",
-                      annotation_text="uniform attention (mean 1/(q+1))", annotation_position="top left")
-    fig.update_yaxes(title="attention mass on position 0 (fraction of 1)", rangemode="tozero")
-    fig.update_xaxes(title="layer (1 = closest to the input)")
-    return _layout(fig, barmode="group")
-
-
-def fig_sink_mass_vs_query(results: dict[str, Any], scheme: str = "rope") -> go.Figure:
-    """Mass on position 0 against query position, one line per layer, beside 1/(q+1)."""
-    m = results["schemes"][scheme]["mass"]
-    per_query = np.asarray(m["per_query"])  # (L, T)
-    q = np.arange(per_query.shape[1])
-    fig = go.Figure()
-    for layer, row in enumerate(per_query):
-        fig.add_scatter(x=q[1:], y=row[1:], mode="lines", name=f"layer {layer + 1}",
-                        line=dict(color=LINE_COLORS[layer % len(LINE_COLORS)], dash=_DASHES[layer // 4 % 4]))
-    fig.add_scatter(x=q[1:], y=np.asarray(m["uniform_per_query"])[1:], mode="lines", name="uniform 1/(q+1)",
-                    line=dict(color="gray", dash="dot", width=3))
-    fig.update_xaxes(title="query position q (tokens)")
-    fig.update_yaxes(title="attention mass on position 0", type="log")
-    return _layout(fig)
-
-
-def fig_stream_loss(results: dict[str, Any], scheme: str = "rope") -> go.Figure:
-    """Loss per stream segment for the three caches, with the trained length marked."""
-    s = results["schemes"][scheme]["stream"]
-    starts = np.asarray(s["segment_starts"])
-    mid = starts + s["segment"] / 2
-    fig = go.Figure()
-    for i, (kind, losses) in enumerate(s["loss_per_segment"].items()):
-        fig.add_scatter(x=mid, y=losses, mode="lines+markers", name=_CACHE_NAMES.get(kind, kind),
-                        line=dict(color=LINE_COLORS[i], dash=_DASHES[i]), marker=dict(symbol=i))
-    fig.add_vline(x=results["train_len"], line_dash="dot", line_color="gray",
-                  annotation_text=f"trained length {results['train_len']}")
-    fig.update_xaxes(title="position in the stream (tokens, segment centre)")
-    fig.update_yaxes(title="loss (nats per character)")
-    return _layout(fig)
-
-
-def fig_t5_per_position(results: dict[str, Any], length: int = 16) -> go.Figure:
-    """Token accuracy at each output position of the reversal at `length`, mean over seeds."""
-    fig = go.Figure()
-    n = None
-    for i, (variant, r) in enumerate(results["variants"].items()):
-        evals = [s["eval"][str(length)] for s in r["per_seed"]]
-        if not evals[0]["runs"]:
+    for i, variant in enumerate(r["variants"]):
+        pp = _t5.per_position(record, variant, length)
+        x = list(range(length))
+        if pp is None:  # keep the trace count fixed for sliders: an empty line in the legend
+            fig.add_trace(go.Scatter(x=x, y=[None] * length, fill="toself", showlegend=False, name=f"{variant} ± sd",
+                                     line={"width": 0}))
+            fig.add_trace(go.Scatter(x=x, y=[None] * length, mode="lines", name=f"{variant} (cannot run)",
+                                     line={"color": LINE_COLORS[i]}))
             continue
-        acc = np.mean([e["per_position"] for e in evals], axis=0)
-        n = len(acc)
-        fig.add_scatter(x=np.arange(n), y=acc, mode="lines+markers", name=variant,
-                        line=dict(color=LINE_COLORS[i], dash=_DASHES[i % 4]), marker=dict(symbol=i))
-    if n is not None:
-        fig.add_hline(y=1 / results.get("n_symbols", 16), line_dash="dot", line_color="gray",
-                      annotation_text="chance", annotation_position="bottom right")
-    fig.add_vline(x=7.5, line_dash="dot", line_color="gray", annotation_text="trained length 8")
-    fig.update_xaxes(title=f"output position (0 .. {length - 1})")
-    fig.update_yaxes(title="token accuracy (fraction)", range=[0, 1.02])
-    return _layout(fig)
-
-
-def fig_passkey_heatmaps(results: dict[str, Any], methods: Sequence[str] | None = None) -> go.Figure:
-    """All-digits passkey accuracy on a (context length x key depth) grid, one panel per method."""
-    methods = list(methods or results["methods"])
-    fig = make_subplots(rows=1, cols=len(methods), subplot_titles=[_METHOD_NAMES.get(m, m) for m in methods],
-                        shared_yaxes=True, horizontal_spacing=0.03)
-    depths = [f"{d:g}" for d in results["depths"]]
-    lengths = [str(n) for n in results["lengths"]]
-    for c, m in enumerate(methods, start=1):
-        z = np.asarray(results["accuracy"][m])  # (lengths, depths)
-        fig.add_heatmap(z=z, x=depths, y=lengths, zmin=0, zmax=1, colorscale=SEQUENTIAL, showscale=c == len(methods),
-                        colorbar=dict(title="accuracy"), text=np.round(z, 2), texttemplate="%{text}",
-                        hovertemplate="depth %{x}<br>length %{y}<br>accuracy %{z:.2f}<extra></extra>", row=1, col=c)
-        fig.update_xaxes(title="key depth (0 = start)", row=1, col=c)
-    fig.update_yaxes(title="context length (tokens)", row=1, col=1)
-    return _layout(fig, height=360)
-
-
-def fig_passkey_vs_loss(results: dict[str, Any]) -> go.Figure:
-    """Left: corpus loss against context length. Right: passkey accuracy (mean over depths) against length."""
-    fig = make_subplots(rows=1, cols=2, subplot_titles=("corpus loss (perplexity proxy)", "passkey accuracy, all digits"))
-    for i, m in enumerate(results["methods"]):
-        style = dict(color=LINE_COLORS[i], dash=_DASHES[i % 4])
-        name = _METHOD_NAMES.get(m, m)
-        fig.add_scatter(x=results["lengths"], y=results["loss"][m], mode="lines+markers", name=name, line=style,
-                        marker=dict(symbol=i), legendgroup=m, row=1, col=1)
-        acc = np.asarray(results["accuracy"][m]).mean(axis=1)
-        fig.add_scatter(x=results["lengths"], y=acc, mode="lines+markers", name=name, line=style, marker=dict(symbol=i),
-                        legendgroup=m, showlegend=False, row=1, col=2)
-    for c in (1, 2):
-        fig.update_xaxes(title="context length (tokens)", row=1, col=c)
-    fig.update_yaxes(title="loss (nats per character)", row=1, col=1)
-    fig.update_yaxes(title="accuracy (fraction)", range=[0, 1.02], row=1, col=2)
-    return _layout(fig)
-
-
-
-# ---------------------------------------------------------------------------
-# Printed tables of the measured numbers (plain text, so nbval can show them)
-# ---------------------------------------------------------------------------
-
-
-def format_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], digits: int = 3) -> str:
-    """A fixed-width text table; floats rounded to `digits` decimals."""
-    cells = [[f"{v:.{digits}f}" if isinstance(v, float) else str(v) for v in row] for row in rows]
-    widths = [max(len(str(h)), *(len(r[i]) for r in cells)) for i, h in enumerate(headers)]
-    line = lambda vals: "  ".join(str(v).rjust(w) for v, w in zip(vals, widths))  # noqa: E731
-    return "\n".join([line(headers), line(["-" * w for w in widths]), *(line(r) for r in cells)])
-
-
-def sink_mass_table(results: dict[str, Any]) -> str:
-    """Per scheme and layer: mass on position 0, on positions 0-3, and the ratio to uniform attention."""
-    rows = []
-    for scheme, r in results["schemes"].items():
-        m = r["mass"]
-        for layer, (on0, on4) in enumerate(zip(m["per_layer"], m["per_layer_first4"])):
-            rows.append([scheme, layer + 1, on0, on4, on0 / m["uniform_baseline"]])
-    return format_table(["scheme", "layer", "mass on 0", "mass on 0-3", "x uniform"], rows)
-
-
-def stream_table(results: dict[str, Any]) -> str:
-    """Per scheme and cache: loss within the trained length and past it, over the whole stream."""
-    rows = []
-    for scheme, r in results["schemes"].items():
-        s = r["stream"]
-        for kind in s["loss_past_train_len"]:
-            rows.append([scheme, _CACHE_NAMES.get(kind, kind), s["loss_within_train_len"][kind],
-                         s["loss_past_train_len"][kind]])
-    return format_table(["scheme", "cache", "loss, first L tokens", f"loss, tokens L..{results['stream_length']}"], rows)
-
-
-def truncation_table(results: dict[str, Any]) -> str:
-    """Per scheme: loss after the prefix with the cache intact and with slots deleted."""
-    rows = []
-    for scheme, r in results["schemes"].items():
-        t = r["truncate"]
-        base = t["loss"]["none"]
-        for name, loss in t["loss"].items():
-            rows.append([scheme, name, str(t["dropped_slots"][name]), loss, loss - base])
-    return format_table(["scheme", "deleted", "slots", "loss", "change"], rows, digits=4)
-
-
-def t5_table(results: dict[str, Any]) -> str:
-    """Per variant and evaluation length: exact match and token accuracy (mean over seeds), or why not."""
-    rows = []
-    for variant, r in results["variants"].items():
-        for length in r["per_seed"][0]["eval"]:
-            evals = [s["eval"][length] for s in r["per_seed"]]
-            if evals[0]["runs"]:
-                rows.append([variant, length, float(np.mean([e["exact_match"] for e in evals])),
-                             float(np.mean([e["token_accuracy"] for e in evals]))])
-            else:
-                rows.append([variant, length, "cannot run", "no rows for positions >= max_len"])
-    return format_table(["variant", "length", "exact match", "token accuracy"], rows)
+        _band(fig, x, pp["mean"], pp["sd"], LINE_COLORS[i], variant, _DASHES[i % 4])
+    fig.add_hline(y=r["chance"], line_dash="dot", line_color="gray", annotation_text=f"chance 1/{r['n_symbols']}",
+                  annotation_position="bottom right")
+    fig.add_vline(x=r["train_len"] - 0.5, line_dash="dot", line_color="gray",
+                  annotation_text=f"trained length {r['train_len']}")
+    fig.update_xaxes(title=f"output position (0 .. {length - 1})", range=[-0.5, max(r["eval_lens"]) - 0.5])
+    fig.update_yaxes(title="token accuracy (fraction)", range=[0, 1.05])
+    return _layout(fig, title=f"Reversal at length {length}: accuracy per output position",
+                   subtitle=f"mean ± sd over {_n_seeds(r)}")
 
 
 def bucket_table_text(table: dict[str, Any]) -> str:
     """Which bucket each offset 0..15 uses per stack and direction; '*' marks a bucket no offset of
     the training length ever used (its bias is still at initialisation)."""
-    headers = ["offset"] + [str(o) for o in table["offsets"]]
+    offsets = table["offsets"]
     rows = []
     for stack in ("encoder", "decoder"):
         for sign, r in table[stack].items():
             rows.append([f"{stack} {sign}"] + [f"{b}{'' if ok else '*'}" for b, ok in zip(r["bucket"], r["trained"])])
-    return f"num_buckets={table['num_buckets']}, max_distance={table['max_distance']}\n" + format_table(headers, rows)
+    headers = ["offset"] + [str(o) for o in offsets]
+    widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(headers)]
+    line = lambda vals: "  ".join(str(v).rjust(w) for v, w in zip(vals, widths))  # noqa: E731
+    body = [line(headers), line(["-" * w for w in widths])] + [line(row) for row in rows]
+    return f"num_buckets={table['num_buckets']}, max_distance={table['max_distance']}\n" + "\n".join(body)
 
 
-def passkey_table(results: dict[str, Any]) -> str:
-    """Per method and length: corpus loss, accuracy (all digits; mean over depths), per-digit accuracy,
-    and the accuracy at depth 0 (key farthest from the question)."""
-    rows = []
-    for m in results["methods"]:
-        for i, length in enumerate(results["lengths"]):
-            acc = results["accuracy"][m][i]
-            rows.append([_METHOD_NAMES.get(m, m), length, results["loss"][m][i], float(np.mean(acc)),
-                         float(np.mean(results["per_digit"][m][i])), acc[0]])
-    return format_table(["method", "length", "corpus loss", "acc (all digits)", "acc per digit", "acc @ depth 0"], rows)
+# -- experiment 5: attention sinks ------------------------------------------------------------
+
+
+def fig_sink_mass_per_head(record: dict[str, Any], setting: str = "text_bos", queries: str = "late") -> go.Figure:
+    """Attention mass on position 0 per layer and head. Heads are ranked within each layer (head
+    identities differ between seeds), and each bar is the mean ± sd over seeds of the k-th largest;
+    the dashed line is what uniform causal attention puts on position 0 for the same queries.
+
+    queries: "early" (1..chunk-1, which have nothing to copy yet in the repetitive corpus), "late"
+    (T/2..T-1, with plenty of local context) or "all" (1..T-1)."""
+    r = _results(record, "sinks")
+    if setting not in r["settings"]:
+        raise ValueError(f"setting must be one of {', '.join(r['settings'])}, got {setting!r}")
+    if queries not in ("early", "late", "all"):
+        raise ValueError(f"queries must be 'early', 'late' or 'all', got {queries!r}")
+    seeds = r["settings"][setting]["per_seed"]
+    chunk = r["chunk"]
+
+    def per_head(s: dict[str, Any]) -> list[list[float]]:
+        if queries == "early":  # queries 1 .. chunk-1: nothing to copy yet in the repetitive corpus
+            return [[sum(h[1:chunk]) / (chunk - 1) for h in layer] for layer in s["mass"]["per_head_query"]]
+        return s["mass"]["per_head_late" if queries == "late" else "per_head"]
+
+    ranked = np.array([[sorted(layer, reverse=True) for layer in per_head(s)] for s in seeds])  # (S, L, H)
+    n_layers, n_heads = ranked.shape[1:]
+    fig = go.Figure()
+    for k in range(n_heads):
+        stats = [mean_sd(ranked[:, layer, k].tolist()) for layer in range(n_layers)]
+        fig.add_bar(x=[f"layer {i + 1}" for i in range(n_layers)], y=[s["mean"] for s in stats],
+                    error_y={"type": "data", "array": [s["sd"] or 0.0 for s in stats], "visible": True},
+                    name=f"{'largest' if k == 0 else f'#{k + 1}'} head", marker_color=LINE_COLORS[k % 8])
+    if queries == "early":
+        uniform = sum(1.0 / (q + 1) for q in range(1, chunk)) / (chunk - 1)
+    else:
+        uniform = seeds[0]["mass"]["uniform_late" if queries == "late" else "uniform"]
+    fig.add_hline(y=uniform, line_dash="dash", line_color="black", annotation_text=f"uniform attention ({uniform:.3f})",
+                  annotation_position="top left")
+    fig.update_yaxes(title="attention mass on position 0 (fraction)", range=[0, 1.0])
+    fig.update_xaxes(title="layer (1 = closest to the input)")
+    T = len(seeds[0]["mass"]["uniform_per_query"])
+    which = {"early": f"queries 1..{chunk - 1}", "late": f"queries {T // 2}..{T - 1}", "all": f"queries 1..{T - 1}"}[queries]
+    return _layout(fig, height=420, barmode="group", title=f"Mass on position 0 per layer and head, {which}",
+                   subtitle=f"{r['settings'][setting]['label']}; mean ± sd over {_n_seeds(r)}")
+
+
+def fig_sink_mass_vs_query(record: dict[str, Any], setting: str = "repetitive", layer: int = 1) -> go.Figure:
+    """Mass on position 0 against query position for the strongest head of one layer (per seed),
+    mean ± sd over seeds, beside uniform causal attention 1/(q + 1); the chunk length is marked."""
+    r = _results(record, "sinks")
+    if setting not in r["settings"]:
+        raise ValueError(f"setting must be one of {', '.join(r['settings'])}, got {setting!r}")
+    n_layers = len(r["settings"][setting]["per_seed"][0]["mass"]["per_layer"])
+    if isinstance(layer, bool) or not isinstance(layer, int) or not 1 <= layer <= n_layers:
+        raise ValueError(f"layer must be an int in 1..{n_layers}, got {layer!r}")
+    curve = _sk.strongest_head_per_query(record, setting, layer - 1)
+    q = list(range(1, len(curve["mean"])))
+    fig = go.Figure()
+    _band(fig, q, curve["mean"][1:], curve["sd"][1:], LINE_COLORS[5], f"strongest head of layer {layer}")
+    fig.add_trace(go.Scatter(x=q, y=[1.0 / (k + 1) for k in q], mode="lines", name="uniform 1/(q+1)",
+                             line=dict(color="gray", dash="dot", width=3)))
+    fig.add_vline(x=r["chunk"], line_dash="dot", line_color="gray", annotation_text=f"chunk = {r['chunk']}")
+    fig.update_xaxes(title="query position q (tokens)")
+    fig.update_yaxes(title="attention mass on position 0", type="log", range=[-3, 0.05])
+    return _layout(fig, height=420, title=f"Mass on position 0 by query, strongest head of layer {layer}",
+                   subtitle=f"{r['settings'][setting]['label']}; mean ± sd over {_n_seeds(r)}")
+
+
+def fig_truncation_curve(record: dict[str, Any], setting: str = "repetitive") -> go.Figure:
+    """Change in loss at each position when the first token is deleted from the cache right after it
+    was written (deleted minus intact), mean ± sd over seeds."""
+    r = _results(record, "sinks")
+    if setting not in r["settings"]:
+        raise ValueError(f"setting must be one of {', '.join(r['settings'])}, got {setting!r}")
+    seeds = r["settings"][setting]["per_seed"]
+    diffs = [[a - b for a, b in zip(s["truncate_curve"]["first_dropped"], s["truncate_curve"]["intact"])] for s in seeds]
+    stats = [mean_sd(v) for v in zip(*diffs)]
+    q = list(range(1, len(stats) + 1))  # entry j is predicted by the query at position j + 1
+    fig = go.Figure()
+    _band(fig, q, [s["mean"] for s in stats], [s["sd"] for s in stats], LINE_COLORS[0], "first token deleted − intact")
+    fig.add_hline(y=0.0, line_dash="dot", line_color="gray")
+    fig.add_vline(x=r["chunk"], line_dash="dot", line_color="gray", annotation_text=f"chunk = {r['chunk']}")
+    fig.update_xaxes(title="query position (tokens)")
+    fig.update_yaxes(title="change in loss (nats per character)")
+    return _layout(fig, height=400, title="Deleting the first token from the cache: change in loss",
+                   subtitle=f"{r['settings'][setting]['label']}; mean ± sd over {_n_seeds(r)}")
+
+
+def fig_sink_heatmap(record: dict[str, Any], setting: str = "text_bos", layer: int = 1, step: int = 2) -> go.Figure:
+    """The mean attention map of one layer's strongest sink head (first seed), queries down, keys
+    across, subsampled every `step` positions; a sink is a bright first column."""
+    r = _results(record, "sinks")
+    if setting not in r["settings"]:
+        raise ValueError(f"setting must be one of {', '.join(r['settings'])}, got {setting!r}")
+    maps = r["settings"][setting]["per_seed"][0]["maps"]
+    if isinstance(layer, bool) or not isinstance(layer, int) or not 1 <= layer <= len(maps):
+        raise ValueError(f"layer must be an int in 1..{len(maps)}, got {layer!r}")
+    if isinstance(step, bool) or not isinstance(step, int) or step < 1:
+        raise ValueError(f"step must be a positive int, got {step!r}")
+    m = maps[layer - 1]
+    z = np.asarray(m["map"])  # (T, T)
+    T = z.shape[0]
+    keep = np.unique(np.r_[0, np.arange(0, T, step)])
+    zs = np.sqrt(z[np.ix_(keep, keep)])  # square root: the first column and the diagonal both stay visible
+    fig = go.Figure(go.Heatmap(z=np.round(zs, 3), x=keep.tolist(), y=keep.tolist(), colorscale=SEQUENTIAL, zmin=0,
+                               zmax=1, colorbar={"title": "√ weight"},
+                               customdata=np.round(z[np.ix_(keep, keep)], 3),
+                               hovertemplate="query %{y}<br>key %{x}<br>weight %{customdata}<extra></extra>"))
+    fig.update_yaxes(title="query position", autorange="reversed")
+    fig.update_xaxes(title="key position (0 = first token)")
+    return _layout(fig, height=480, title=f"Mean attention of layer {layer}, head {m['head'] + 1}",
+                   subtitle=f"{r['settings'][setting]['label']}; seed {r['seeds'][0]}")
+
+
+def fig_stream_loss(record: dict[str, Any], setting: str = "text_bos") -> go.Figure:
+    """Loss per stream segment for each cache, mean ± sd over seeds, with the cache size marked."""
+    r = _results(record, "sinks")
+    if setting not in r["settings"]:
+        raise ValueError(f"setting must be one of {', '.join(r['settings'])}, got {setting!r}")
+    seeds = r["settings"][setting]["per_seed"]
+    seg = r["segment"]
+    fig = go.Figure()
+    for i, kind in enumerate(r["cache_kinds"]):
+        rows = [s["stream"]["loss_per_segment"][kind] for s in seeds]
+        stats = [mean_sd(v) for v in zip(*rows)]
+        x = [j * seg + seg / 2 for j in range(len(stats))]
+        _band(fig, x, [s["mean"] for s in stats], [s["sd"] for s in stats], LINE_COLORS[i], _CACHE_NAMES.get(kind, kind),
+              _DASHES[i % 4])
+    fig.add_vline(x=r["window"], line_dash="dot", line_color="gray", annotation_text=f"cache size = L = {r['window']}")
+    fig.update_xaxes(title="position in the stream (tokens, segment centre)", type="log")
+    fig.update_yaxes(title="loss (nats per character)")
+    return _layout(fig, height=440, title="Streaming loss per segment, four caches",
+                   subtitle=f"{r['settings'][setting]['label']}; mean ± sd over {_n_seeds(r)}")
+
+
+# -- experiment 6: passkey --------------------------------------------------------------------
+
+
+def fig_passkey_heatmaps(record: dict[str, Any], phase: str = "zero_shot") -> go.Figure:
+    """All-digits passkey accuracy on the (context length x key depth) grid, one panel per method,
+    mean over seeds (hover: ± sd)."""
+    r = _results(record, "passkey")
+    if phase not in r["phases"]:
+        raise ValueError(f"phase must be one of {', '.join(r['phases'])}, got {phase!r}")
+    methods = r["methods"]
+    fig = make_subplots(rows=1, cols=len(methods), subplot_titles=[r["labels"][m] for m in methods],
+                        shared_yaxes=True, horizontal_spacing=0.03)
+    depths = [f"{d:g}" for d in r["depths"]]
+    lengths = [str(n) for n in r["lengths"]]
+    for c, m in enumerate(methods, start=1):
+        g = _pk.grid(record, phase, m)
+        z = np.asarray(g["mean"])  # (lengths, depths)
+        sd = np.nan_to_num(np.asarray(g["sd"]))
+        fig.add_trace(go.Heatmap(z=np.round(z, 3), x=depths, y=lengths, zmin=0, zmax=1, colorscale=SEQUENTIAL,
+                                 showscale=c == len(methods), colorbar=dict(title="accuracy"),
+                                 text=np.round(z, 2), texttemplate="%{text}", customdata=np.round(sd, 2),
+                                 hovertemplate="depth %{x}<br>length %{y}<br>accuracy %{z:.2f} ± %{customdata}"
+                                               "<extra></extra>"), row=1, col=c)
+        fig.update_xaxes(title="key depth (0 = start, 1 = next to the question)" if c == 1 else "key depth",
+                         row=1, col=c)
+    fig.update_yaxes(title="context length (tokens)", row=1, col=1)
+    what = "no fine-tuning" if phase == "zero_shot" else f"after {r['finetune']['steps']} steps at {r['finetune_len']}"
+    return _layout(fig, height=400, title="Passkey accuracy, all five digits right",
+                   subtitle=f"{what}; mean over {_n_seeds(r)}")
+
+
+def fig_passkey_vs_loss(record: dict[str, Any], phase: str = "zero_shot") -> go.Figure:
+    """Left: corpus loss against context length. Right: passkey accuracy (mean over depths) against
+    length. Both mean ± sd over seeds (error bars)."""
+    r = _results(record, "passkey")
+    if phase not in r["phases"]:
+        raise ValueError(f"phase must be one of {', '.join(r['phases'])}, got {phase!r}")
+    fig = make_subplots(rows=1, cols=2, subplot_titles=("corpus loss (perplexity proxy)", "passkey accuracy, all digits"))
+    for i, m in enumerate(r["methods"]):
+        s = _pk.summary(record, phase, m)
+        style = dict(color=LINE_COLORS[i], dash=_DASHES[i % 4])
+        for col, key in ((1, "loss"), (2, "accuracy")):
+            fig.add_trace(go.Scatter(
+                x=r["lengths"], y=[v["mean"] for v in s[key]], mode="lines+markers", name=r["labels"][m],
+                legendgroup=m, showlegend=col == 1, line=style, marker=dict(symbol=i),
+                error_y={"type": "data", "array": [v["sd"] or 0.0 for v in s[key]], "visible": True},
+            ), row=1, col=col)
+    for c in (1, 2):
+        fig.update_xaxes(title="context length (tokens)", tickvals=r["lengths"], row=1, col=c)
+    fig.update_yaxes(title="loss (nats per character)", row=1, col=1)
+    fig.update_yaxes(title="accuracy (fraction)", range=[0, 1.05], row=1, col=2)
+    what = "no fine-tuning" if phase == "zero_shot" else f"after {r['finetune']['steps']} steps at {r['finetune_len']}"
+    return _layout(fig, height=440, title="Corpus loss and passkey retrieval against length",
+                   subtitle=f"{what}; mean ± sd over {_n_seeds(r)}")

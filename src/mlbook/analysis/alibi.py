@@ -1,0 +1,68 @@
+"""Section 2.5, ALiBi: slopes, penalties in nats, and each head's effective window.
+
+    slope_provenance   for each head: from the power-of-two sequence, or interleaved in for other H
+    naive_slopes       2^(-8h/H) for h = 1..H at any H: what the recipe is *not* for non-powers of two
+    alibi_penalty      m_h * k, read off `alibi_bias`: how many nats head h subtracts at distance k
+    weight_ratio       exp(-m_h k): the factor by which that penalty scales an attention weight
+    effective_window   the distance at which head h's penalty first reaches `nats`: ceil(nats / m_h)
+
+Every slope comes from `mlbook.transformer.positional.alibi_slopes`; nothing here re-derives it.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from mlbook.transformer.positional import _check_int, _check_positive_float, alibi_bias, alibi_slopes
+
+__all__ = ["slope_provenance", "naive_slopes", "alibi_penalty", "weight_ratio", "effective_window"]
+
+
+def slope_provenance(n_heads: int) -> list[str]:
+    """Per head, "power of two" (the n = 2^floor(log2 H) slopes 2^(-8h/n)) or "interleaved" (the
+    extra heads of a non-power-of-two H, taken from every other slope of the 2n-head sequence)."""
+    _check_int("n_heads", n_heads, 1)
+    n = 2 ** int(math.floor(math.log2(n_heads)))
+    return ["power of two"] * n + ["interleaved"] * (n_heads - n)
+
+
+def naive_slopes(n_heads: int) -> torch.Tensor:
+    """2^(-8h/H) for h = 1..H, float64: the power-of-two formula applied to any H.
+
+    Equal to `alibi_slopes` when H is a power of two; for other H it is a different set (for
+    H = 12 it starts at 2^(-2/3) and ends at 2^(-8)), not the paper's recipe.
+    """
+    _check_int("n_heads", n_heads, 1)
+    h = torch.arange(1, n_heads + 1, dtype=torch.float64)  # (H,)
+    return 2.0 ** (-8.0 * h / n_heads)  # (H,)
+
+
+def alibi_penalty(n_heads: int, distance: int) -> torch.Tensor:
+    """Nats subtracted from each head's score for a key `distance` tokens before the query: m_h * distance.
+
+    Read off the library's bias, -alibi_bias(H, 1, distance + 1)[0, h, 0, 0] (the query sits at
+    position `distance`, the key at 0). Returns (H,) float64.
+    """
+    _check_int("n_heads", n_heads, 1)
+    _check_int("distance", distance, 0)
+    return -alibi_bias(n_heads, 1, distance + 1)[0, :, 0, 0].double()  # (H,)
+
+
+def weight_ratio(n_heads: int, distance: int) -> torch.Tensor:
+    """exp(-m_h * distance): how much the penalty scales the attention weight of a key at that
+    distance relative to an equally scored key at distance 0. Returns (H,) float64."""
+    return torch.exp(-alibi_penalty(n_heads, distance))  # (H,)
+
+
+def effective_window(n_heads: int, nats: float = 3.0) -> torch.Tensor:
+    """Per head, the smallest integer distance k with m_h * k >= nats: ceil(nats / m_h).
+
+    At `nats` = 3 a key that far back needs a content score 3 nats higher (e^3 = 20 times the
+    weight) to compete with the query's own position. Returns (H,) int64.
+    """
+    _check_int("n_heads", n_heads, 1)
+    nats = _check_positive_float("nats", nats)
+    slopes = alibi_slopes(n_heads).double()  # (H,)
+    return torch.ceil(nats / slopes - 1e-9).long()  # (H,) guard against nats / m landing a hair above an integer

@@ -1,0 +1,643 @@
+"""Numbers for section 2.6, extending a RoPE model's context: what each scaling does to each pair.
+
+Every frequency comes from `mlbook.transformer.positional` (`rope_inv_freq`, `RotaryEmbedding`,
+`yarn_ramp`); the wavelength ladder from `mlbook.viz.absolute.pair_wavelengths`. This module
+arranges them into the quantities the section reasons with:
+
+    angle_coverage        per pair, the largest angle seen in training (L theta_i) against the
+                          largest angle needed at a longer length L' ((L' - 1) theta_i)
+    scaled_inv_freq       theta_i' for one method (none, PI, NTK, dynamic NTK, YaRN, Llama 3)
+    frequency_ratios      theta_i' / theta_i for several methods
+    angle_overshoot       per pair, the largest angle needed after scaling over L theta_i
+    ntk_stretch           NTK-aware base and how much each pair is slowed
+    yarn_bands            which pairs YaRN keeps, blends and interpolates; its temperature
+    method_wavelength_table
+                          wavelength 2 pi / theta_i' per method for chosen pairs
+    fit_attention_score, extrapolation_sum, interpolation_bound, bound_ratio, compare_fit
+                          Chen et al.'s interpolation-versus-extrapolation argument, computed
+
+Nothing here draws; `mlbook.viz.extension` plots what these return.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import numpy as np
+import torch
+
+from mlbook.transformer.positional import (
+    ROPE_SCALINGS,
+    RotaryEmbedding,
+    _check_int,
+    _check_positive_float,
+    _ntk_base,
+    _RopeParams,
+    rope_inv_freq,
+    yarn_ramp,
+)
+from mlbook.viz.absolute import _sig, first_pair_exceeding, pair_wavelengths
+
+__all__ = [
+    "METHODS",
+    "METHOD_LABELS",
+    "AngleCoverage",
+    "angle_coverage",
+    "scaled_inv_freq",
+    "frequency_ratios",
+    "angle_overshoot",
+    "NTKStretch",
+    "ntk_stretch",
+    "YarnBands",
+    "yarn_bands",
+    "YarnTemperature",
+    "yarn_temperature",
+    "MethodWavelengthTable",
+    "method_wavelength_table",
+    "attention_score",
+    "ScoreFit",
+    "fit_attention_score",
+    "interpolation_bound",
+    "extrapolation_sum",
+    "BoundRatio",
+    "bound_ratio",
+    "FitComparison",
+    "compare_fit",
+]
+
+METHODS: tuple[str, ...] = ROPE_SCALINGS  # ("none", "linear", "ntk", "dynamic", "yarn", "llama3")
+METHOD_LABELS: dict[str, str] = {
+    "none": "none (extrapolate)",
+    "linear": "PI (linear)",
+    "ntk": "NTK-aware",
+    "dynamic": "dynamic NTK",
+    "yarn": "YaRN",
+    "llama3": "Llama 3",
+}
+
+
+def _check_method(method: object) -> str:
+    if method not in METHODS:
+        raise ValueError(f"unknown method {method!r}; valid values are {', '.join(repr(m) for m in METHODS)}")
+    return method  # type: ignore[return-value]
+
+
+def _theta(d_head: int, base: float) -> np.ndarray:
+    """Unscaled theta_i (d_head/2,) as float64, from the library's float32 frequencies."""
+    return rope_inv_freq(d_head, base)[0].double().numpy()
+
+
+# ---------------------------------------------------------------------------
+# Why a RoPE model fails past L
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class AngleCoverage:
+    """Per pair i: theta_i, the trained range of angles [0, L theta_i), the largest angle at L'.
+
+    Positions 0 .. L-1 in training put every query-key angle of pair i in [0, L theta_i);
+    a context of L' tokens needs angles up to (L' - 1) theta_i. A pair with L theta_i >= 2 pi
+    (wavelength <= L) has been all the way round, so every phase is familiar; a pair with
+    L theta_i < 2 pi has only ever seen an arc, and everything past it is new.
+    """
+
+    d_head: int
+    base: float
+    original_max_len: int
+    target_len: int
+    theta: np.ndarray  # (d/2,)
+    seen: np.ndarray  # (d/2,) L theta_i
+    needed: np.ndarray  # (d/2,) (L' - 1) theta_i
+
+    @property
+    def first_unwrapped(self) -> int | None:
+        """First pair that never completes a turn within L (`first_pair_exceeding`)."""
+        return first_pair_exceeding(self.d_head, self.base, self.original_max_len)
+
+    @property
+    def unwrapped(self) -> tuple[int, ...]:
+        """Pairs whose trained angles cover less than one turn: at L' they reach angles never seen."""
+        first = self.first_unwrapped
+        return () if first is None else tuple(range(first, self.d_head // 2))
+
+    @property
+    def ratio(self) -> float:
+        """(L' - 1) / L: how far past the trained range the largest angle goes, the same for every pair."""
+        return float(self.needed[0] / self.seen[0])
+
+    def rows(self, pairs: Sequence[int]) -> list[tuple[int, float, float, float, str]]:
+        out = []
+        for i in pairs:
+            wrapped = "yes" if self.seen[i] >= 2 * math.pi else "no"
+            out.append((int(i), float(self.seen[i]), float(self.seen[i] / (2 * math.pi)), float(self.needed[i]), wrapped))
+        return out
+
+    def __repr__(self) -> str:
+        first = self.first_unwrapped
+        pairs = sorted({0, self.d_head // 4, first - 1 if first else 0, first or 0, self.d_head // 2 - 1})
+        head = ("pair i", "seen: L theta_i", "turns", "needed: (L'-1) theta_i", "wrapped")
+        cells = [(str(i), _sig(a, 4), _sig(t, 3), _sig(b, 4), w) for i, a, t, b, w in self.rows(pairs)]
+        widths = [max(len(h), *(len(c[j]) for c in cells)) for j, h in enumerate(head)]
+        line = lambda row: "  ".join(v.rjust(w) for v, w in zip(row, widths))  # noqa: E731
+        title = (f"d_head = {self.d_head}, base = {self.base:,g}, L = {self.original_max_len:,}, "
+                 f"L' = {self.target_len:,}\nangles in radians; every largest angle grows x{self.ratio:.4f}")
+        return "\n".join([title, line(head), "  ".join("-" * w for w in widths)] + [line(c) for c in cells])
+
+
+def angle_coverage(
+    d_head: int = 128, base: float = 10000.0, original_max_len: int = 8192, target_len: int | None = None,
+    factor: float = 4.0,
+) -> AngleCoverage:
+    """seen_i = L theta_i and needed_i = (L' - 1) theta_i, theta_i = base^(-2i/d_head).
+
+    L' = target_len, or round(factor * L) when target_len is None.
+    """
+    _check_int("original_max_len", original_max_len, 1)
+    if target_len is None:
+        factor = _check_positive_float("factor", factor)
+        target_len = int(round(factor * original_max_len))
+    _check_int("target_len", target_len, 1)
+    theta = _theta(d_head, base)
+    return AngleCoverage(d_head, float(base), original_max_len, target_len, theta,
+                         original_max_len * theta, (target_len - 1) * theta)
+
+
+# ---------------------------------------------------------------------------
+# Frequencies after scaling
+# ---------------------------------------------------------------------------
+
+
+def scaled_inv_freq(
+    method: str,
+    d_head: int = 128,
+    base: float = 10000.0,
+    factor: float = 4.0,
+    *,
+    original_max_len: int = 8192,
+    seq_len: int | None = None,
+    dynamic_factor: float = 1.0,
+    beta_fast: float = 32.0,
+    beta_slow: float = 1.0,
+    low_freq_factor: float = 1.0,
+    high_freq_factor: float = 4.0,
+) -> tuple[torch.Tensor, float]:
+    """theta_i' (d_head/2,) float32 and the attention factor for one method, from the library.
+
+    none, linear (PI: theta_i / s), ntk (base * s^(d/(d-2))), yarn and llama3 are `rope_inv_freq`
+    with factor s. dynamic is `RotaryEmbedding(scaling="dynamic", factor=alpha).inv_freq_at(n)`:
+    for a sequence of n = seq_len > L tokens the base becomes base * (alpha n / L - (alpha - 1))^(d/(d-2)),
+    and theta_i' = theta_i for n <= L. alpha = dynamic_factor (1: the scale is exactly n / L);
+    seq_len defaults to round(s L).
+    """
+    _check_method(method)
+    if method == "dynamic":
+        if seq_len is None:
+            factor = _check_positive_float("factor", factor)
+            seq_len = int(round(factor * original_max_len))
+        _check_int("seq_len", seq_len, 1)
+        rope = RotaryEmbedding(d_head, base, "dynamic", dynamic_factor, original_max_len=original_max_len)
+        return rope.inv_freq_at(seq_len).clone(), rope.attention_factor
+    return rope_inv_freq(
+        d_head, base, method, factor, original_max_len=original_max_len, beta_fast=beta_fast, beta_slow=beta_slow,
+        low_freq_factor=low_freq_factor, high_freq_factor=high_freq_factor,
+    )
+
+
+def frequency_ratios(
+    d_head: int = 128,
+    base: float = 10000.0,
+    factor: float = 4.0,
+    *,
+    original_max_len: int = 8192,
+    methods: Sequence[str] = METHODS,
+    seq_len: int | None = None,
+    dynamic_factor: float = 1.0,
+    beta_fast: float = 32.0,
+    beta_slow: float = 1.0,
+    low_freq_factor: float = 1.0,
+    high_freq_factor: float = 4.0,
+) -> dict[str, np.ndarray]:
+    """theta_i' / theta_i per method, each (d_head/2,) float64: 1 keeps a pair, 1/s interpolates it fully."""
+    theta = _theta(d_head, base)
+    out = {}
+    for m in methods:
+        inv_freq, _ = scaled_inv_freq(
+            m, d_head, base, factor, original_max_len=original_max_len, seq_len=seq_len,
+            dynamic_factor=dynamic_factor, beta_fast=beta_fast, beta_slow=beta_slow,
+            low_freq_factor=low_freq_factor, high_freq_factor=high_freq_factor,
+        )
+        out[m] = inv_freq.double().numpy() / theta
+    return out
+
+
+def angle_overshoot(
+    method: str,
+    d_head: int = 128,
+    base: float = 10000.0,
+    factor: float = 4.0,
+    *,
+    original_max_len: int = 8192,
+    seq_len: int | None = None,
+    **options: float,
+) -> np.ndarray:
+    """(L' - 1) theta_i' / (L theta_i) per pair: above 1, the method needs angles past the trained range.
+
+    L' = round(s L) for every method except dynamic, which is evaluated at its own length
+    n = seq_len (default round(s L)). Only pairs that never wrapped in training
+    (`AngleCoverage.unwrapped`) are harmed by an overshoot; the others have seen every phase.
+    """
+    if seq_len is None:
+        seq_len = int(round(_check_positive_float("factor", factor) * original_max_len))
+    ratio = frequency_ratios(d_head, base, factor, original_max_len=original_max_len, methods=(method,),
+                             seq_len=seq_len, **options)[method]
+    target = seq_len if method == "dynamic" else int(round(factor * original_max_len))
+    return (target - 1) * ratio / original_max_len
+
+
+@dataclass(frozen=True)
+class NTKStretch:
+    """NTK-aware scaling: base' = base * s^(d/(d-2)) and the stretch theta_i / theta_i' of every pair."""
+
+    d_head: int
+    base: float
+    factor: float
+    new_base: float
+    stretch: np.ndarray  # (d/2,) theta_i / theta_i', from the library's float32 frequencies
+
+    @property
+    def fastest(self) -> float:
+        return float(self.stretch[0])
+
+    @property
+    def slowest(self) -> float:
+        return float(self.stretch[-1])
+
+    @property
+    def limit(self) -> float:
+        """base' / base = s^(d/(d-2)): the stretch of the frequency 1/base, the ladder's limit (no pair has it)."""
+        return self.new_base / self.base
+
+    def __repr__(self) -> str:
+        d, mid = self.d_head, self.d_head // 4
+        return "\n".join([
+            f"NTK-aware, d_head = {d}, base = {self.base:,g}, s = {self.factor:g}",
+            f"  base' = base * s^(d/(d-2)) = {self.new_base:,.1f}",
+            f"  pair 0       theta_0 / theta_0'   = {self.fastest:.6f}",
+            f"  pair {mid:<3d}     theta_{mid} / theta_{mid}' = {float(self.stretch[mid]):.6f}",
+            f"  pair {d // 2 - 1:<3d}     theta_{d // 2 - 1} / theta_{d // 2 - 1}' = {self.slowest:.6f}",
+            f"  frequency 1/base (limit)          = {self.limit:.6f}",
+        ])
+
+
+def ntk_stretch(d_head: int = 128, base: float = 10000.0, factor: float = 4.0) -> NTKStretch:
+    """base' = base * s^(d/(d-2)); stretch_i = theta_i / theta_i' = s^(2i/(d-2)): 1 at i = 0, s at i = d/2 - 1."""
+    theta = _theta(d_head, base)
+    new_theta = rope_inv_freq(d_head, base, "ntk", factor)[0].double().numpy()
+    new_base = _ntk_base(_RopeParams(d_head, float(base), float(factor), None, 32.0, 1.0, 1.0, 4.0), float(factor))
+    return NTKStretch(d_head, float(base), float(factor), float(new_base), theta / new_theta)
+
+
+# ---------------------------------------------------------------------------
+# YaRN: bands and temperature
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class YarnBands:
+    """YaRN's per-pair ramp r_i (`yarn_ramp`) and the three bands it defines.
+
+    r_i = 0: keep theta_i (extrapolate); r_i = 1: theta_i / s (interpolate); between: blend.
+    turns_i = L / wavelength_i is how many full turns pair i makes within the trained length.
+    """
+
+    d_head: int
+    base: float
+    original_max_len: int
+    beta_fast: float
+    beta_slow: float
+    ramp: np.ndarray  # (d/2,)
+    turns: np.ndarray  # (d/2,)
+
+    @property
+    def extrapolate(self) -> tuple[int, ...]:
+        return tuple(int(i) for i in np.nonzero(self.ramp <= 0.0)[0])
+
+    @property
+    def blend(self) -> tuple[int, ...]:
+        return tuple(int(i) for i in np.nonzero((self.ramp > 0.0) & (self.ramp < 1.0))[0])
+
+    @property
+    def interpolate(self) -> tuple[int, ...]:
+        return tuple(int(i) for i in np.nonzero(self.ramp >= 1.0)[0])
+
+    def band_of(self, i: int) -> str:
+        """'extrapolate', 'blend' or 'interpolate' for pair i."""
+        if not 0 <= i < self.d_head // 2:
+            raise ValueError(f"pair {i} is out of range: d_head={self.d_head} has pairs 0..{self.d_head // 2 - 1}")
+        r = float(self.ramp[i])
+        return "extrapolate" if r <= 0.0 else ("interpolate" if r >= 1.0 else "blend")
+
+    def __repr__(self) -> str:
+        def span(ix: tuple[int, ...]) -> str:
+            if not ix:
+                return "none"
+            lo, hi = ix[0], ix[-1]
+            return f"pairs {lo}..{hi}: {_sig(float(self.turns[hi]), 3)} to {_sig(float(self.turns[lo]), 3)} turns in L"
+
+        return "\n".join([
+            f"YaRN bands, d_head = {self.d_head}, base = {self.base:,g}, L = {self.original_max_len:,},",
+            f"beta_fast = {self.beta_fast:g}, beta_slow = {self.beta_slow:g}",
+            f"  keep theta_i (extrapolate)      {span(self.extrapolate)}",
+            f"  blend                           {span(self.blend)}",
+            f"  theta_i / s (interpolate)       {span(self.interpolate)}",
+        ])
+
+
+def yarn_bands(
+    d_head: int = 128, base: float = 10000.0, original_max_len: int = 8192, beta_fast: float = 32.0,
+    beta_slow: float = 1.0,
+) -> YarnBands:
+    """The ramp of `yarn_ramp` and turns_i = L / (2 pi / theta_i) for every pair."""
+    ramp = yarn_ramp(d_head, base, original_max_len=original_max_len, beta_fast=beta_fast, beta_slow=beta_slow)
+    turns = original_max_len / pair_wavelengths(d_head, base)
+    return YarnBands(d_head, float(base), original_max_len, float(beta_fast), float(beta_slow),
+                     ramp.double().numpy(), turns)
+
+
+@dataclass(frozen=True)
+class YarnTemperature:
+    """YaRN's attention factor sqrt(1/t) = 0.1 ln s + 1 per scale, and the logit multiplier 1/t."""
+
+    factors: tuple[float, ...]
+    attention_factor: tuple[float, ...]  # multiplies q and k (the library scales cos and sin)
+
+    @property
+    def logit_scale(self) -> tuple[float, ...]:
+        """1/t = attention_factor^2: q and k each carry the factor, so q . k carries its square."""
+        return tuple(a * a for a in self.attention_factor)
+
+    def __repr__(self) -> str:
+        lines = ["     s   sqrt(1/t) on q and k   1/t on the logits"]
+        for s, a, g in zip(self.factors, self.attention_factor, self.logit_scale):
+            lines.append(f"{s:6g}   {a:20.4f}   {g:17.4f}")
+        return "\n".join(lines)
+
+
+def yarn_temperature(factors: Sequence[float] = (1.0, 2.0, 4.0, 8.0, 16.0, 32.0)) -> YarnTemperature:
+    """attention_factor(s) from `rope_inv_freq(scaling="yarn")`: 0.1 ln s + 1 (1 for s <= 1)."""
+    out = []
+    for s in factors:
+        out.append(rope_inv_freq(128, 10000.0, "yarn", s, original_max_len=8192)[1])  # independent of d, base, L
+    return YarnTemperature(tuple(float(s) for s in factors), tuple(out))
+
+
+# ---------------------------------------------------------------------------
+# Wavelength table per method
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MethodWavelengthTable:
+    """Wavelength 2 pi / theta_i' (tokens) per method for chosen pairs, at one scale factor."""
+
+    d_head: int
+    base: float
+    factor: float
+    original_max_len: int
+    seq_len: int  # the length dynamic NTK is evaluated at
+    pairs: tuple[int, ...]
+    methods: tuple[str, ...]
+    wavelengths: dict[str, tuple[float, ...]] = field(repr=False)
+
+    @property
+    def target_len(self) -> int:
+        return int(round(self.factor * self.original_max_len))
+
+    def _header(self) -> list[str]:
+        short = {"none": "none", "linear": "PI", "ntk": "NTK", "yarn": "YaRN", "llama3": "Llama 3"}
+        return [short[m] if m != "dynamic" else f"dynamic@{self.seq_len:,}" for m in self.methods]
+
+    def __repr__(self) -> str:
+        head = ["pair i"] + self._header()
+        rows = [[str(i)] + [_sig(self.wavelengths[m][n], 4) for m in self.methods] for n, i in enumerate(self.pairs)]
+        widths = [max(len(h), *(len(r[j]) for r in rows)) for j, h in enumerate(head)]
+        line = lambda row: "  ".join(v.rjust(w) for v, w in zip(row, widths))  # noqa: E731
+        title = (f"wavelength 2 pi / theta_i' in tokens, s = {self.factor:g}\n"
+                 f"(d_head = {self.d_head}, base = {self.base:,g}, L = {self.original_max_len:,} -> L' = {self.target_len:,})")
+        return "\n".join([title, line(head), "  ".join("-" * w for w in widths)] + [line(r) for r in rows])
+
+    def _repr_html_(self) -> str:
+        th = "<th>pair <i>i</i></th>" + "".join(f"<th>{h}</th>" for h in self._header())
+        body = "".join(
+            f"<tr><td style='text-align:right'>{i}</td>"
+            + "".join(f"<td style='text-align:right'>{_sig(self.wavelengths[m][n], 4)}</td>" for m in self.methods)
+            + "</tr>"
+            for n, i in enumerate(self.pairs)
+        )
+        cap = (f"Wavelength 2&pi;/&theta;<sub><i>i</i></sub>&prime; in tokens: d<sub>head</sub> = {self.d_head}, "
+               f"base = {self.base:,g}, s = {self.factor:g}, L = {self.original_max_len:,} &rarr; "
+               f"L&prime; = {self.target_len:,}")
+        return f"<table><caption>{cap}</caption><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def method_wavelength_table(
+    d_head: int = 128,
+    base: float = 10000.0,
+    factor: float = 4.0,
+    *,
+    original_max_len: int = 8192,
+    pairs: Sequence[int] = (0, 16, 32, 48, 63),
+    methods: Sequence[str] = METHODS,
+    seq_len: int | None = None,
+    **options: float,
+) -> MethodWavelengthTable:
+    """lambda_i' = lambda_i * theta_i / theta_i', lambda_i = `pair_wavelengths` (2 pi / theta_i)."""
+    bad = [i for i in pairs if not 0 <= i < d_head // 2]
+    if bad:
+        raise ValueError(f"pairs {bad} are out of range: d_head={d_head} has pairs 0..{d_head // 2 - 1}")
+    for m in methods:
+        _check_method(m)
+    if seq_len is None:
+        seq_len = int(round(_check_positive_float("factor", factor) * original_max_len))
+    ratios = frequency_ratios(d_head, base, factor, original_max_len=original_max_len, methods=methods,
+                              seq_len=seq_len, **options)
+    lam = pair_wavelengths(d_head, base)
+    waves = {m: tuple(float(lam[i] / ratios[m][i]) for i in pairs) for m in methods}
+    return MethodWavelengthTable(d_head, float(base), float(factor), original_max_len, seq_len, tuple(int(i) for i in pairs),
+                                 tuple(methods), waves)
+
+
+# ---------------------------------------------------------------------------
+# Chen et al.: interpolation versus extrapolation of the attention score
+# ---------------------------------------------------------------------------
+
+
+def attention_score(
+    h: np.ndarray, distance: np.ndarray | Sequence[float] | float, d_head: int, base: float = 10000.0
+) -> np.ndarray:
+    """a(Delta) = Re sum_j h_j e^{i Delta theta_j}: the RoPE score of a query and key Delta positions apart.
+
+    With h_j = q_j conj(k_j) (pair j of q and k as complex numbers) this is the rotated dot
+    product of q at position m and k at position n, Delta = m - n. (Chen et al. write s for the
+    distance; this book keeps s for the scale factor.) h: (d_head/2,) complex; distance: any
+    shape of real distances (fractional ones are what interpolation produces). Float64.
+    """
+    h = np.asarray(h)
+    if h.shape != (d_head // 2,):
+        raise ValueError(f"h must have shape (d_head/2,) = ({d_head // 2},), got {h.shape}")
+    theta = _theta(d_head, base)
+    delta = np.asarray(distance, dtype=np.float64)
+    phase = np.exp(1j * delta[..., None] * theta)  # (..., d/2)
+    return (phase @ h.astype(np.complex128)).real  # (...)
+
+
+@dataclass(frozen=True)
+class ScoreFit:
+    """A score function a(Delta) fitted by least squares to random targets at integer Delta in [0, L)."""
+
+    d_head: int
+    base: float
+    original_max_len: int
+    positions: np.ndarray  # (n,) integer distances
+    targets: np.ndarray  # (n,) in [-1, 1]
+    h: np.ndarray  # (d/2,) complex coefficients
+    ridge: float
+    seed: int
+
+    def score(self, distance: np.ndarray | Sequence[float] | float) -> np.ndarray:
+        return attention_score(self.h, distance, self.d_head, self.base)
+
+    @property
+    def rms_residual(self) -> float:
+        return float(np.sqrt(np.mean((self.score(self.positions) - self.targets) ** 2)))
+
+
+def fit_attention_score(
+    d_head: int = 128, base: float = 10000.0, original_max_len: int = 2048, n_points: int = 1024,
+    ridge: float = 1e-8, seed: int = 0,
+) -> ScoreFit:
+    """Fit h to n random (Delta_k, y_k), Delta_k distinct integers in [0, L), y_k ~ U(-1, 1):
+
+        minimise sum_k (a(Delta_k) - y_k)^2 + ridge * |h|^2,   a(Delta) = Re sum_j h_j e^{i Delta theta_j}
+
+    (float64 normal equations). The ridge term only makes the solve well defined: nothing in the
+    data on [0, L) limits how large the slow pairs' coefficients may grow.
+    """
+    _check_int("original_max_len", original_max_len, 2)
+    _check_int("n_points", n_points, 1)
+    if n_points > original_max_len:
+        raise ValueError(f"n_points ({n_points}) must be <= original_max_len ({original_max_len}): one target per integer distance")
+    if isinstance(ridge, bool) or not isinstance(ridge, (int, float)) or not math.isfinite(ridge) or ridge < 0:
+        raise ValueError(f"ridge must be a finite number >= 0, got {ridge!r}")
+    rng = np.random.default_rng(seed)
+    s = np.sort(rng.choice(original_max_len, size=n_points, replace=False)).astype(np.float64)  # (n,)
+    y = rng.uniform(-1.0, 1.0, size=n_points)  # (n,)
+    theta = _theta(d_head, base)
+    phase = np.outer(s, theta)  # (n, d/2)
+    design = np.concatenate([np.cos(phase), -np.sin(phase)], axis=1)  # (n, d): Re(h e^{i phi}) = a cos - b sin
+    gram = design.T @ design + ridge * np.eye(d_head)
+    coef = np.linalg.solve(gram, design.T @ y)  # (d,)
+    h = coef[: d_head // 2] + 1j * coef[d_head // 2 :]
+    return ScoreFit(d_head, float(base), original_max_len, s, y, h, float(ridge), int(seed))
+
+
+def interpolation_bound(max_abs_h: float, d_head: int, base: float = 10000.0) -> float:
+    """Chen et al.'s Theorem 2.1 at its worst point: |a(D) - a_linear(D)| <= d max|h_j| / (32 ln c), c = base.
+
+    The theorem bounds d max|h_j| (D - D1)(D2 - D) / (8 ln c) between neighbouring integer
+    distances D1 < D < D2 = D1 + 1, and (D - D1)(D2 - D) <= 1/4.
+    """
+    return d_head * float(max_abs_h) / (32.0 * math.log(base))
+
+
+def extrapolation_sum(distance: np.ndarray | Sequence[float] | float, d_head: int, base: float = 10000.0) -> np.ndarray:
+    """B(D) = sum_{k=1}^{d/2} |A_k(D)|, A_k(D) = sum_{j<k} e^{i D theta_j} (summation by parts).
+
+    |a(D)| <= max_j |h_{j+1} - h_j| B(D) (with h_{d/2} = 0) <= 2 max_j |h_j| B(D): the bound that
+    holds at any distance D, the only one available for extrapolation.
+    """
+    theta = _theta(d_head, base)
+    delta = np.asarray(distance, dtype=np.float64)
+    partial = np.cumsum(np.exp(1j * delta[..., None] * theta), axis=-1)  # (..., d/2) A_1 .. A_{d/2}
+    return np.abs(partial).sum(axis=-1)  # (...)
+
+
+@dataclass(frozen=True)
+class BoundRatio:
+    """Extrapolation bound over interpolation bound, 2 B(D) / (d / (32 ln c)) = 64 ln c * B(D)/d, over distances D."""
+
+    d_head: int
+    base: float
+    s_lo: int
+    s_hi: int
+    b_over_d: np.ndarray  # (n,) B(D)/d for D = s_lo .. s_hi - 1
+
+    @property
+    def estimate(self) -> float:
+        """The ratio when B(D) = d: 64 ln c (589.5 for c = 10000), the size of Chen et al.'s 'about 600x'."""
+        return 64.0 * math.log(self.base)
+
+    @property
+    def ratio(self) -> np.ndarray:
+        return self.estimate * self.b_over_d
+
+    def __repr__(self) -> str:
+        b, r = self.b_over_d, self.ratio
+        return "\n".join([
+            f"d_head = {self.d_head}, base = {self.base:,g}, distances {self.s_lo:,} to {self.s_hi - 1:,}",
+            f"  64 ln(base) (the ratio if B = d)         {self.estimate:8.1f}",
+            f"  B/d            min {b.min():6.2f}   median {np.median(b):6.2f}   max {b.max():6.2f}",
+            f"  bound ratio    min {r.min():6.0f}   median {np.median(r):6.0f}   max {r.max():6.0f}",
+        ])
+
+
+def bound_ratio(d_head: int = 128, base: float = 10000.0, original_max_len: int = 2048, factor: float = 4.0) -> BoundRatio:
+    """B(D)/d for every integer distance D in [L, s L): the distances only extrapolation reaches."""
+    _check_int("original_max_len", original_max_len, 1)
+    hi = int(round(_check_positive_float("factor", factor) * original_max_len))
+    s = np.arange(original_max_len, hi, dtype=np.float64)
+    return BoundRatio(d_head, float(base), original_max_len, hi, extrapolation_sum(s, d_head, base) / d_head)
+
+
+@dataclass(frozen=True)
+class FitComparison:
+    """One fitted score function, read three ways over a context s times longer than L."""
+
+    factor: float
+    in_range_max: float  # max |a(s)|, integer s in [0, L)
+    extrapolated_max: float  # max |a(s)|, integer s in [L, s L)
+    interpolated_max: float  # max |a(m / s)|, m in [0, s L): what PI feeds the model
+    interpolation_error: float  # max |a(m / s) - linear interpolation of a at the neighbouring integers|
+    theorem_bound: float  # d max|h| / (32 ln c)
+
+    def __repr__(self) -> str:
+        return "\n".join([
+            f"max |a| on the trained range [0, L)                 {self.in_range_max:12.3g}",
+            f"max |a| extrapolated to [L, {self.factor:g}L)                    {self.extrapolated_max:12.3g}",
+            f"max |a| interpolated (PI, positions m/{self.factor:g})            {self.interpolated_max:12.3g}",
+            f"max |a(m/s) - linear interpolation|                 {self.interpolation_error:12.3g}",
+            f"Theorem 2.1 bound d max|h| / (32 ln c)              {self.theorem_bound:12.3g}",
+        ])
+
+
+def compare_fit(fit: ScoreFit, factor: float = 4.0) -> FitComparison:
+    """Extrapolate a fitted score to [L, sL) and interpolate it at m/s (PI), with the theorem's bound."""
+    factor = _check_positive_float("factor", factor, above=1.0)
+    L = fit.original_max_len
+    hi = int(round(factor * L))
+    grid = np.arange(L + 1, dtype=np.float64)  # integers 0..L
+    on_grid = fit.score(grid)
+    x = np.arange(hi, dtype=np.float64) / factor  # (sL,) PI positions in [0, L)
+    a_x = fit.score(x)
+    linear = np.interp(x, grid, on_grid)
+    return FitComparison(
+        factor=factor,
+        in_range_max=float(np.abs(on_grid[:L]).max()),
+        extrapolated_max=float(np.abs(fit.score(np.arange(L, hi, dtype=np.float64))).max()),
+        interpolated_max=float(np.abs(a_x).max()),
+        interpolation_error=float(np.abs(a_x - linear).max()),
+        theorem_bound=interpolation_bound(float(np.abs(fit.h).max()), fit.d_head, fit.base),
+    )

@@ -1,0 +1,308 @@
+"""Section 4's failure modes as checks a reader can run in seconds.
+
+Each function plants the cause in a tiny model (or reads it off the library) and returns the
+number the check looks at, with the correct setting beside it:
+
+    decode_reset_check     cached generation degrades: positions reset to 0 at decode
+                           (uses mlbook.analysis.learned.decode_logit_drift)
+    extrapolation_check    perplexity explodes past the training length: missing learned rows,
+                           RoPE pairs driven to angles they never saw
+    ported_q_check         a ported checkpoint produces garbage: the RoPE pairing differs; compare
+                           one layer's rotated q with the reference's
+    shuffle_check          a model ignores position: the encoding never reaches the scores (added
+                           after the attention's projections, or removed by LayerNorm); shuffle
+                           the tokens and see whether the attention pattern changes beyond the shuffle
+
+Retrieval failing while perplexity looks fine, and sliding-window collapse, take a trained model:
+experiments 25 (passkey) and 24 (attention sinks) show them.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from mlbook.analysis.extension import angle_coverage
+from mlbook.analysis.learned import DECODE_BUG_SCHEMES, decode_logit_drift
+from mlbook.transformer.attention import MultiHeadAttention
+from mlbook.transformer.models import GPT, GPTConfig
+from mlbook.transformer.positional import (
+    LearnedPositionalEmbedding,
+    RotaryEmbedding,
+    _check_choice,
+    _check_int,
+    _check_positive_float,
+    convert_rotary_weights,
+    sinusoidal_positional_encoding,
+)
+
+__all__ = [
+    "DecodeResetReport",
+    "decode_reset_check",
+    "ExtrapolationRow",
+    "ExtrapolationReport",
+    "extrapolation_check",
+    "PortedQReport",
+    "ported_q_check",
+    "SHUFFLE_PLACEMENTS",
+    "ShuffleReport",
+    "shuffle_check",
+]
+
+
+# ---------------------------------------------------------------------------
+# Cached generation degrades after a few tokens
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DecodeResetReport:
+    """Max |cached logits - full-forward logits| per decoding step, correct and with positions reset."""
+
+    scheme: str
+    correct: torch.Tensor  # (S,) float64
+    reset: torch.Tensor  # (S,) float64
+
+    @property
+    def first_bad_step(self) -> int | None:
+        """First step where the reset run differs from the full forward by more than 1e-4."""
+        bad = (self.reset > 1e-4).nonzero()
+        return int(bad[0]) if bad.numel() else None
+
+    def __repr__(self) -> str:
+        return (f"{self.scheme}: max |cached - full-forward logits| over {self.correct.numel()} steps\n"
+                f"    correct {float(self.correct.max()):.1e}; positions reset {float(self.reset.max()):.1e}, "
+                f"first off by more than 1e-4 at step {self.first_bad_step}")
+
+
+def decode_reset_check(scheme: str = "learned", T: int = 24, seed: int = 0) -> DecodeResetReport:
+    """Teacher-forced cached decoding of a random tiny GPT, correct and with positions reset to 0.
+
+    The check asserts cached logits equal full-forward logits at every step (`decode_logit_drift`);
+    a correct cache gives float rounding, the planted bug a difference from the second step on.
+    """
+    _check_choice("scheme", scheme, DECODE_BUG_SCHEMES)
+    _check_int("T", T, 3)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = GPT(GPTConfig(vocab_size=64, d_model=32, n_heads=2, n_layers=2, max_len=T, positional=scheme))
+        tokens = torch.randint(0, 64, (2, T))  # (2, T)
+    model.eval()
+    with torch.no_grad():
+        correct = decode_logit_drift(model, tokens, reset_positions=False)
+        reset = decode_logit_drift(model, tokens, reset_positions=True)
+    return DecodeResetReport(scheme, correct.double(), reset.double())
+
+
+# ---------------------------------------------------------------------------
+# Perplexity explodes past the training length
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ExtrapolationRow:
+    """At T = factor * L: learned rows that do not exist, and RoPE pairs at never-seen angles."""
+
+    factor: float
+    T: int
+    learned_missing_rows: int
+    learned_error: str | None  # the library's refusal, if any
+    rope_new_angle_pairs: int  # pairs whose angles at T go past everything seen in training
+    rope_pairs: int
+    largest_angle_ratio: float  # (T - 1) / L for every pair
+
+
+@dataclass(frozen=True)
+class ExtrapolationReport:
+    trained_len: int
+    d_head: int
+    base: float
+    rows: tuple[ExtrapolationRow, ...]
+
+    def __repr__(self) -> str:
+        head = (f"trained length L = {self.trained_len:,}; RoPE d_head = {self.d_head}, base = {self.base:,g}\n"
+                f"{'T / L':>6}  {'T':>7}  {'learned rows':>12}  {'RoPE pairs at':>13}  {'largest angle':>13}\n"
+                f"{'':>6}  {'':>7}  {'missing':>12}  {'new angles':>13}  {'/ trained':>13}")
+        lines = [f"{r.factor:>6g}  {r.T:>7,}  {r.learned_missing_rows:>12,}  "
+                 f"{f'{r.rope_new_angle_pairs} of {r.rope_pairs}':>13}  {r.largest_angle_ratio:>13.3f}" for r in self.rows]
+        refused = next((r.learned_error for r in self.rows if r.learned_error), None)
+        tail = textwrap.wrap(f"the learned table refuses: {refused}", 88, subsequent_indent="    ") if refused else []
+        return "\n".join([head] + lines + tail)
+
+
+def extrapolation_check(
+    trained_len: int = 2048, factors: tuple[float, ...] = (1.0, 1.5, 2.0), d_head: int = 128, base: float = 10000.0
+) -> ExtrapolationReport:
+    """At each factor: ask a learned table of trained_len rows for T positions, and count the RoPE
+    pairs that never completed a turn within trained_len (they see new angles at T > trained_len).
+
+    Past 1x the learned table has T - L rows missing (the library refuses); RoPE has rows for any
+    T but its slow pairs leave the trained arc. The perplexity itself needs a trained model:
+    experiment 21 evaluates each scheme at 1x, 1.5x, 2x and 4x its training length.
+    """
+    _check_int("trained_len", trained_len, 1)
+    rows = []
+    for f in factors:
+        f = _check_positive_float("factor", f)
+        T = int(round(f * trained_len))
+        table = LearnedPositionalEmbedding(trained_len, 2)
+        error = None
+        try:
+            table(T)
+        except ValueError as err:
+            error = str(err).split(";")[0]
+        cov = angle_coverage(d_head, base, trained_len, target_len=T)
+        new = len(cov.unwrapped) if T > trained_len else 0
+        rows.append(ExtrapolationRow(f, T, max(T - trained_len, 0), error, new, d_head // 2, cov.ratio))
+    return ExtrapolationReport(trained_len, d_head, float(base), tuple(rows))
+
+
+# ---------------------------------------------------------------------------
+# A ported checkpoint produces garbage
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PortedQReport:
+    """Max |rotated q - reference rotated q| (float64) for weights ported from the interleaved layout."""
+
+    before_rotation: float  # raw port, q before rotation: the weights themselves load fine
+    raw: float  # raw port, after rotation: the pairing mismatch
+    converted: float  # after convert_rotary_weights, compared channel for channel
+    scale: float  # max |reference rotated q|, for scale
+
+    def __repr__(self) -> str:
+        return "\n".join([
+            f"max |q - q_ref| over one layer (max |q_ref| = {self.scale:.2f})",
+            f"    before rotation, weights copied as they are  {self.before_rotation:.1e}",
+            f"    after rotation, weights copied as they are   {self.raw:.2f}",
+            f"    after rotation, convert_rotary_weights       {self.converted:.1e}",
+        ])
+
+
+def _rotated_q(layer: MultiHeadAttention, x: torch.Tensor, rotate: bool = True) -> torch.Tensor:
+    B, T, _ = x.shape
+    q = layer.q_proj(x).view(B, T, layer.n_heads, layer.d_head).transpose(1, 2)  # (B, H, T, d_head)
+    return layer.rotary.rotate(q) if rotate and layer.rotary is not None else q  # (B, H, T, d_head)
+
+
+def ported_q_check(d_model: int = 64, n_heads: int = 2, T: int = 16, base: float = 10000.0, *,
+                   seed: int = 0) -> PortedQReport:
+    """Reference: an attention layer with interleaved-pair RoPE (RoFormer, Meta's original LLaMA
+    code). Port: a half-pair layer (GPT-NeoX, Hugging Face LLaMA) given the same q weights, as they
+    are and after `convert_rotary_weights(..., to="half")`. The converted port's channels are a
+    permutation of the reference's; the comparison maps them back before subtracting.
+    """
+    _check_int("d_model", d_model, 2)
+    _check_int("n_heads", n_heads, 1)
+    _check_int("T", T, 2)
+    if d_model % n_heads or (d_model // n_heads) % 2:
+        raise ValueError(f"d_model ({d_model}) must be n_heads ({n_heads}) times an even d_head")
+    d_head = d_model // n_heads
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        ref = MultiHeadAttention(d_model, n_heads, rotary=RotaryEmbedding(d_head, base, pairing="interleaved"))
+        port = MultiHeadAttention(d_model, n_heads, rotary=RotaryEmbedding(d_head, base, pairing="half"))
+        x = torch.randn(1, T, d_model, dtype=torch.float64)  # (1, T, d_model)
+    ref, port = ref.double().eval(), port.double().eval()
+    # new channel r of a converted head holds old channel perm[r]: read it off the library's converter
+    perm = convert_rotary_weights(torch.arange(d_head, dtype=torch.float64)[:, None], 1, "half")[:, 0].long()
+    with torch.no_grad():
+        q_ref = _rotated_q(ref, x)  # (1, H, T, d_head)
+        port.q_proj.weight.copy_(ref.q_proj.weight)
+        before = (_rotated_q(port, x, rotate=False) - _rotated_q(ref, x, rotate=False)).abs().max().item()
+        raw = (_rotated_q(port, x) - q_ref).abs().max().item()
+        port.q_proj.weight.copy_(convert_rotary_weights(ref.q_proj.weight, n_heads, "half"))
+        converted = (_rotated_q(port, x) - q_ref[..., perm]).abs().max().item()
+    return PortedQReport(before, raw, converted, q_ref.abs().max().item())
+
+
+# ---------------------------------------------------------------------------
+# A model ignores position
+# ---------------------------------------------------------------------------
+
+SHUFFLE_PLACEMENTS: tuple[str, ...] = ("input", "rope", "after_projection", "norm_zeroed", "none")
+
+
+@dataclass(frozen=True)
+class ShuffleReport:
+    """max |A(P x) - P A(x) P^T| of one attention layer's weights, per placement of the encoding."""
+
+    sensitivity: dict[str, float]
+    tolerance: float
+
+    def uses_position(self, placement: str) -> bool:
+        return self.sensitivity[placement] > self.tolerance
+
+    def __repr__(self) -> str:
+        width = max(len(p) for p in self.sensitivity)
+        return "\n".join(
+            f"{p:<{width}}  {s:9.2e}  {'uses position' if s > self.tolerance else 'IGNORES position'}"
+            for p, s in self.sensitivity.items()
+        )
+
+
+class _ShuffleProbe(nn.Module):
+    """LayerNorm then one bidirectional attention layer, with the encoding placed as asked."""
+
+    def __init__(self, placement: str, d_model: int, n_heads: int, T: int) -> None:
+        super().__init__()
+        self.placement = placement
+        rotary = RotaryEmbedding(d_model // n_heads) if placement == "rope" else None
+        self.norm = nn.LayerNorm(d_model)
+        self.attn = MultiHeadAttention(d_model, n_heads, causal=False, rotary=rotary)
+        pe = sinusoidal_positional_encoding(T, d_model).double()  # (T, d_model)
+        scalar = (torch.arange(T, dtype=torch.float64) / T)[:, None].expand(T, d_model)  # (T, d_model) p_t * 1
+        self.register_buffer("pe", pe, persistent=False)
+        self.register_buffer("scalar_pe", scalar, persistent=False)
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        if self.placement == "input":
+            x = x + self.pe  # (B, T, d_model) the usual place: before the norm and the projections
+        elif self.placement == "norm_zeroed":
+            x = x + self.scalar_pe  # (B, T, d_model) the same number in every feature: LayerNorm centres it away
+        out, weights = self.attn(self.norm(x), return_weights=True)  # (B, T, d_model), (B, H, T, T)
+        if self.placement == "after_projection":
+            out = out + self.pe  # after the output projection: no score ever saw it
+        return out, weights
+
+
+def shuffle_check(
+    T: int = 12, d_model: int = 32, n_heads: int = 4, *, seed: int = 0, tolerance: float = 1e-6
+) -> ShuffleReport:
+    """Shuffle the tokens with a permutation P; for each placement of the encoding compare the
+    attention weights A(P x) with the shuffled weights P A(x) P^T (the layer returns its weights
+    from float32 scores, so rounding is about 1e-8; tolerance 1e-6).
+
+    Zero (up to rounding) means the scores never saw position: the layer is permutation-equivariant.
+    input     sinusoidal table added to the embeddings          -> changes
+    rope      q and k rotated                                   -> changes
+    after_projection  table added after the output projection   -> zero: the scores never see it
+    norm_zeroed  a per-position scalar added to every feature   -> zero: LayerNorm subtracts the mean
+    none      no encoding                                       -> zero
+    """
+    _check_int("T", T, 2)
+    _check_int("d_model", d_model, 2)
+    _check_int("n_heads", n_heads, 1)
+    tolerance = _check_positive_float("tolerance", tolerance)
+    if d_model % n_heads or (d_model // n_heads) % 2:
+        raise ValueError(f"d_model ({d_model}) must be n_heads ({n_heads}) times an even d_head")
+    gen = torch.Generator().manual_seed(seed)
+    x = torch.randn(1, T, d_model, generator=gen, dtype=torch.float64)  # (1, T, d_model)
+    perm = torch.randperm(T, generator=gen)  # (T,)
+    while torch.equal(perm, torch.arange(T)):
+        perm = torch.randperm(T, generator=gen)
+    sensitivity = {}
+    for placement in SHUFFLE_PLACEMENTS:
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            probe = _ShuffleProbe(placement, d_model, n_heads, T).double().eval()
+        with torch.no_grad():
+            _, w = probe(x)  # (1, H, T, T)
+            _, w_shuffled = probe(x[:, perm])  # (1, H, T, T)
+        expected = w[:, :, perm][:, :, :, perm]  # (1, H, T, T) P A(x) P^T
+        sensitivity[placement] = (w_shuffled - expected).abs().max().item()
+    return ShuffleReport(sensitivity, tolerance)

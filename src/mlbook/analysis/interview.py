@@ -1,0 +1,212 @@
+"""Numbers behind section 6's interview answers that no other section computes.
+
+    rope_wavelength_span   shortest and longest RoPE wavelength at a head size, and the
+                           d_head -> infinity limit 2 pi * base that is often quoted instead
+    format_bytes           a byte count in binary (MiB, GiB) and decimal (GB) units
+    KVCacheCase            `kv_cache_bytes` per token and per sequence for one configuration
+    decoder_param_count    parameters of a LLaMA-style decoder (SwiGLU MLP, RMSNorm, no biases)
+    prefill_flops          matmul FLOPs of a prefill: the weight matmuls against attention's T^2 term
+    sequences_that_fit     how many sequences' caches fit in a device's memory beside the weights
+
+KV-cache sizes come from `mlbook.analysis.systems.kv_cache_bytes` and wavelengths from
+`mlbook.viz.absolute.pair_wavelengths`; angle ranges, NTK bases, YaRN bands, ALiBi penalties,
+bias sizes and sink-cache positions are computed by the section modules that develop them
+(`analysis.extension`, `analysis.alibi`, `analysis.relative`, `analysis.sinks`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from mlbook.analysis.systems import kv_cache_bytes
+from mlbook.transformer.positional import _check_even_d, _check_int, _check_positive_float
+from mlbook.viz.absolute import pair_wavelengths
+
+__all__ = [
+    "WavelengthSpan",
+    "rope_wavelength_span",
+    "format_bytes",
+    "KVCacheCase",
+    "kv_cache_case",
+    "decoder_param_count",
+    "PrefillFlops",
+    "prefill_flops",
+    "sequences_that_fit",
+]
+
+
+# ---------------------------------------------------------------------------
+# Wavelengths
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class WavelengthSpan:
+    """Shortest and longest wavelength 2 pi / theta_i of a RoPE head, and the limit 2 pi * base."""
+
+    d_head: int
+    base: float
+    shortest: float  # pair 0: 2 pi / theta_0 = 2 pi
+    longest: float  # pair d/2 - 1: 2 pi * base^((d - 2) / d)
+    limit: float  # 2 pi * base, approached as d_head grows, never reached
+
+    @property
+    def shortfall(self) -> float:
+        """How far the longest wavelength falls short of the limit, as a fraction: 1 - base^(-2/d)."""
+        return 1.0 - self.longest / self.limit
+
+    def __repr__(self) -> str:
+        return (f"d_head = {self.d_head}, base = {self.base:,g}:\n"
+                f"  pair 0 turns every {self.shortest:,.3f} tokens, pair {self.d_head // 2 - 1} every "
+                f"{self.longest:,.0f} tokens\n"
+                f"  2 pi * base = {self.limit:,.0f} tokens, the d_head -> infinity limit, is "
+                f"{self.limit / self.longest - 1:.1%} more\n"
+                f"  (the longest wavelength is {self.shortfall:.1%} below it)")
+
+
+def rope_wavelength_span(d_head: int = 128, base: float = 10000.0) -> WavelengthSpan:
+    """Wavelengths 2 pi / theta_i, theta_i = base^(-2i/d_head), at i = 0 and i = d_head/2 - 1, and 2 pi * base.
+
+    The last pair's wavelength is 2 pi * base^((d-2)/d); "2 pi * base" (about 63,000 tokens for
+    base 10000) is its d -> infinity limit. From `pair_wavelengths` (the library's frequencies).
+    """
+    _check_even_d("d_head", d_head)
+    base = _check_positive_float("base", base, above=1.0)
+    w = pair_wavelengths(d_head, base)  # (d/2,)
+    return WavelengthSpan(d_head, base, float(w[0]), float(w[-1]), 2 * math.pi * base)
+
+
+# ---------------------------------------------------------------------------
+# Memory: KV cache and weights
+# ---------------------------------------------------------------------------
+
+
+def format_bytes(n: float) -> str:
+    """n bytes in the largest binary unit that keeps it >= 1 (KiB = 2^10 ... TiB = 2^40), with the decimal GB.
+
+    format_bytes(2**36) == "64 GiB (68.72 GB)". Binary units are what memory is sold and reported
+    in by allocators; decimal GB is what marketing pages and some papers use.
+    """
+    if isinstance(n, bool) or not isinstance(n, (int, float)) or not math.isfinite(n) or n < 0:
+        raise ValueError(f"n must be a finite number of bytes >= 0, got {n!r}")
+    units = ("B", "KiB", "MiB", "GiB", "TiB")
+    k = 0
+    while k < len(units) - 1 and n >= 1024 ** (k + 1):
+        k += 1
+    value = n / 1024**k
+    text = f"{value:,.0f}" if value == int(value) else f"{value:,.2f}"
+    return f"{text} {units[k]} ({n / 1e9:,.2f} GB)" if k >= 3 else f"{text} {units[k]}"
+
+
+@dataclass(frozen=True)
+class KVCacheCase:
+    """One model configuration's KV cache: bytes per token and per sequence of `context_len` tokens."""
+
+    n_layers: int
+    n_kv_heads: int
+    d_head: int
+    bytes_per_value: float
+    context_len: int
+    per_token: int  # bytes
+    per_sequence: int  # bytes
+
+    def __repr__(self) -> str:
+        return (f"{self.n_layers} layers x {self.n_kv_heads} KV heads x d_head {self.d_head} x "
+                f"{self.bytes_per_value:g} bytes x 2 (K and V):\n"
+                f"  {format_bytes(self.per_token)} per token, {format_bytes(self.per_sequence)} for "
+                f"{self.context_len:,} tokens")
+
+
+def kv_cache_case(
+    n_layers: int = 32, n_kv_heads: int = 32, d_head: int = 128, bytes_per_value: float = 2.0,
+    context_len: int = 131072,
+) -> KVCacheCase:
+    """2 * n_layers * n_kv_heads * d_head * bytes_per_value bytes per token (`kv_cache_bytes`), times context_len.
+
+    Defaults: a 7B-class model (LLaMA-7B: 32 layers, 32 heads of 128, fp16) at 128k = 131,072 tokens.
+    """
+    per_token = kv_cache_bytes(n_layers, n_kv_heads, d_head, bytes_per_value)
+    per_sequence = kv_cache_bytes(n_layers, n_kv_heads, d_head, bytes_per_value, context_len=context_len)
+    return KVCacheCase(n_layers, n_kv_heads, d_head, float(bytes_per_value), context_len, per_token, per_sequence)
+
+
+def decoder_param_count(
+    d_model: int = 4096, n_layers: int = 32, d_ff: int = 11008, vocab_size: int = 32000, n_heads: int = 32,
+    n_kv_heads: int | None = None, tied_embeddings: bool = False,
+) -> int:
+    """Parameters of a LLaMA-style decoder: per layer W_q, W_o (d^2 each), W_k, W_v (d * n_kv_heads * d_head
+    each), a SwiGLU MLP (3 d d_ff) and two RMSNorm gains (2 d); plus the token embedding (V d), a final
+    norm (d) and, unless tied, the output projection (V d). No biases.
+
+    The defaults are LLaMA-7B's configuration: 6,738,415,616 parameters.
+    """
+    for name, value in (("d_model", d_model), ("n_layers", n_layers), ("d_ff", d_ff), ("vocab_size", vocab_size),
+                        ("n_heads", n_heads)):
+        _check_int(name, value, 1)
+    n_kv_heads = n_heads if n_kv_heads is None else _check_int("n_kv_heads", n_kv_heads, 1)
+    if d_model % n_heads or n_heads % n_kv_heads:
+        raise ValueError(f"d_model ({d_model}) must be divisible by n_heads ({n_heads}), and n_heads by "
+                         f"n_kv_heads ({n_kv_heads})")
+    d_kv = n_kv_heads * (d_model // n_heads)
+    per_layer = 2 * d_model * d_model + 2 * d_model * d_kv + 3 * d_model * d_ff + 2 * d_model
+    embeddings = vocab_size * d_model * (1 if tied_embeddings else 2)
+    return n_layers * per_layer + embeddings + d_model
+
+
+# ---------------------------------------------------------------------------
+# Compute: a prefill's FLOPs
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PrefillFlops:
+    """FLOPs of one prefill of T tokens: weight matmuls (linear in T) and attention scores (quadratic)."""
+
+    T: int
+    weights: float  # 2 * T * (matmul parameters), output projection included
+    attention: float  # q k^T and A v over the causal triangle
+
+    @property
+    def attention_share(self) -> float:
+        return self.attention / (self.weights + self.attention)
+
+    @property
+    def ratio(self) -> float:
+        """attention / weights."""
+        return self.attention / self.weights
+
+    def __repr__(self) -> str:
+        return (f"T = {self.T:,}: weight matmuls {self.weights:.3g} FLOPs, attention {self.attention:.3g}\n"
+                f"  attention / weights = {self.ratio:.2f}, {self.attention_share:.0%} of the total")
+
+
+def prefill_flops(
+    T: int, d_model: int = 4096, n_layers: int = 32, d_ff: int = 11008, vocab_size: int = 32000, n_heads: int = 32,
+    n_kv_heads: int | None = None, causal: bool = True,
+) -> PrefillFlops:
+    """Matmul FLOPs of a prefill of T tokens through a LLaMA-style decoder (2 FLOPs per multiply-add).
+
+    weights   = 2 T (n_layers (2 d^2 + 2 d d_kv + 3 d d_ff) + V d): every token through every weight
+                matrix and the output projection (embedding lookups and norms cost no matmul).
+    attention = n_layers * 2 * 2 d * P, P the number of query-key pairs scored: T (T + 1) / 2 with a
+                causal mask (a kernel that skips the masked half), T^2 without. q k^T and A v each cost
+                2 d per pair. Defaults: LLaMA-7B.
+    """
+    _check_int("T", T, 1)
+    params = decoder_param_count(d_model, n_layers, d_ff, vocab_size, n_heads, n_kv_heads, tied_embeddings=False)
+    matmul_params = params - vocab_size * d_model - (2 * n_layers + 1) * d_model  # drop embedding lookup and norms
+    pairs = T * (T + 1) / 2 if causal else float(T) * T
+    return PrefillFlops(T, 2.0 * T * matmul_params, n_layers * 2 * 2 * d_model * pairs)
+
+
+def sequences_that_fit(memory_bytes: float, weights_bytes: float, per_sequence_bytes: float) -> int:
+    """How many sequences' KV caches fit beside the weights: floor((memory - weights) / per_sequence).
+
+    Activations and allocator overhead also need room, so this is an upper bound. 0 when even
+    one sequence does not fit.
+    """
+    for name, value in (("memory_bytes", memory_bytes), ("weights_bytes", weights_bytes),
+                        ("per_sequence_bytes", per_sequence_bytes)):
+        _check_positive_float(name, value)
+    return max(0, int((memory_bytes - weights_bytes) // per_sequence_bytes))

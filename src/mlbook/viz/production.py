@@ -1,0 +1,253 @@
+"""Figures for section 5 (in production): the KV-cache calculator and the cache of real model families.
+
+Each figure has one private build function behind two forms: `fig_*` (a plotly slider over a
+short grid, static site) and `live_*` (ipywidgets sliders over every knob, live kernel). Sizes
+come from `mlbook.analysis.systems.kv_cache_bytes`; the families from `mlbook.data.model_families`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+
+from mlbook.analysis.interview import format_bytes
+from mlbook.analysis.systems import kv_cache_bytes, kv_cache_options
+from mlbook.data.model_families import MODEL_FAMILIES, ModelFamily, positional_summary
+from mlbook.transformer.positional import _check_choice
+from mlbook.viz.core import LINE_COLORS, grid_slider, live_sliders
+from mlbook.viz.systems import _light_figure
+
+__all__ = [
+    "ACCELERATOR_BYTES",
+    "KV_LAYOUTS",
+    "kv_layout",
+    "fig_kv_cache",
+    "live_kv_cache",
+    "CACHE_FAMILIES",
+    "family_cache_bytes",
+    "fig_family_kv",
+    "live_family_kv",
+    "family_table_html",
+    "kv_options_table",
+]
+
+ACCELERATOR_BYTES = 80 * 2**30  # one "80 GB" accelerator (A100 80GB, H100 80GB hold 80 GiB), for scale
+_CONTEXTS = 2 ** np.arange(10, 21)  # 1,024 .. 1,048,576 tokens
+
+
+# The static slider's steps: the options of a 32-head, d_head 128 model (`kv_cache_options`), largest first.
+KV_LAYOUTS: dict[str, tuple[int, float]] = {
+    o.label: (o.n_kv_heads, o.bytes_per_value)
+    for o in sorted(kv_cache_options(kv_heads=(32, 8, 1), bytes_per_value=(2.0, 1.0, 0.5)), key=lambda o: -o.total)
+}
+
+
+def kv_layout(label: str) -> tuple[int, float]:
+    """(n_kv_heads, bytes_per_value) of a KV_LAYOUTS label such as 'GQA-8, 8-bit'."""
+    _check_choice("layout", label, tuple(KV_LAYOUTS))
+    return KV_LAYOUTS[label]
+
+
+def _kv_cache(n_layers: int = 32, n_kv_heads: int = 32, d_head: int = 128, bytes_per_value: float = 2.0,
+              context_len: int = 131072, batch: int = 1, label: str | None = None) -> go.Figure:
+    per_token = kv_cache_bytes(n_layers, n_kv_heads, d_head, bytes_per_value)
+    total = kv_cache_bytes(n_layers, n_kv_heads, d_head, bytes_per_value, context_len, batch)
+    x = [int(c) for c in _CONTEXTS]
+    ref = [kv_cache_bytes(32, 32, 128, 2.0, c, batch) / 2**30 for c in x]
+    ys = [kv_cache_bytes(n_layers, n_kv_heads, d_head, bytes_per_value, c, batch) / 2**30 for c in x]
+    if label is None:
+        bits = {2.0: "16-bit", 1.0: "8-bit", 0.5: "4-bit"}.get(float(bytes_per_value), f"{8 * bytes_per_value:g}-bit")
+        label = f"{n_kv_heads} KV heads, {bits}"
+    gpu = ACCELERATOR_BYTES / 2**30
+    traces = [
+        dict(type="scatter", x=x, y=ref, mode="lines", name="7B-class reference: 32 layers, MHA 32 x 128, 16-bit",
+             line=dict(color="grey", dash="dash", width=2),
+             hovertemplate="reference<br>%{x:,} tokens<br>%{y:.3g} GiB<extra></extra>"),
+        dict(type="scatter", x=x, y=ys, mode="lines", name=f"this cache: {label}",
+             line=dict(color=LINE_COLORS[0], width=3),
+             hovertemplate="this cache<br>%{x:,} tokens<br>%{y:.3g} GiB<extra></extra>"),
+        dict(type="scatter", x=[context_len], y=[total / 2**30], mode="markers+text", name="chosen context",
+             marker=dict(color=LINE_COLORS[5], size=13, symbol="diamond"),
+             text=[format_bytes(total).split(" (")[0]], textposition="top left", textfont=dict(size=13),
+             hovertemplate="%{x:,} tokens<br>%{y:.4g} GiB<extra></extra>"),
+    ]
+    return _light_figure(
+        traces,
+        title=dict(text=(f"{n_layers} layers x {n_kv_heads} KV heads x d_head {d_head} x {bytes_per_value:g} B x 2 "
+                         f"(K, V) = {format_bytes(per_token)} per token<br>{format_bytes(total).split(' (')[0]} for "
+                         f"{context_len:,} tokens x batch {batch}"), font=dict(size=14)),
+        height=520,
+        xaxis=dict(type="log", title=dict(text="context length (tokens)"), tickvals=x[::2],
+                   ticktext=[f"{c // 1024:,}k" if c < 2**20 else f"{c // 2**20}M" for c in x[::2]]),
+        yaxis=dict(type="log", title=dict(text="KV cache (GiB)"), range=[-3, 4.5]),
+        shapes=[dict(type="line", xref="paper", x0=0, x1=1, y0=gpu, y1=gpu,
+                     line=dict(color=LINE_COLORS[2], dash="dot", width=2))],
+        annotations=[dict(text="one 80 GB accelerator (80 GiB)", xref="paper", x=0.01, xanchor="left", y=np.log10(gpu),
+                          yanchor="bottom", showarrow=False, font=dict(color=LINE_COLORS[2], size=12))],
+        legend=dict(x=0.01, y=0.99, xanchor="left", yanchor="top", bgcolor="rgba(255,255,255,0.85)", font=dict(size=12)),
+        margin=dict(t=90),
+    )
+
+
+def _kv_for_layout(layout: str, n_layers: int, d_head: int, context_len: int, batch: int) -> go.Figure:
+    n_kv_heads, bytes_per_value = kv_layout(layout)
+    return _kv_cache(n_layers, n_kv_heads, d_head, bytes_per_value, context_len, batch, label=layout)
+
+
+def fig_kv_cache(
+    layout: str = "MHA, 16-bit", *, n_layers: int = 32, d_head: int = 128, context_len: int = 131072, batch: int = 1,
+    layouts: Sequence[str] | None = tuple(KV_LAYOUTS),
+) -> go.Figure:
+    """KV cache against context length for a 32-head model; slider over the cache layout (KV heads
+    and bytes per value, `KV_LAYOUTS`). layouts=None gives the single figure for `layout`."""
+    fixed = {"n_layers": n_layers, "d_head": d_head, "context_len": context_len, "batch": batch}
+    if layouts is None:
+        return _kv_for_layout(layout, **fixed)
+    values = list(layouts)
+    for v in values:
+        kv_layout(v)
+    if layout not in values:
+        raise ValueError(f"layout {layout!r} must be one of the slider's layouts {values}")
+    return grid_slider(_kv_for_layout, "layout", values, active=values.index(layout), label="cache layout", fixed=fixed)
+
+
+def live_kv_cache(
+    n_layers: int = 32, n_kv_heads: int = 32, d_head: int = 128, bytes_per_value: float = 2.0,
+    context_len: int = 131072, batch: int = 1, *,
+    caption: str = "KV cache for the chosen layers, KV heads, d_head, bytes per value, context and batch.",
+    alt: str = "Log-log line of KV-cache size against context length, with a dashed 7B-class reference and a marker.",
+) -> Any:
+    """Live KV-cache calculator: all six knobs. Wrap in `show_live`."""
+    import ipywidgets as widgets
+
+    style = {"description_width": "initial"}
+    return live_sliders(
+        _kv_cache, caption=caption, alt=alt,
+        n_layers=widgets.IntSlider(value=n_layers, min=1, max=128, description="layers", style=style,
+                                   continuous_update=False),
+        n_kv_heads=widgets.SelectionSlider(options=[1, 2, 4, 8, 16, 32, 64, 128], value=n_kv_heads,
+                                           description="KV heads", style=style, continuous_update=False),
+        d_head=widgets.SelectionSlider(options=[64, 80, 96, 128, 256], value=d_head, description="d_head",
+                                       style=style, continuous_update=False),
+        bytes_per_value=widgets.SelectionSlider(options=[0.25, 0.5, 1.0, 2.0, 4.0], value=bytes_per_value,
+                                                description="bytes per value", style=style, continuous_update=False),
+        context_len=widgets.SelectionSlider(options=[(f"{int(c):,}", int(c)) for c in _CONTEXTS], value=context_len,
+                                            description="context (tokens)", style=style, continuous_update=False),
+        batch=widgets.IntSlider(value=batch, min=1, max=256, description="batch", style=style, continuous_update=False),
+    )
+
+
+# ---------------------------------------------------------------------------
+# Real model families
+# ---------------------------------------------------------------------------
+
+# Decoder-only families (they keep a KV cache); encoders (BERT, Swin) and T5 are left out.
+CACHE_FAMILIES: tuple[ModelFamily, ...] = tuple(r for r in MODEL_FAMILIES if r.name not in ("BERT", "T5", "Swin"))
+
+
+def family_cache_bytes(row: ModelFamily, context_len: int, bytes_per_value: float = 2.0, batch: int = 1) -> int:
+    """KV-cache bytes of a family's checkpoint at context_len; a sliding window (Mistral's rolling
+    cache) holds at most `window` tokens."""
+    tokens = min(context_len, row.window) if row.window is not None and row.scheme == "rope" else context_len
+    return kv_cache_bytes(row.n_layers, row.n_kv_heads, row.d_head, bytes_per_value, tokens, batch)
+
+
+def _family_kv(context_len: int = 131072, bytes_per_value: float = 2.0) -> go.Figure:
+    rows = sorted(CACHE_FAMILIES, key=lambda r: family_cache_bytes(r, context_len, bytes_per_value))
+    gib = [family_cache_bytes(r, context_len, bytes_per_value) / 2**30 for r in rows]
+    per_token = [format_bytes(kv_cache_bytes(r.n_layers, r.n_kv_heads, r.d_head, bytes_per_value)) for r in rows]
+    kind = ["MHA" if r.n_kv_heads == r.n_heads else ("MQA" if r.n_kv_heads == 1 else f"GQA, {r.n_kv_heads} KV heads")
+            for r in rows]
+    colors = [LINE_COLORS[0] if r.n_kv_heads < r.n_heads else LINE_COLORS[1] for r in rows]
+    labels = [f"{r.name} ({r.checkpoint})" for r in rows]
+    notes = [" (rolling 4,096-token window)" if r.window and r.scheme == "rope" else "" for r in rows]
+    beyond = ["" if r.max_len is None or context_len <= r.max_len else f"; past its {r.max_len:,}-token limit"
+              for r in rows]
+    gpu = ACCELERATOR_BYTES / 2**30
+    bar = dict(
+        type="bar", y=labels, x=gib, orientation="h", marker=dict(color=colors),
+        text=[f"{g:,.3g} GiB" for g in gib], textposition="outside", cliponaxis=False,
+        customdata=[list(c) for c in zip(per_token, kind, [n + b for n, b in zip(notes, beyond)])],
+        hovertemplate="%{y}<br>%{customdata[1]}<br>%{customdata[0]} per token%{customdata[2]}<br>%{x:.3g} GiB<extra></extra>",
+    )
+    return _light_figure(
+        [bar],
+        title=dict(text=(f"KV cache of one sequence at {context_len:,} tokens, {bytes_per_value:g} bytes per value<br>"
+                         "orange: a key and value for every head; blue: grouped-query"), font=dict(size=14)),
+        height=540,
+        xaxis=dict(type="log", title=dict(text="KV cache per sequence (GiB, log scale)"), range=[-2, 3.6]),
+        shapes=[dict(type="line", yref="paper", y0=0, y1=1, x0=gpu, x1=gpu,
+                     line=dict(color=LINE_COLORS[2], dash="dot", width=2))],
+        annotations=[dict(text="80 GB", yref="paper", y=1.0, yanchor="bottom", x=np.log10(gpu), showarrow=False,
+                          font=dict(color=LINE_COLORS[2], size=12))],
+        margin=dict(l=230, r=40, t=90),
+    )
+
+
+def fig_family_kv(context_len: int = 131072, *, bytes_per_value: float = 2.0,
+                  contexts: Sequence[int] | None = (4096, 8192, 32768, 131072)) -> go.Figure:
+    """One sequence's KV cache for each decoder family's checkpoint; slider over the context length."""
+    if contexts is None:
+        return _family_kv(context_len, bytes_per_value)
+    values = sorted(set(contexts) | {context_len})
+    return grid_slider(_family_kv, "context_len", values, active=values.index(context_len), label="context (tokens)",
+                       fixed={"bytes_per_value": bytes_per_value})
+
+
+def live_family_kv(
+    context_len: int = 131072, bytes_per_value: float = 2.0, *,
+    caption: str = "KV cache of each family's checkpoint for the chosen context and bytes per value.",
+    alt: str = "Horizontal bars of KV-cache size per model family, log scale, grouped-query models in blue.",
+) -> Any:
+    """Live form of `fig_family_kv`: context length and bytes per value. Wrap in `show_live`."""
+    import ipywidgets as widgets
+
+    return live_sliders(
+        _family_kv, caption=caption, alt=alt,
+        context_len=widgets.SelectionSlider(options=[(f"{int(c):,}", int(c)) for c in _CONTEXTS], value=context_len,
+                                            description="context (tokens)", continuous_update=False,
+                                            style={"description_width": "initial"}),
+        bytes_per_value=widgets.SelectionSlider(options=[0.25, 0.5, 1.0, 2.0], value=bytes_per_value,
+                                                description="bytes per value", continuous_update=False,
+                                                style={"description_width": "initial"}),
+    )
+
+
+# ---------------------------------------------------------------------------
+# Tables
+# ---------------------------------------------------------------------------
+
+
+def family_table_html(rows: Sequence[ModelFamily] = MODEL_FAMILIES) -> str:
+    """The model-family table as HTML: `positional_summary` per row (the checkpoint under the family,
+    trained and maximum length in one cell), with links to its sources and its notes on hover."""
+    import html
+
+    heads = ("family", "scheme", "base", "scaling", "trained / max length", "buckets, slopes, window", "attention",
+             "sources")
+    body = []
+    for row in rows:
+        c = {k: html.escape(v) for k, v in positional_summary(row).items()}
+        links = ", ".join(
+            f'<a href="{html.escape(u)}">{"config" if "huggingface.co" in u else "paper"}</a>' for u in row.urls)
+        cells = (f"<b>{c['family']}</b><br><small>{c['checkpoint']}</small>", c["scheme"], c["base"], c["scaling"],
+                 f"{c['original length']} / {c['max length']}", c["buckets / slopes / window"], c["attention"], links)
+        body.append(f'<tr title="{html.escape(row.notes)}">' + "".join(f"<td>{x}</td>" for x in cells) + "</tr>")
+    return ('<div style="overflow-x:auto"><table class="mlbook-table" style="font-size:0.8em">'
+            "<thead><tr>" + "".join(f"<th>{h}</th>" for h in heads) + "</tr></thead><tbody>" + "".join(body)
+            + "</tbody></table></div>")
+
+
+def kv_options_table(n_layers: int = 32, n_heads: int = 32, d_head: int = 128, context_len: int = 131072,
+                     batch: int = 1) -> str:
+    """`kv_cache_options` as text: layout, bytes per token, per sequence, and the fraction of multi-head 16-bit."""
+    opts = kv_cache_options(n_layers, n_heads, d_head, context_len, batch)
+    width = max(len(o.label) for o in opts)
+    lines = [f"{n_layers} layers, {n_heads} query heads of {d_head}, {context_len:,} tokens, batch {batch}",
+             f"{'layout':<{width}}  {'per token':>10}  {'per sequence':>22}  {'of MHA 16-bit':>13}"]
+    for o in opts:
+        lines.append(f"{o.label:<{width}}  {format_bytes(o.per_token):>10}  {format_bytes(o.total):>22}  "
+                     f"{o.relative:>13.4g}")
+    return "\n".join(lines)

@@ -1,0 +1,224 @@
+"""Figures for section 2.6, attention sinks and streaming caches.
+
+    fig_softmax_parking / live_softmax_parking   one hand-built attention row: where the mass goes
+                                                 with the sink kept and with it evicted; slider over
+                                                 the relevance of one content token
+    fig_cache_diagram / live_cache_diagram       which tokens a full cache, a sliding window and a
+                                                 sink cache hold after t tokens, the position each is
+                                                 given, and the largest offset (rotation) each needs;
+                                                 slider over t (or n_sink, or the window)
+
+Numbers come from `mlbook.analysis.sinks` (which reads the library's `SinkCache`); this module
+only arranges and draws them. Experiment figures (measured sink mass, streaming loss) live in
+`mlbook.viz.streaming`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+
+from mlbook.analysis.sinks import PARKING_TOKENS, SCHEME_LABELS, SCHEMES, cache_report, softmax_parking
+from mlbook.viz.core import LINE_COLORS, grid_slider, live_sliders
+
+__all__ = [
+    "RELEVANCES",
+    "STEPS",
+    "fig_softmax_parking",
+    "live_softmax_parking",
+    "fig_cache_diagram",
+    "live_cache_diagram",
+]
+
+RELEVANCES: tuple[float, ...] = (0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0)
+STEPS: tuple[int, ...] = (6, 12, 13, 16, 20, 24)
+
+
+def _int_slider(value: int, description: str, lo: int, hi: int, step: int = 1) -> Any:
+    import ipywidgets as widgets
+
+    return widgets.IntSlider(value=value, min=lo, max=hi, step=step, description=description,
+                             continuous_update=False, style={"description_width": "initial"})
+
+
+def _float_slider(value: float, description: str, lo: float, hi: float, step: float) -> Any:
+    import ipywidgets as widgets
+
+    return widgets.FloatSlider(value=value, min=lo, max=hi, step=step, description=description,
+                               continuous_update=False, style={"description_width": "initial"})
+
+
+def _grid(value: Any, grid: Sequence[Any]) -> list[Any]:
+    values = list(grid)
+    if value not in values:
+        values = sorted(values + [value])
+    return values
+
+
+# ---------------------------------------------------------------------------
+# Where softmax parks its mass
+# ---------------------------------------------------------------------------
+
+
+def _parking(relevance: float, sink_score: float) -> go.Figure:
+    ex = softmax_parking(relevance, sink_score)
+    x = [t.replace("<", "‹").replace(">", "›") for t in PARKING_TOKENS]  # plotly would read <s> as strike-through
+    fig = go.Figure()
+    fig.add_bar(x=x, y=np.round(ex.weights, 3), name="sink kept", marker_color=LINE_COLORS[0],
+                text=[f"{w:.2f}" for w in ex.weights], textposition="outside",
+                hovertemplate="%{x}: weight %{y:.3f} (sink kept)<extra></extra>")
+    fig.add_bar(x=x, y=np.round(ex.weights_evicted, 3), name="sink evicted (renormalised over the rest)",
+                marker=dict(color=LINE_COLORS[1], pattern_shape="/"),
+                text=[f"{w:.2f}" if i else "" for i, w in enumerate(ex.weights_evicted)], textposition="outside",
+                hovertemplate="%{x}: weight %{y:.3f} (sink evicted)<extra></extra>")
+    out, out_ev = float(np.linalg.norm(ex.output)), float(np.linalg.norm(ex.output_evicted))
+    fig.update_layout(
+        title=(f"relevance {relevance:g}: the sink holds {ex.weights[0]:.0%}; "
+               f"|Σ w v| = {out:.2f} kept, {out_ev:.2f} evicted"),
+        height=430, title_font_size=14, barmode="group",
+        xaxis_title="key token (‹s›: the first token of the text, the sink)",
+        yaxis_title="attention weight (each colour sums to 1)", yaxis_range=[0, 1.12],
+        legend=dict(orientation="h", y=1.0, yanchor="bottom", x=1, xanchor="right"),
+    )
+    return fig
+
+
+def fig_softmax_parking(
+    relevance: float = 0.0, sink_score: float = 3.0, *, relevances: Sequence[float] | None = RELEVANCES,
+) -> go.Figure:
+    """Bars of one attention row over <s>, the, cat, sat, on, mat, with the sink kept and evicted.
+
+    Slider over how much the query's score for 'cat' is raised (0: nothing relevant). None for
+    one figure at `relevance`.
+    """
+    if relevances is None:
+        return _parking(relevance, sink_score)
+    values = _grid(float(relevance), relevances)
+    fig = grid_slider(_parking, "relevance", values, active=values.index(float(relevance)),
+                      label="relevance of 'cat'", fixed={"sink_score": sink_score})
+    fig.layout.sliders[0].update(pad=dict(t=60))
+    return fig
+
+
+def live_softmax_parking(
+    relevance: float = 0.0, sink_score: float = 3.0, *,
+    caption: str = "One attention row with the sink kept and evicted.",
+    alt: str = "Grouped bars of attention weights over six tokens, with and without the first token.",
+) -> Any:
+    """Live form of `fig_softmax_parking`: the relevance of 'cat' and the sink's score."""
+    return live_sliders(
+        _parking, caption=caption, alt=alt,
+        relevance=_float_slider(relevance, "relevance of 'cat'", 0.0, 8.0, 0.25),
+        sink_score=_float_slider(sink_score, "sink score", -2.0, 8.0, 0.25),
+    )
+
+
+# ---------------------------------------------------------------------------
+# The cache diagram
+# ---------------------------------------------------------------------------
+
+_IN, _OUT = LINE_COLORS[0], LINE_COLORS[5]
+
+
+def _cache(t: int, n_sink: int, window: int, trained_len: int | None, x_max: int) -> go.Figure:
+    report = cache_report(t, n_sink, window, trained_len)
+    L = report.trained_len
+    rows = {sch: len(SCHEMES) - 1 - k for k, sch in enumerate(SCHEMES)}  # first scheme on top
+    fig = go.Figure()
+    size = 18 if x_max <= 20 else (16 if x_max <= 26 else 12)
+    font = 9 if x_max <= 26 else 8
+    for k, v in enumerate(report.views):
+        y = float(rows[v.scheme])
+        kept, given = np.array(v.kept), np.array(v.given)
+        offset = given[-1] - given  # (n,) query minus key, in the positions RoPE sees
+        ok = offset <= L - 1
+        ev = np.array(v.evicted, dtype=float)
+        for mask, name, color, symbol in ((ok, f"kept, offset to the query ≤ L - 1 = {L - 1}", _IN, "square"),
+                                          (~ok, "kept, offset beyond the trained range", _OUT, "diamond")):
+            fig.add_scatter(
+                x=kept[mask].astype(float), y=np.full(int(mask.sum()), y), mode="markers+text",
+                text=[str(p) for p in given[mask]], textposition="middle center",
+                textfont=dict(size=font, color="white"), name=name, legendgroup=name, showlegend=k == 0,
+                marker=dict(size=size, symbol=symbol, color=color),
+                customdata=np.stack([given[mask], offset[mask]], axis=-1) if mask.any() else None,
+                hovertemplate="text position %{x}<br>given position %{customdata[0]}<br>"
+                              "offset to the query %{customdata[1]}<extra></extra>",
+            )
+        fig.add_scatter(
+            x=ev, y=np.full(len(ev), y), mode="markers", name="evicted", legendgroup="evicted",
+            showlegend=k == 0, marker=dict(size=size - 6, symbol="x-thin", line=dict(width=1.5, color="#999")),
+            hovertemplate="text position %{x}: evicted<extra></extra>",
+        )
+        inside = report.in_range(v)
+        summary = (f"<b>{'in range' if inside else 'OUT of range'}</b>: positions {min(v.given)}..{v.max_position}, "
+                   f"largest offset {v.max_offset} = {v.max_offset / (L - 1):.2f} × (L - 1), "
+                   f"largest angle {v.max_offset}·θ_i")
+        fig.add_scatter(x=np.array([-0.6]), y=np.array([y + 0.42]), mode="text", text=[summary],
+                        textposition="middle right", textfont=dict(size=11, color=_IN if inside else _OUT),
+                        showlegend=False, hoverinfo="skip")
+    fig.add_scatter(x=np.full(len(SCHEMES), float(t - 1)), y=np.arange(len(SCHEMES), dtype=float), mode="markers",
+                    name="the query (newest token)",
+                    marker=dict(size=size + 10, symbol="circle-open", color="black", line=dict(width=2)),
+                    hoverinfo="skip")
+    fig.update_yaxes(tickvals=list(rows.values()), ticktext=[SCHEME_LABELS[sch].replace(", ", ",<br>") for sch in SCHEMES],
+                     range=[-0.5, len(SCHEMES) - 0.3], showgrid=False, zeroline=False)
+    fig.update_xaxes(range=[-0.8, x_max - 0.2], title_text="text position in the stream (label: the position RoPE is given)",
+                     dtick=1 if x_max <= 16 else (2 if x_max <= 28 else 4), zeroline=False)
+    fig.update_layout(
+        title=dict(text=(f"t = {t} tokens streamed, n_sink = {n_sink}, window = {window}; "
+                         f"trained length L = {L}"), y=0.98, yanchor="top"),
+        height=520, title_font_size=14,
+        legend=dict(orientation="h", y=1.02, yanchor="bottom", x=0, xanchor="left", font=dict(size=11)),
+        margin=dict(l=120, t=110, r=20),
+    )
+    return fig
+
+
+def fig_cache_diagram(
+    t: int = 20, n_sink: int = 4, window: int = 8, trained_len: int | None = None, *, vary: str = "t",
+    steps: Sequence[int] | None = STEPS, n_sinks: Sequence[int] = (0, 1, 2, 4, 6), windows: Sequence[int] = (4, 8, 12, 16),
+) -> go.Figure:
+    """What four caches hold after t tokens: full, sliding window (same memory as the sink cache),
+    sink cache with text positions, sink cache with slot positions (StreamingLLM, the library).
+
+    Each kept token is labelled with the position RoPE is given and coloured by whether its
+    offset to the query fits in the trained range (L = n_sink + window unless trained_len is
+    given). vary="t": slider over `steps`; "n_sink" over `n_sinks`; "window" over `windows`;
+    steps=None with vary="t" gives one figure.
+    """
+    if vary == "t":
+        if steps is None:
+            return _cache(t, n_sink, window, trained_len, t)
+        values = _grid(t, steps)
+        fig = grid_slider(_cache, "t", values, active=values.index(t), label="tokens streamed t",
+                          fixed=dict(n_sink=n_sink, window=window, trained_len=trained_len, x_max=max(values)))
+    elif vary == "n_sink":
+        values = _grid(n_sink, n_sinks)
+        fig = grid_slider(_cache, "n_sink", values, active=values.index(n_sink), label="n_sink",
+                          fixed=dict(t=t, window=window, trained_len=trained_len, x_max=t))
+    elif vary == "window":
+        values = _grid(window, windows)
+        fig = grid_slider(_cache, "window", values, active=values.index(window), label="window W",
+                          fixed=dict(t=t, n_sink=n_sink, trained_len=trained_len, x_max=t))
+    else:
+        raise ValueError(f"vary must be 't', 'n_sink' or 'window', got {vary!r}")
+    fig.layout.sliders[0].update(pad=dict(t=50))
+    return fig
+
+
+def live_cache_diagram(
+    t: int = 20, n_sink: int = 4, window: int = 8, *,
+    caption: str = "What each cache holds after t tokens, and the positions it gives them.",
+    alt: str = "Four rows of token markers, one per cache scheme, labelled with the position each token is given.",
+) -> Any:
+    """Live form of `fig_cache_diagram`: t, window W and n_sink (trained length L = n_sink + W)."""
+    def build(t: int, window: int, n_sink: int) -> go.Figure:
+        return _cache(t, n_sink, window, None, max(t, n_sink + window))
+
+    return live_sliders(
+        build, caption=caption, alt=alt,
+        t=_int_slider(t, "tokens streamed t", 1, 64), window=_int_slider(window, "window W", 2, 32),
+        n_sink=_int_slider(n_sink, "n_sink", 0, 8),
+    )

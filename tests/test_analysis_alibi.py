@@ -1,0 +1,116 @@
+"""Tests for mlbook.analysis.alibi: slope provenance, penalties, effective windows.
+
+Oracles: exact fractions (slopes for powers of two are powers of two, so penalties are exact),
+the paper's recipe written out independently in float64, Hugging Face's BLOOM ALiBi (slopes,
+and the key-only form that the book says gives the same attention), brute-force search for
+the effective window.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mlbook.analysis import alibi as A
+from mlbook.transformer.positional import alibi_bias, alibi_slopes
+
+
+def _recipe(H: int) -> list[float]:
+    """The paper's recipe, independently: closest power of two n <= H, then every other of 2n."""
+    def geo(n: int) -> list[float]:
+        return [2.0 ** (-8.0 * (k + 1) / n) for k in range(n)]
+
+    n = 1
+    while 2 * n <= H:
+        n *= 2
+    return geo(n) + geo(2 * n)[0::2][: H - n]
+
+
+@pytest.mark.parametrize("H", [1, 2, 3, 5, 6, 8, 12, 16, 20, 24, 32, 48, 112])
+def test_slope_provenance_matches_the_recipe(H):
+    origin = A.slope_provenance(H)
+    n = origin.count("power of two")
+    assert n == 2 ** math.floor(math.log2(H)) and len(origin) == H
+    assert origin == ["power of two"] * n + ["interleaved"] * (H - n)
+    assert torch.allclose(alibi_slopes(H).double(), torch.tensor(_recipe(H), dtype=torch.float64), rtol=1e-6)
+
+
+@pytest.mark.parametrize("H", [1, 2, 4, 8, 16, 32, 64])
+def test_naive_slopes_equal_library_for_powers_of_two(H):
+    assert torch.allclose(A.naive_slopes(H), alibi_slopes(H).double(), rtol=1e-6)
+
+
+@pytest.mark.parametrize("H", [3, 6, 12, 20])
+def test_naive_slopes_differ_for_other_head_counts(H):
+    assert not torch.allclose(A.naive_slopes(H), alibi_slopes(H).double(), rtol=1e-3)
+
+
+def test_slopes_match_bloom():
+    bloom = pytest.importorskip("transformers.models.bloom.modeling_bloom")
+    for H in (8, 12, 112):
+        alibi = bloom.build_alibi_tensor(torch.ones(1, 2), H, torch.float32)  # (H, 1, 2): slope * position
+        assert torch.allclose(alibi[:, 0, 1], alibi_slopes(H), rtol=1e-6)
+
+
+def test_bloom_key_only_form_gives_the_same_attention():
+    """The book's claim: BLOOM's +m_h j bias equals -m_h (i - j) after the causal softmax."""
+    bloom = pytest.importorskip("transformers.models.bloom.modeling_bloom")
+    H, T = 12, 9
+    key_bias = bloom.build_alibi_tensor(torch.ones(1, T), H, torch.float64).reshape(1, H, 1, T)  # (1, H, 1, T)
+    scores = torch.randn(2, H, T, T, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    future = torch.triu(torch.ones(T, T, dtype=torch.bool), 1)
+    ours = (scores + alibi_bias(H, T, T).double()).masked_fill(future, float("-inf")).softmax(-1)
+    theirs = (scores + key_bias).masked_fill(future, float("-inf")).softmax(-1)
+    assert torch.allclose(ours, theirs, atol=1e-12)
+    assert not torch.allclose(alibi_bias(H, T, T).double(), key_bias.expand(1, H, T, T))
+
+
+def test_penalty_spec_statements():
+    pen10, pen1000 = A.alibi_penalty(8, 10), A.alibi_penalty(8, 1000)
+    assert float(pen10[0]) == 5.0  # slope 1/2 at distance 10: exactly 5 nats
+    assert float(pen1000[7]) == 1000 / 256  # 3.90625 nats: not "barely affected"
+    assert float(A.weight_ratio(8, 1000)[7]) == pytest.approx(math.exp(-1000 / 256))
+    assert float(A.weight_ratio(8, 1000)[7]) < 0.021
+
+
+@pytest.mark.parametrize("H", [4, 8, 12])
+def test_penalty_equals_slope_times_distance(H):
+    m = alibi_slopes(H).double()
+    for k in (0, 1, 7, 300):
+        assert torch.allclose(A.alibi_penalty(H, k), m * k, rtol=1e-6)
+        assert (A.alibi_penalty(H, k) >= 0).all()
+
+
+@settings(max_examples=60, deadline=None)
+@given(H=st.integers(1, 40), nats=st.floats(0.05, 20.0, allow_nan=False))
+def test_effective_window_is_the_first_distance_reaching_the_threshold(H, nats):
+    window = A.effective_window(H, nats)
+    m = alibi_slopes(H).double()
+    for h in range(H):
+        k = int(window[h])
+        assert float(m[h]) * k >= nats - 1e-9
+        assert float(m[h]) * (k - 1) < nats + 1e-9
+        assert k >= 1
+
+
+def test_effective_window_spec_values():
+    assert A.effective_window(8, 3.0).tolist() == [6, 12, 24, 48, 96, 192, 384, 768]
+    assert A.effective_window(8, 1.0).tolist() == [2, 4, 8, 16, 32, 64, 128, 256]
+    assert int(A.effective_window(8, 0.1)[7]) == 26
+
+
+@pytest.mark.parametrize("call, exc, pattern", [
+    (lambda: A.alibi_penalty(0, 3), ValueError, "n_heads"),
+    (lambda: A.alibi_penalty(8, -1), ValueError, "distance"),
+    (lambda: A.effective_window(8, 0.0), ValueError, "nats"),
+    (lambda: A.effective_window(8, float("nan")), ValueError, "nats"),
+    (lambda: A.naive_slopes(2.0), TypeError, "n_heads"),
+    (lambda: A.slope_provenance(0), ValueError, "n_heads"),
+])
+def test_alibi_analysis_rejects_bad_input(call, exc, pattern):
+    with pytest.raises(exc, match=pattern):
+        call()

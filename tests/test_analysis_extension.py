@@ -1,0 +1,290 @@
+"""Tests for mlbook.analysis.extension: the numbers of section 2.6 (context extension).
+
+Oracles: float64 re-derivations of each formula from its definition, Hugging Face's
+ROPE_INIT_FUNCTIONS (test-only dependency) for every scaling, the RoPE score computed by
+rotating q and k with the library's RotaryEmbedding, and numpy's least squares.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from mlbook.analysis import extension as E
+from mlbook.transformer.positional import ROPE_SCALINGS, RotaryEmbedding
+
+
+def theta64(d: int, base: float) -> np.ndarray:
+    return base ** (-2.0 * np.arange(d // 2) / d)
+
+
+def turns64(d: int, base: float, L: int) -> np.ndarray:
+    return L * theta64(d, base) / (2 * math.pi)
+
+
+# ---------------------------------------------------------------------------
+# Angle coverage
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("d,base,L,s", [(128, 10000.0, 8192, 4.0), (64, 500000.0, 4096, 16.0), (32, 100.0, 256, 2.0)])
+def test_angle_coverage_matches_float64_definition(d, base, L, s):
+    cov = E.angle_coverage(d, base, L, factor=s)
+    th = theta64(d, base)
+    np.testing.assert_allclose(cov.seen, L * th, rtol=1e-6)
+    np.testing.assert_allclose(cov.needed, (round(s * L) - 1) * th, rtol=1e-6)
+    assert cov.target_len == round(s * L)
+    assert cov.ratio == pytest.approx((s * L - 1) / L, rel=1e-9)
+    never = [i for i in range(d // 2) if L * th[i] < 2 * math.pi]  # independent: less than a turn in training
+    assert list(cov.unwrapped) == never
+
+
+def test_angle_coverage_chapter_case_pairs_50_to_63_never_wrap():
+    cov = E.angle_coverage(128, 10000.0, 8192, target_len=131072)
+    assert cov.unwrapped == tuple(range(50, 64))
+    assert cov.ratio == pytest.approx(131071 / 8192)
+    assert "pair i" in repr(cov)
+
+
+def test_angle_coverage_rejects_bad_lengths():
+    with pytest.raises(ValueError, match="original_max_len"):
+        E.angle_coverage(128, 10000.0, 0)
+    with pytest.raises(TypeError, match="target_len"):
+        E.angle_coverage(128, 10000.0, 8192, target_len=1.5)
+
+
+# ---------------------------------------------------------------------------
+# Frequencies per method: against Hugging Face and closed forms
+# ---------------------------------------------------------------------------
+
+
+def test_methods_are_the_library_registry():
+    assert E.METHODS == ROPE_SCALINGS
+    assert set(E.METHOD_LABELS) == set(E.METHODS)
+
+
+def _hf_inv_freq(name: str, d: int, base: float, L: int, s: float, seq_len: int | None = None) -> torch.Tensor:
+    transformers = pytest.importorskip("transformers")
+    from transformers import LlamaConfig
+    from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
+
+    scaling, max_pos = {
+        "none": (None, L),
+        "linear": ({"rope_type": "linear", "factor": s}, L),
+        "ntk": (None, L),
+        "dynamic": ({"rope_type": "dynamic", "factor": s}, L),
+        "yarn": ({"rope_type": "yarn", "factor": s, "original_max_position_embeddings": L, "beta_fast": 32.0,
+                  "beta_slow": 1.0}, int(s * L)),
+        "llama3": ({"rope_type": "llama3", "factor": s, "original_max_position_embeddings": L, "low_freq_factor": 1.0,
+                    "high_freq_factor": 4.0}, int(s * L)),
+    }[name]
+    theta = base * s ** (d / (d - 2)) if name == "ntk" else base  # HF has no static NTK type: raise the base
+    cfg = LlamaConfig(vocab_size=8, hidden_size=2 * d, num_attention_heads=2, num_key_value_heads=2, head_dim=d,
+                      num_hidden_layers=1, intermediate_size=8, rope_theta=theta, rope_scaling=scaling,
+                      max_position_embeddings=max_pos)
+    kind = "default" if name in ("none", "ntk") else name
+    kw = {"seq_len": seq_len} if name == "dynamic" else {}
+    assert transformers
+    return ROPE_INIT_FUNCTIONS[kind](cfg, "cpu", **kw)[0]
+
+
+@pytest.mark.parametrize("method", E.METHODS)
+@pytest.mark.parametrize("d,base,L,s", [(128, 10000.0, 8192, 4.0), (64, 500000.0, 2048, 8.0)])
+def test_scaled_inv_freq_matches_hugging_face(method, d, base, L, s):
+    seq_len = 3 * L if method == "dynamic" else None
+    ours, _ = E.scaled_inv_freq(method, d, base, s, original_max_len=L, seq_len=seq_len, dynamic_factor=s)
+    hf = _hf_inv_freq(method, d, base, L, s, seq_len)
+    torch.testing.assert_close(ours.double(), hf.double(), rtol=2e-6, atol=0)
+
+
+def test_frequency_ratios_closed_forms():
+    d, base, L, s = 128, 10000.0, 8192, 4.0
+    r = E.frequency_ratios(d, base, s, original_max_len=L, seq_len=2 * L)
+    i = np.arange(d // 2)
+    np.testing.assert_allclose(r["none"], 1.0, rtol=1e-7)
+    np.testing.assert_allclose(r["linear"], 1 / s, rtol=1e-6)
+    np.testing.assert_allclose(r["ntk"], s ** (-2 * i / (d - 2)), rtol=1e-5)
+    np.testing.assert_allclose(r["dynamic"], 2.0 ** (-2 * i / (d - 2)), rtol=1e-5)  # alpha = 1 at n = 2L: NTK, s = 2
+    # YaRN and Llama 3: 1 on the fast pairs, 1/s on the never-wrapped ones, in between otherwise
+    tr = turns64(d, base, L)
+    for m in ("yarn", "llama3"):
+        assert np.all((r[m] <= 1 + 1e-6) & (r[m] >= 1 / s - 1e-6))
+        np.testing.assert_allclose(r[m][tr >= 32], 1.0, rtol=1e-6)
+        np.testing.assert_allclose(r[m][tr <= 1], 1 / s, rtol=1e-6)
+
+
+def test_scaled_inv_freq_rejects_unknown_method_and_bad_length():
+    with pytest.raises(ValueError, match="unknown method 'pi'"):
+        E.scaled_inv_freq("pi")
+    with pytest.raises(ValueError, match="seq_len"):
+        E.scaled_inv_freq("dynamic", seq_len=0)
+    with pytest.raises(ValueError, match="factor"):
+        E.scaled_inv_freq("linear", factor=0.5)
+
+
+def test_angle_overshoot_pi_stays_in_range_ntk_does_not():
+    d, base, L = 128, 10000.0, 8192
+    for s in (2.0, 4.0, 16.0):
+        i = np.arange(d // 2)
+        want_none = (s * L - 1) / L * np.ones(d // 2)
+        np.testing.assert_allclose(E.angle_overshoot("none", d, base, s, original_max_len=L), want_none, rtol=1e-6)
+        assert E.angle_overshoot("linear", d, base, s, original_max_len=L).max() < 1.0
+        ntk = E.angle_overshoot("ntk", d, base, s, original_max_len=L)
+        np.testing.assert_allclose(ntk, (s * L - 1) / L * s ** (-2 * i / (d - 2)), rtol=1e-5)
+        assert ntk[-1] < 1.0 < ntk[-2]  # only the slowest pair is slowed by the full s
+        for m in ("yarn", "llama3"):
+            over = E.angle_overshoot(m, d, base, s, original_max_len=L)
+            assert over[turns64(d, base, L) < 1].max() < 1.0  # every never-wrapped pair interpolated fully
+
+
+def test_ntk_stretch_keeps_theta0_and_slows_slowest_pair_by_exactly_s():
+    for d, base, s in ((128, 10000.0, 4.0), (64, 500000.0, 8.0), (8, 10000.0, 2.0)):
+        st = E.ntk_stretch(d, base, s)
+        assert st.new_base == pytest.approx(base * s ** (d / (d - 2)), rel=1e-12)
+        assert st.fastest == pytest.approx(1.0, abs=1e-7)
+        assert st.slowest == pytest.approx(s, rel=1e-6)
+        assert st.limit == pytest.approx(s ** (d / (d - 2)), rel=1e-12)
+        np.testing.assert_allclose(st.stretch, s ** (2 * np.arange(d // 2) / (d - 2)), rtol=1e-5)
+    assert "base'" in repr(E.ntk_stretch())
+
+
+# ---------------------------------------------------------------------------
+# YaRN
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("d,base,L,bf,bs", [(128, 10000.0, 8192, 32.0, 1.0), (64, 500000.0, 4096, 32.0, 1.0),
+                                            (128, 10000.0, 2048, 16.0, 2.0), (256, 1e6, 32768, 64.0, 0.5)])
+def test_yarn_bands_follow_the_turns_rule(d, base, L, bf, bs):
+    """Keep pairs with >= beta_fast turns in L, interpolate those with <= beta_slow, blend between."""
+    b = E.yarn_bands(d, base, L, bf, bs)
+    tr = turns64(d, base, L)
+    want = ["extrapolate" if r >= bf else ("interpolate" if r <= bs else "blend") for r in tr]
+    assert [b.band_of(i) for i in range(d // 2)] == want
+    assert sorted(b.extrapolate + b.blend + b.interpolate) == list(range(d // 2))
+    np.testing.assert_allclose(b.turns, tr, rtol=1e-6)
+
+
+def test_yarn_bands_chapter_case_and_bad_pair():
+    b = E.yarn_bands()
+    assert (b.extrapolate[-1], b.blend[0], b.blend[-1], b.interpolate[0]) == (25, 26, 49, 50)
+    with pytest.raises(ValueError, match="pair 64"):
+        b.band_of(64)
+    assert "interpolate" in repr(b)
+
+
+def test_yarn_temperature_is_point_one_log_s_plus_one():
+    t = E.yarn_temperature((1.0, 2.0, 4.0, 16.0, 32.0))
+    for s, a, g in zip(t.factors, t.attention_factor, t.logit_scale):
+        want = 0.1 * math.log(s) + 1.0
+        assert a == pytest.approx(want, rel=1e-12)
+        assert g == pytest.approx(want**2, rel=1e-12)
+    assert "1/t" in repr(t)
+
+
+# ---------------------------------------------------------------------------
+# Wavelength table per method
+# ---------------------------------------------------------------------------
+
+
+def test_method_wavelength_table_values():
+    d, base, L, s = 128, 10000.0, 8192, 16.0
+    pairs = (0, 16, 32, 48, 63)
+    tab = E.method_wavelength_table(d, base, s, original_max_len=L, pairs=pairs)
+    lam = 2 * math.pi / theta64(d, base)
+    for n, i in enumerate(pairs):
+        assert tab.wavelengths["none"][n] == pytest.approx(lam[i], rel=1e-6)
+        assert tab.wavelengths["linear"][n] == pytest.approx(s * lam[i], rel=1e-6)
+        assert tab.wavelengths["ntk"][n] == pytest.approx(lam[i] * s ** (2 * i / (d - 2)), rel=1e-5)
+    for m in E.METHODS[1:]:
+        assert tab.wavelengths[m][-1] == pytest.approx(s * lam[63], rel=1e-5)  # every method slows the slowest by s
+    assert tab.target_len == 131072 and "YaRN" in repr(tab) and "<table>" in tab._repr_html_()
+
+
+def test_method_wavelength_table_rejects_bad_input():
+    with pytest.raises(ValueError, match="pairs \\[64\\]"):
+        E.method_wavelength_table(pairs=(0, 64))
+    with pytest.raises(ValueError, match="unknown method"):
+        E.method_wavelength_table(methods=("none", "rope"))
+
+
+# ---------------------------------------------------------------------------
+# Chen et al.: score, fit, bounds
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("d,base", [(8, 10000.0), (64, 500.0)])
+def test_attention_score_equals_rotated_dot_product(d, base):
+    """a(m - n) with h_j = q_j conj(k_j) is <R_m q, R_n k> from the library (half pairing, float64)."""
+    gen = torch.Generator().manual_seed(1)
+    q, k = torch.randn(d, generator=gen, dtype=torch.float64), torch.randn(d, generator=gen, dtype=torch.float64)
+    rope = RotaryEmbedding(d, base)
+    half = d // 2
+    h = (q[:half] + 1j * q[half:]).numpy() * np.conj((k[:half] + 1j * k[half:]).numpy())
+    for m, n in ((5, 2), (2, 5), (40, 0), (7, 7)):
+        qm = rope.rotate(q[None], offset=m)[0]
+        kn = rope.rotate(k[None], offset=n)[0]
+        assert E.attention_score(h, m - n, d, base) == pytest.approx(float(qm @ kn), abs=2e-5)  # float32 angles
+
+
+def test_attention_score_rejects_wrong_h_shape():
+    with pytest.raises(ValueError, match="h must have shape"):
+        E.attention_score(np.zeros(3, dtype=complex), 1.0, 8)
+
+
+def test_fit_attention_score_is_ridge_least_squares():
+    fit = E.fit_attention_score(16, 10000.0, 128, 64, ridge=1e-3, seed=3)
+    th = theta64(16, 10000.0)
+    X = np.concatenate([np.cos(np.outer(fit.positions, th)), -np.sin(np.outer(fit.positions, th))], 1)
+    # ridge least squares through an augmented system, solved by numpy's lstsq (an independent route)
+    A = np.vstack([X, math.sqrt(1e-3) * np.eye(16)])
+    y = np.concatenate([fit.targets, np.zeros(16)])
+    coef = np.linalg.lstsq(A, y, rcond=None)[0]
+    np.testing.assert_allclose(fit.h, coef[:8] + 1j * coef[8:], rtol=1e-3, atol=1e-6)
+    assert len(set(fit.positions.tolist())) == 64 and fit.positions.max() < 128
+    again = E.fit_attention_score(16, 10000.0, 128, 64, ridge=1e-3, seed=3)
+    np.testing.assert_array_equal(fit.h, again.h)
+
+
+def test_fit_attention_score_rejects_bad_input():
+    with pytest.raises(ValueError, match="n_points"):
+        E.fit_attention_score(original_max_len=100, n_points=200)
+    with pytest.raises(ValueError, match="ridge"):
+        E.fit_attention_score(ridge=-1.0)
+
+
+@pytest.mark.parametrize("seed,ridge", [(0, 1e-8), (1, 1e-6), (2, 1e-3)])
+def test_interpolation_stays_within_theorem_bound(seed, ridge):
+    """Chen et al.'s Theorem 2.1: |a(s) - a_linear(s)| <= d max|h| / (32 ln c) between integers."""
+    fit = E.fit_attention_score(64, 10000.0, 512, 256, ridge=ridge, seed=seed)
+    cmp = E.compare_fit(fit, factor=4.0)
+    assert cmp.interpolation_error <= cmp.theorem_bound
+    assert cmp.theorem_bound == pytest.approx(64 * np.abs(fit.h).max() / (32 * math.log(10000.0)))
+
+
+def test_extrapolation_of_a_fitted_score_dwarfs_the_trained_range():
+    cmp = E.compare_fit(E.fit_attention_score(), factor=4.0)
+    assert cmp.extrapolated_max > 100 * cmp.in_range_max
+    assert cmp.interpolated_max < 2 * cmp.in_range_max
+
+
+def test_extrapolation_sum_at_zero_and_as_a_bound():
+    d = 32
+    assert E.extrapolation_sum(0.0, d) == pytest.approx(sum(range(1, d // 2 + 1)))
+    gen = np.random.default_rng(0)
+    h = gen.normal(size=d // 2) + 1j * gen.normal(size=d // 2)
+    step = np.abs(np.diff(np.append(h, 0))).max()  # max |h_{j+1} - h_j| with h_{d/2} = 0
+    s = np.arange(0, 5000, 7.3)
+    assert np.all(np.abs(E.attention_score(h, s, d)) <= step * E.extrapolation_sum(s, d) + 1e-9)
+
+
+def test_bound_ratio_estimate_and_range():
+    br = E.bound_ratio(128, 10000.0, 2048, 4.0)
+    assert br.estimate == pytest.approx(64 * math.log(10000.0))
+    assert br.b_over_d.shape == (3 * 2048,)
+    np.testing.assert_allclose(br.ratio, br.estimate * br.b_over_d)
+    assert 0 < br.b_over_d.min() < 1.5 < br.b_over_d.max()
+    assert "64 ln(base)" in repr(br) and "B/d" in repr(br)

@@ -1,0 +1,271 @@
+"""Tests for mlbook.analysis.learned: table cost, tail-row statistics, the planted decoding bug.
+
+Oracles: Hugging Face's GPT-2 (parameter counts, built on the meta device), a Monte Carlo
+simulation of batch lengths (expected row updates), and, for the decoding bug, a full
+forward pass of a model whose table rows were overwritten with row 0 exactly where the bug
+puts them (cached decoding with the bug must reproduce it).
+"""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import torch
+
+from mlbook.analysis import learned as L
+from mlbook.transformer.models import GPT, GPTConfig
+from mlbook.transformer.positional import LearnedPositionalEmbedding
+
+
+def _gpt(positional: str = "learned", seed: int = 0, **kw) -> GPT:
+    torch.manual_seed(seed)
+    cfg = dict(vocab_size=31, d_model=16, n_heads=2, n_layers=2, max_len=32, positional=positional)
+    cfg.update(kw)
+    return GPT(GPTConfig(**cfg)).eval()
+
+
+def _tokens(B: int = 3, T: int = 20, seed: int = 1) -> torch.Tensor:
+    return torch.randint(0, 31, (B, T), generator=torch.Generator().manual_seed(seed))
+
+
+# ---------------------------------------------------------------------------
+# Parameter cost
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("T_max, d", [(1, 1), (16, 8), (1024, 768)])
+def test_learned_table_params_is_the_table_size(T_max, d):
+    assert L.learned_table_params(T_max, d) == LearnedPositionalEmbedding(T_max, d).table.weight.numel()
+
+
+def test_learned_table_params_spec_numbers():
+    assert L.learned_table_params(1024, 768) == 786_432
+    assert L.learned_table_params(131_072, 8192) == 1_073_741_824  # not "100M"
+    assert L.learned_table_params(131_072, 768) == 100_663_296
+
+
+@pytest.mark.parametrize("cfg", [{}, {"n_layer": 2, "n_embd": 64, "n_head": 4, "vocab_size": 100, "n_positions": 48},
+                                 {"n_layer": 3, "n_embd": 32, "n_head": 2, "vocab_size": 7, "n_positions": 5, "n_inner": 40}])
+def test_gpt2_param_count_matches_hugging_face(cfg):
+    transformers = pytest.importorskip("transformers")
+    hf_cfg = transformers.GPT2Config(**cfg)
+    with torch.device("meta"):
+        model = transformers.GPT2LMHeadModel(hf_cfg)
+    want = sum(p.numel() for p in model.parameters())
+    got = L.gpt2_param_count(hf_cfg.n_layer, hf_cfg.n_embd, hf_cfg.vocab_size, hf_cfg.n_positions, hf_cfg.n_inner)
+    assert got == want
+    assert model.transformer.wpe.weight.numel() == L.learned_table_params(hf_cfg.n_positions, hf_cfg.n_embd)
+
+
+@pytest.mark.parametrize("bad, exc", [({"T_max": 0}, ValueError), ({"T_max": 2.0}, TypeError), ({"d_model": -1}, ValueError)])
+def test_learned_table_params_rejects_bad_input(bad, exc):
+    kw = {"T_max": 4, "d_model": 4, **bad}
+    with pytest.raises(exc, match=next(iter(bad))):
+        L.learned_table_params(**kw)
+
+
+# ---------------------------------------------------------------------------
+# Length distribution and expected row statistics
+# ---------------------------------------------------------------------------
+
+
+def test_short_length_distribution_is_a_decreasing_distribution():
+    p = L.short_length_distribution(64, 10.0, min_len=2)
+    assert p.shape == (65,) and p.dtype == torch.float64
+    assert abs(float(p.sum()) - 1.0) < 1e-12
+    assert (p[:2] == 0).all() and (p[2:] > 0).all()
+    assert (p[3:] < p[2:-1]).all(), "geometric tail: each length less likely than the one before"
+    ratio = p[3:] / p[2:-1]
+    assert torch.allclose(ratio, torch.full_like(ratio, float(torch.exp(torch.tensor(-0.1, dtype=torch.float64)))))
+
+
+def _simulate(probs: torch.Tensor, steps: int, B: int, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    gen = torch.Generator().manual_seed(seed)
+    L_ = torch.multinomial(probs.float(), steps * B, replacement=True, generator=gen).reshape(steps, B)
+    rows = torch.arange(probs.numel() - 1)
+    reached = L_[:, :, None] > rows  # (steps, B, T_max)
+    return reached.any(1).sum(0).double(), reached.sum((0, 1)).double()
+
+
+@pytest.mark.parametrize("B", [1, 4, 16])
+def test_expected_row_updates_matches_monte_carlo(B):
+    probs = L.short_length_distribution(24, 5.0)
+    steps = 20_000
+    updates, examples = _simulate(probs, steps, B)
+    want_u = L.expected_row_updates(probs, steps, B)
+    want_e = L.expected_row_examples(probs, steps, B)
+    # binomial standard errors, 5 sigma
+    p_u = want_u / steps
+    assert ((updates - want_u).abs() <= 5 * torch.sqrt(steps * p_u * (1 - p_u)) + 1).all()
+    assert ((examples - want_e).abs() <= 5 * torch.sqrt(want_e) + 1).all()
+
+
+def test_expected_row_updates_point_mass_has_no_off_by_one():
+    probs = torch.zeros(9, dtype=torch.float64)
+    probs[5] = 1.0  # every sequence has length 5: positions 0..4
+    got = L.expected_row_updates(probs, steps=7, batch_size=3)
+    assert got.tolist() == [7, 7, 7, 7, 7, 0, 0, 0]
+    assert L.expected_row_examples(probs, 7, 3).tolist() == [21, 21, 21, 21, 21, 0, 0, 0]
+
+
+@pytest.mark.parametrize("probs, exc", [(torch.ones(5), ValueError), ([0.5, 0.5], TypeError),
+                                        (torch.tensor([1.5, -0.5]), ValueError)])
+def test_expected_row_updates_rejects_bad_distributions(probs, exc):
+    with pytest.raises(exc, match="length_probs"):
+        L.expected_row_updates(probs, 10, 2)
+
+
+# ---------------------------------------------------------------------------
+# The training run: which rows received a gradient
+# ---------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def small_run() -> L.TailRowReport:
+    return L.train_tail_rows(T_max=16, mean_len=4.0, steps=12, batch_size=4, d_model=16, n_layers=1, seed=3,
+                             corpus_chars=5_000)
+
+
+def test_tail_rows_gradient_iff_some_sequence_reaches_the_row(small_run):
+    r = small_run
+    assert r.row_used.shape == (12, 16) and r.lengths.shape == (12, 4)
+    reached = (r.lengths[:, :, None] > torch.arange(16)).any(dim=1)  # (steps, T_max)
+    assert torch.equal(r.row_used, reached), "padding is masked: exactly the reached rows get gradients"
+    assert torch.equal(r.updates(), reached.sum(0))
+    assert torch.equal(r.examples(5), (r.lengths[:5, :, None] > torch.arange(16)).sum((0, 1)))
+    assert (r.updates()[1:] <= r.updates()[:-1]).all()
+
+
+def test_tail_rows_returns_a_trained_learned_gpt(small_run):
+    r = small_run
+    assert isinstance(r.model, GPT) and r.model.config.positional == "learned" and not r.model.training
+    assert len(r.losses) == 12 and r.losses[-1] < r.losses[0]
+    assert torch.allclose(r.expected_updates(), L.expected_row_updates(r.length_probs, 12, 4))
+
+
+def test_tail_rows_is_seeded_and_leaves_global_rng_alone():
+    torch.manual_seed(123)
+    before = torch.rand(1)
+    torch.manual_seed(123)
+    a = L.train_tail_rows(T_max=8, mean_len=3.0, steps=3, batch_size=2, d_model=8, n_layers=1, seed=5, corpus_chars=2_000)
+    after = torch.rand(1)
+    b = L.train_tail_rows(T_max=8, mean_len=3.0, steps=3, batch_size=2, d_model=8, n_layers=1, seed=5, corpus_chars=2_000)
+    assert torch.equal(before, after)
+    assert torch.equal(a.lengths, b.lengths) and a.losses == b.losses
+
+
+def test_held_out_sequences_shape_and_determinism():
+    x = L.held_out_sequences(5, 12, seed=2)
+    assert x.shape == (5, 12) and x.dtype == torch.long
+    assert torch.equal(x, L.held_out_sequences(5, 12, seed=2))
+
+
+# ---------------------------------------------------------------------------
+# The decoding bug and its check
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("positional", ["learned", "sinusoidal", "rope", "t5", "alibi", "none"])
+def test_correct_cached_decoding_matches_full_forward(positional):
+    model = _gpt(positional)
+    drift = L.decode_logit_drift(model, _tokens(), reset_positions=False, n_prompt=3)
+    assert drift.shape == (18,)
+    assert float(drift.max()) < 1e-4
+    assert L.cached_matches_full(model, _tokens())
+
+
+@pytest.mark.parametrize("positional", L.DECODE_BUG_SCHEMES)
+def test_bug_is_exact_at_prefill_and_caught_from_the_first_cached_step(positional):
+    model = _gpt(positional)
+    for n_prompt in (1, 4):
+        rounding = float(L.decode_logit_drift(model, _tokens(), reset_positions=False, n_prompt=n_prompt).max())
+        drift = L.decode_logit_drift(model, _tokens(), reset_positions=True, n_prompt=n_prompt)
+        assert float(drift[0]) <= rounding, "the prefill starts at offset 0 anyway"
+        # an untrained model attends almost uniformly, so the error is small, but far above rounding
+        assert (drift[1:] > 100 * rounding).all(), "every cached step is wrong"
+
+
+def test_bug_equals_full_forward_with_row_zero_at_every_decoded_position():
+    """Independent oracle: the buggy cache embeds every decoded token with row 0, so it must equal
+    a correct full forward pass of a copy whose rows n_prompt.. were overwritten with row 0."""
+    model, x, n_prompt = _gpt("learned"), _tokens(), 4
+    oracle = copy.deepcopy(model)
+    with torch.no_grad():
+        oracle.pos_emb.table.weight[n_prompt:] = oracle.pos_emb.table.weight[0]
+        want = oracle(x)[:, n_prompt - 1 :].double()  # (B, S, V)
+    got = L._cached_and_full(model, x, True, n_prompt)[0]
+    assert torch.allclose(got, want, atol=1e-5)
+
+
+def test_reset_decode_positions_restores_the_model_and_touches_only_that_instance():
+    model, other = _gpt("learned"), _gpt("learned")
+    rope = _gpt("rope")
+    x = _tokens()
+    with L.reset_decode_positions(model) as patched, L.reset_decode_positions(rope):
+        assert patched is model
+        assert L.cached_matches_full(other, x), "another instance is unaffected"
+        assert not L.cached_matches_full(model, x)
+        assert not L.cached_matches_full(rope, x)
+    assert "_absolute" not in vars(model) and "rotate" not in vars(rope.rotary)
+    assert L.cached_matches_full(model, x) and L.cached_matches_full(rope, x)
+
+
+def test_reset_decode_positions_restores_after_an_exception():
+    model = _gpt("sinusoidal")
+    with pytest.raises(RuntimeError):
+        with L.reset_decode_positions(model):
+            raise RuntimeError("boom")
+    assert L.cached_matches_full(model, _tokens())
+
+
+@pytest.mark.parametrize("positional", ["t5", "alibi", "none"])
+def test_reset_decode_positions_refuses_schemes_without_an_index(positional):
+    with pytest.raises(ValueError, match="no absolute position index"):
+        with L.reset_decode_positions(_gpt(positional)):
+            pass
+
+
+def test_decode_logit_drift_reduce_and_training_mode():
+    model = _gpt("learned").train()
+    per_seq = L.decode_logit_drift(model, _tokens(), reset_positions=True, reduce="none")
+    assert per_seq.shape == (3, 20)
+    assert torch.equal(per_seq.amax(0), L.decode_logit_drift(model, _tokens(), reset_positions=True))
+    assert model.training, "the caller's mode is restored"
+
+
+@pytest.mark.parametrize("call, exc, pattern", [
+    (lambda m: L.decode_logit_drift(m, _tokens(), reset_positions=1), TypeError, "reset_positions"),
+    (lambda m: L.decode_logit_drift(m, _tokens().float(), reset_positions=False), TypeError, "tokens"),
+    (lambda m: L.decode_logit_drift(m, _tokens(T=40), reset_positions=False), ValueError, "max_len"),
+    (lambda m: L.decode_logit_drift(m, _tokens(), reset_positions=False, n_prompt=21), ValueError, "n_prompt"),
+    (lambda m: L.decode_logit_drift(m, _tokens(), reset_positions=False, reduce="mean"), ValueError, "reduce"),
+    (lambda m: L.decode_logit_drift(torch.nn.Linear(2, 2), _tokens(), reset_positions=False), TypeError, "GPT"),
+    (lambda m: L.cached_matches_full(m, _tokens(), atol=0.0), ValueError, "atol"),
+    (lambda m: L.greedy_divergence(m, _tokens(T=30), 5), ValueError, "max_len"),
+])
+def test_decoding_checks_reject_bad_input(call, exc, pattern):
+    with pytest.raises(exc, match=pattern):
+        call(_gpt("learned"))
+
+
+def test_greedy_divergence_first_token_always_agrees():
+    model = _gpt("learned")
+    prompt = _tokens(B=6, T=5)
+    div = L.greedy_divergence(model, prompt, 12)
+    assert div.correct.shape == div.buggy.shape == (6, 12)
+    assert torch.equal(div.correct, model.generate(prompt, 12, temperature=0)[:, 5:])
+    assert (div.first_difference() >= 1).all(), "the first generated token comes from the correct prefill"
+    same = div.still_identical()
+    assert float(same[0]) == 1.0 and (same[1:] <= same[:-1]).all()
+    first = div.first_difference()
+    for s in range(12):
+        assert float(same[s]) == pytest.approx(float((first > s).double().mean()))
+
+
+def test_drift_curves_fields():
+    model = _gpt("learned")
+    c = L.drift_curves(model, _tokens(B=4, T=16), n_prompt=3)
+    assert c.positions.tolist() == list(range(2, 16))
+    assert c.correct.shape == (14,) and c.buggy.shape == (4, 14) and c.still_identical.shape == (14,)
+    assert float(c.correct.max()) < 1e-4 and float(c.buggy[:, 0].max()) < 1e-5 and (c.buggy[:, 1:] > 1e-4).all()

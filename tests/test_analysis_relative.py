@@ -1,0 +1,224 @@
+"""Tests for mlbook.analysis.relative: T5 bucket layouts, parameter and memory counts, Swin's index.
+
+Oracles: Hugging Face's T5 bucketing (`T5Attention._relative_position_bucket`) and T5 model
+(parameter counts on the meta device), Swin's official index construction (retyped below from
+the reference implementation's recipe), brute-force searches, and tensor sizes measured on
+the library's own modules.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from mlbook.analysis import relative as R
+from mlbook.transformer.positional import RelativePositionBias, RelativePositionBias2D
+
+CONFIGS = [(32, 128, True), (32, 128, False), (8, 8, True), (16, 64, False), (64, 256, True), (10, 20, True)]
+
+
+def _hf_bucket():
+    t5 = pytest.importorskip("transformers.models.t5.modeling_t5")
+    return t5.T5Attention._relative_position_bucket
+
+
+# ---------------------------------------------------------------------------
+# Bucket layout
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("num_buckets, max_distance, bidirectional", CONFIGS)
+def test_bucket_layout_agrees_with_hugging_face(num_buckets, max_distance, bidirectional):
+    hf = _hf_bucket()
+    layout = R.bucket_layout(num_buckets, max_distance, bidirectional)
+    for sign, table in ((-1, layout.past), (1, layout.future)):
+        for bucket, (lo, hi) in table.items():
+            top = hi if hi is not None else 4 * max_distance
+            d = torch.arange(lo, top + 1)
+            assert (hf(sign * d, bidirectional, num_buckets, max_distance) == bucket).all()
+            if lo > (0 if sign < 0 else 1):
+                assert hf(sign * torch.tensor([lo - 1]), bidirectional, num_buckets, max_distance).item() != bucket
+    # every bucket HF reaches is listed, and none that it does not
+    offsets = torch.arange(-4 * max_distance, 4 * max_distance + 1)
+    reached = set(hf(offsets, bidirectional, num_buckets, max_distance).tolist())
+    assert reached == set(layout.past) | (set(layout.future) if bidirectional else set())
+    assert set(layout.unused_buckets) == set(range(num_buckets)) - reached
+
+
+def test_bucket_layout_t5_defaults():
+    layout = R.bucket_layout(32, 128, True)
+    assert layout.buckets_per_direction == 16
+    assert layout.exact_past == list(range(8)) and layout.exact_future == list(range(1, 8))
+    assert layout.unused_buckets == [16]
+    assert layout.last_bucket_from == 91
+    assert layout.past[15] == (91, None) and layout.future[31] == (91, None)
+    causal = R.bucket_layout(32, 128, False)
+    assert causal.exact_past == list(range(16)) and causal.future == {} and causal.unused_buckets == []
+    assert "open" in repr(layout) and "bidirectional" in repr(layout)
+
+
+def test_bucket_layout_last_bucket_from_matches_brute_force():
+    hf = _hf_bucket()
+    for num_buckets, max_distance, bidirectional in CONFIGS:
+        per = num_buckets // 2 if bidirectional else num_buckets
+        n = torch.arange(0, 4 * max_distance)
+        b = hf(-n, bidirectional, num_buckets, max_distance)
+        first = int(n[b == per - 1].min())
+        assert R.bucket_layout(num_buckets, max_distance, bidirectional).last_bucket_from == first
+
+
+def test_bucket_layout_rejects_bad_settings():
+    with pytest.raises(ValueError, match="max_distance"):
+        R.bucket_layout(32, 8, True)
+    with pytest.raises(ValueError, match="num_buckets"):
+        R.bucket_layout(2, 8, True)
+
+
+@pytest.mark.parametrize("train_len, eval_len, num_buckets, max_distance, bidirectional", [
+    (8, 16, 32, 128, True), (8, 16, 32, 128, False), (8, 16, 8, 8, True), (512, 2048, 32, 128, True), (20, 60, 16, 32, False),
+])
+def test_untrained_offsets_brute_force(train_len, eval_len, num_buckets, max_distance, bidirectional):
+    hf = _hf_bucket()
+
+    def offsets(T):
+        return torch.arange(-(T - 1), T) if bidirectional else torch.arange(-(T - 1), 1)
+
+    trained = set(hf(offsets(train_len), bidirectional, num_buckets, max_distance).tolist())
+    want = [int(o) for o in offsets(eval_len) if hf(o[None], bidirectional, num_buckets, max_distance).item() not in trained]
+    assert R.untrained_offsets(train_len, eval_len, num_buckets, max_distance, bidirectional) == want
+
+
+def test_untrained_offsets_vanish_once_training_reaches_the_last_bucket():
+    last = R.bucket_layout(32, 128, True).last_bucket_from
+    assert R.untrained_offsets(last + 1, 4096) == []
+    assert R.untrained_offsets(last, 4096) != []
+
+
+# ---------------------------------------------------------------------------
+# Parameter counts and memory
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("num_buckets, H", [(32, 8), (8, 3), (64, 16)])
+def test_relative_bias_params_is_the_table(num_buckets, H):
+    table = RelativePositionBias(H, num_buckets, max(num_buckets, 128)).table.weight
+    assert R.relative_bias_params(num_buckets, H, n_stacks=1) == table.numel()
+    assert R.relative_bias_params(num_buckets, H, n_stacks=2) == 2 * table.numel()
+
+
+@pytest.mark.parametrize("cfg", [{}, {"d_model": 64, "d_kv": 16, "num_heads": 4, "d_ff": 128, "num_layers": 2,
+                                      "vocab_size": 100, "relative_attention_num_buckets": 16},
+                                 {"d_model": 48, "d_kv": 8, "num_heads": 3, "d_ff": 96, "num_layers": 3, "vocab_size": 10}])
+def test_t5_param_count_matches_hugging_face(cfg):
+    transformers = pytest.importorskip("transformers")
+    hc = transformers.T5Config(**cfg)
+    with torch.device("meta"):
+        model = transformers.T5ForConditionalGeneration(hc)
+    assert R.t5_param_count(hc.vocab_size, hc.d_model, hc.d_kv, hc.num_heads, hc.d_ff, hc.num_layers,
+                            hc.relative_attention_num_buckets) == sum(p.numel() for p in model.parameters())
+    bias = sum(p.numel() for n, p in model.named_parameters() if "relative_attention_bias" in n)
+    assert bias == R.relative_bias_params(hc.relative_attention_num_buckets, hc.num_heads, n_stacks=2)
+
+
+def test_t5_small_numbers():
+    assert R.t5_param_count() == 60_506_624
+    assert R.relative_bias_params(32, 8, 2) == 512
+
+
+@pytest.mark.parametrize("T, H", [(1, 1), (5, 2), (512, 8)])
+def test_per_distance_params_counts_distinct_offsets(T, H):
+    pos = torch.arange(T)
+    assert R.per_distance_params(T, H) == torch.unique(pos[None, :] - pos[:, None]).numel() * H
+
+
+@pytest.mark.parametrize("H, T_q, T_k, dtype", [(4, 7, 7, torch.float32), (3, 2, 9, torch.bfloat16), (8, 16, 16, torch.float64)])
+def test_bias_bytes_is_the_tensor_size(H, T_q, T_k, dtype):
+    bias = RelativePositionBias(H)(T_q, T_k, query_offset=0).to(dtype)
+    assert R.bias_bytes(H, T_q, T_k, bytes_per_value=bias.element_size()) == bias.numel() * bias.element_size()
+    assert R.bias_bytes(H, T_q, T_k, 2, batch=3) == 3 * H * T_q * T_k * 2
+
+
+def test_bias_bytes_spec_numbers():
+    assert R.bias_bytes(8, 4096, 4096, 4) == 512 * 2**20
+    assert R.bias_bytes(32, 32768, 32768, 2) == 64 * 2**30
+    with pytest.raises(ValueError, match="bytes_per_value"):
+        R.bias_bytes(8, 4, 4, 0)
+
+
+def test_diagonal_spread_zero_for_t5_bias_positive_otherwise():
+    torch.manual_seed(0)
+    bias = RelativePositionBias(4, 16, 32)(20, 20)[0].detach()  # (H, T, T)
+    assert R.diagonal_spread(bias) == 0.0
+    bias[2, 3, 5] += 0.25  # break one entry on diagonal +2
+    assert R.diagonal_spread(bias) == pytest.approx(0.25, abs=1e-6)
+    rect = RelativePositionBias(2, 16, 32)(3, 9).detach()
+    assert R.diagonal_spread(rect) == 0.0
+    with pytest.raises(TypeError):
+        R.diagonal_spread(torch.zeros(3))
+
+
+def test_bias_translation_invariance_spec_pairs():
+    torch.manual_seed(1)
+    bias = RelativePositionBias(8)(16, 16)[0]
+    assert torch.equal(bias[:, 2, 5], bias[:, 6, 9])
+
+
+# ---------------------------------------------------------------------------
+# Swin
+# ---------------------------------------------------------------------------
+
+
+def _swin_official(w: int) -> torch.Tensor:
+    """The index as Swin's reference code builds it (coords, flatten, broadcast difference,
+    permute, shift by w - 1, scale the first coordinate by 2w - 1, sum)."""
+    coords = torch.stack(torch.meshgrid(torch.arange(w), torch.arange(w), indexing="ij"))  # (2, w, w)
+    flat = torch.flatten(coords, 1)  # (2, w^2)
+    rel = (flat[:, :, None] - flat[:, None, :]).permute(1, 2, 0).contiguous()  # (w^2, w^2, 2)
+    rel[:, :, 0] += w - 1
+    rel[:, :, 1] += w - 1
+    rel[:, :, 0] *= 2 * w - 1
+    return rel.sum(-1)  # (w^2, w^2)
+
+
+@pytest.mark.parametrize("w", [1, 2, 3, 7, 8])
+def test_swin_index_matches_the_reference_recipe(w):
+    assert torch.equal(R.swin_index(w), _swin_official(w))
+
+
+@pytest.mark.parametrize("w", [1, 2, 5, 7])
+def test_swin_table_entries_and_pairs_match_the_module(w):
+    module = RelativePositionBias2D(w, 3)
+    assert R.swin_table_entries(w) == module.table.shape[0]
+    assert R.window_pairs(w) == module.index.numel()
+    assert torch.unique(module.index).numel() == R.swin_table_entries(w), "every offset is used"
+
+
+def test_swin_spec_numbers_and_translation_invariance():
+    assert R.swin_table_entries(7) == 169 and R.swin_table_entries(224) == 199_809
+    index = R.swin_index(7)
+    q1, k1 = R.swin_pair(7, (2, 3), (4, 5))
+    q2, k2 = R.swin_pair(7, (0, 1), (2, 3))
+    assert (q1, k1, q2, k2) == (17, 33, 1, 17)
+    assert int(index[q1, k1]) == int(index[q2, k2]) == (-2 + 6) * 13 + (-2 + 6)
+
+
+def test_swin_index_leaves_the_global_rng_alone():
+    torch.manual_seed(7)
+    a = torch.rand(3)
+    torch.manual_seed(7)
+    R.swin_index(5)
+    assert torch.equal(torch.rand(3), a)
+
+
+@pytest.mark.parametrize("call, exc, pattern", [
+    (lambda: R.swin_pair(7, (7, 0), (0, 0)), ValueError, "query"),
+    (lambda: R.swin_pair(7, (0, 0), (0, -1)), ValueError, "key"),
+    (lambda: R.swin_index(0), ValueError, "window"),
+    (lambda: R.swin_index(64), ValueError, "window"),
+    (lambda: R.swin_table_entries(2.5), TypeError, "window"),
+    (lambda: R.per_distance_params(0), ValueError, "T"),
+    (lambda: R.relative_bias_params(32, 0), ValueError, "n_heads"),
+])
+def test_relative_analysis_rejects_bad_input(call, exc, pattern):
+    with pytest.raises(exc, match=pattern):
+        call()

@@ -1,0 +1,160 @@
+"""Tests for mlbook.analysis.systems: cost counts, KV-cache sizes, the context-extension procedure.
+
+Oracles: torch's FlopCounterMode on a real attention layer (the 8BTd^2 of the projections and
+the 4BT^2d of scores and mixing), a dispatch-mode counter of the elementwise operations
+apply_rotary really runs (the 6BTd of RoPE), the nbytes of the bias tensors the library builds,
+and Hugging Face's LlamaConfig for the 7B-class cache.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils.flop_counter import FlopCounterMode
+
+import mlbook.transformer.positional as P
+from mlbook.analysis import systems as S
+from mlbook.transformer.attention import MultiHeadAttention
+
+
+# ---------------------------------------------------------------------------
+# KV cache
+# ---------------------------------------------------------------------------
+
+
+def test_kv_cache_7b_class_against_hf_llama_config() -> None:
+    from transformers import LlamaConfig
+
+    c = LlamaConfig()  # its defaults are LLaMA-7B's
+    d_head = c.hidden_size // c.num_attention_heads
+    per_token = 2 * c.num_hidden_layers * c.num_key_value_heads * d_head * 2  # K and V, fp16
+    assert S.kv_cache_bytes(c.num_hidden_layers, c.num_key_value_heads, d_head, 2.0) == per_token == 2**19  # 0.5 MiB
+    assert S.kv_cache_bytes(32, 32, 128, 2.0, context_len=131072) == per_token * 131072 == 64 * 2**30
+    assert S.kv_cache_bytes(32, 32, 128, 2.0, context_len=1000, batch=3) == 3 * 1000 * per_token
+
+
+def test_kv_cache_options_gqa_and_quantisation() -> None:
+    opts = S.kv_cache_options(32, 32, 128, context_len=4096, batch=2, kv_heads=(32, 8, 1), bytes_per_value=(2.0, 1.0))
+    by = {(o.n_kv_heads, o.bytes_per_value): o for o in opts}
+    assert [o.label for o in opts] == ["MHA, 16-bit", "MHA, 8-bit", "GQA-8, 16-bit", "GQA-8, 8-bit", "MQA, 16-bit",
+                                       "MQA, 8-bit"]
+    for (h, b), o in by.items():
+        assert o.total == S.kv_cache_bytes(32, h, 128, b, 4096, 2)
+        assert o.per_token == S.kv_cache_bytes(32, h, 128, b)
+    assert by[(8, 2.0)].relative == pytest.approx(1 / 4)  # GQA divides by n_heads / n_kv_heads
+    assert by[(32, 1.0)].relative == pytest.approx(1 / 2)  # an 8-bit cache halves it
+    assert by[(1, 1.0)].relative == pytest.approx(1 / 64)
+    with pytest.raises(ValueError, match=r"each kv_heads entry must divide n_heads \(32\), got 6"):
+        S.kv_cache_options(kv_heads=(6,))
+    with pytest.raises(ValueError, match="must each list at least one value"):
+        S.kv_cache_options(kv_heads=())
+
+
+def test_kv_cache_bytes_bad_input() -> None:
+    with pytest.raises(ValueError, match="bytes_per_value must be a finite number > 0"):
+        S.kv_cache_bytes(1, 1, 1, 0.0)
+    with pytest.raises(TypeError, match="n_layers must be an int"):
+        S.kv_cache_bytes(1.5, 1, 1)  # type: ignore[arg-type]
+
+
+# ---------------------------------------------------------------------------
+# FLOPs: attention against each scheme
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("B,T,d,H", [(1, 16, 32, 4), (2, 24, 64, 8)])
+def test_attention_flops_match_torch_flop_counter(B: int, T: int, d: int, H: int) -> None:
+    layer = MultiHeadAttention(d, H, causal=False)
+    x = torch.randn(B, T, d)
+    with FlopCounterMode(display=False) as counter, torch.no_grad():
+        layer(x, return_weights=True)  # the readable path: q k^T and A v as batched matmuls torch can count
+    counts = {str(k): v for k, v in counter.get_flop_counts()["Global"].items()}
+    ours = S.attention_flops(B, T, d, H)
+    assert ours.projections == 8 * B * T * d * d == counts["aten.mm"]  # W_q, W_k, W_v, W_o
+    assert ours.scores + ours.mix == 4 * B * T * T * d == counts["aten.bmm"]  # q k^T and A v, every pair
+    causal = S.attention_flops(B, T, d, H, causal=True)
+    assert causal.scores == 2 * B * d * T * (T + 1) / 2
+
+
+class _ElementwiseCounter(TorchDispatchMode):
+    """Counts output elements of the arithmetic aten ops run inside the block, by op."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.counts: dict[str, int] = {}
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        name = func.overloadpacket.__name__
+        if name in ("mul", "add", "sub", "neg") and isinstance(out, torch.Tensor):
+            self.counts[name] = self.counts.get(name, 0) + out.numel()
+        return out
+
+
+@pytest.mark.parametrize("pairing", ["half", "interleaved"])
+def test_rope_flops_are_three_per_element_of_q_and_k(pairing: str) -> None:
+    B, H, T, d_head = 2, 4, 8, 16
+    d = H * d_head
+    q, k = torch.randn(B, H, T, d_head), torch.randn(B, H, T, d_head)
+    cos, sin = P.RotaryEmbedding(d_head, pairing=pairing)(T)
+    counter = _ElementwiseCounter()
+    with P._rotary_kernel("readable"), counter:
+        P.apply_rotary(q, cos, sin, pairing)
+        P.apply_rotary(k, cos, sin, pairing)
+    cost = S.position_cost("rope", B, T, d, H)
+    assert counter.counts["mul"] + counter.counts["add"] == cost.flops == 6 * B * T * d
+    assert counter.counts["neg"] == B * T * d  # plus a sign flip on half the elements of q and k, not counted
+    gqa = S.position_cost("rope", B, T, d, H, n_kv_heads=1)
+    assert gqa.flops == 3 * B * T * (d + d_head) and gqa.formula == "3 B T (d + d_kv)"
+
+
+def test_bias_bytes_are_the_tensors_the_library_builds() -> None:
+    B, H, T, d = 3, 4, 20, 32
+    t5 = S.position_cost("t5", B, T, d, H)
+    alibi = S.position_cost("alibi", B, T, d, H)
+    assert t5.materialised_bytes == P.RelativePositionBias(H)(T, T).float().nbytes
+    assert alibi.materialised_bytes == P.alibi_bias(H, T, T).nbytes
+    assert t5.traffic_bytes == B * H * T * T * 4 and t5.flops == B * H * T * T
+    fused = S.position_cost("alibi_fused", B, T, d, H)
+    assert fused.materialised_bytes == fused.traffic_bytes == 0 and fused.flops == 3 * B * H * T * T
+    absolute = S.position_cost("sinusoidal", B, T, d, H)
+    assert absolute.per == "model" and absolute.flops == B * T * d
+    # RoPE against the projections: 6BTd / 8BTd^2 = 3 / (4d)
+    rope = S.position_cost("rope", B, T, d, H)
+    assert rope.flops / S.attention_flops(B, T, d, H).projections == pytest.approx(3 / (4 * d))
+
+
+def test_cost_bad_input() -> None:
+    with pytest.raises(ValueError, match="unknown scheme 'rotary'; valid values are 'sinusoidal'"):
+        S.position_cost("rotary", 1, 8, 32, 4)
+    with pytest.raises(ValueError, match=r"d_model \(30\) must be divisible by n_heads \(4\)"):
+        S.attention_flops(1, 8, 30, 4)
+    with pytest.raises(ValueError, match=r"n_heads \(4\) must be divisible by n_kv_heads \(3\)"):
+        S.position_cost("rope", 1, 8, 32, 4, n_kv_heads=3)
+
+
+# ---------------------------------------------------------------------------
+# The context-extension decision procedure
+# ---------------------------------------------------------------------------
+
+
+def test_extension_plan_follows_the_procedure() -> None:
+    assert S.extension_plan(8192, 4096, can_finetune=False).method == "no change"
+    ntk = S.extension_plan(4096, 8192, can_finetune=False)
+    assert ntk.factor == 2 and ntk.method.startswith("NTK-aware scaling")
+    stop = S.extension_plan(4096, 16384, can_finetune=False)
+    assert stop.method.startswith("no reliable zero-shot option")
+    yarn = S.extension_plan(4096, 32768, can_finetune=True, local_resolution_matters=True)
+    assert yarn.method == "YaRN plus fine-tuning" and not any("long" in r for r in yarn.reasons)
+    pi = S.extension_plan(4096, 32768, can_finetune=True, local_resolution_matters=False)
+    assert pi.method.startswith("position interpolation")
+    far = S.extension_plan(4096, 131072, can_finetune=True)
+    assert far.factor == 32 and any("documents close to 131,072 tokens" in r for r in far.reasons)
+    for plan in (ntk, stop, yarn, pi, far):
+        assert "retrieval probes" in plan.evaluate and "not perplexity" in plan.evaluate
+    assert "s = 32" in repr(far)
+    with pytest.raises(TypeError, match="can_finetune and local_resolution_matters must be True or False"):
+        S.extension_plan(4096, 8192, can_finetune="yes")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="target_len must be >= 1"):
+        S.extension_plan(4096, 0, can_finetune=True)

@@ -1,0 +1,371 @@
+"""Tests for the benchmarks package and apply_rotary's fused path.
+
+Tiny sizes only; no test asserts a speed. What is asserted: the fused RoPE kernel gives the
+readable path's numbers (fp32 and bf16, both pairings) and falls back cleanly when compiling
+fails; the attention variants compute the same attention as a float64 reference; the registry
+writes records with the agreed fields; the slider benchmark visits every control's extremes and
+reports a figure that fails; the memory probe sees torch allocations.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import warnings
+
+import pytest
+import torch
+
+import mlbook.transformer.positional as P
+from mlbook.benchmarks import attention as BA
+from mlbook.benchmarks import measure as M
+from mlbook.benchmarks import registry as R
+from mlbook.benchmarks import rope as BR
+from mlbook.benchmarks import sliders as BS
+from mlbook.benchmarks.__main__ import main as cli
+
+
+@pytest.fixture
+def fresh_fused():
+    """A clean fused-kernel state before and after the test."""
+    P._reset_fused_rotary()
+    yield
+    P._reset_fused_rotary()
+
+
+def _compiles() -> bool:
+    """True if torch.compile works here (a C++ compiler and inductor); computed once."""
+    if not hasattr(_compiles, "ok"):
+        P._reset_fused_rotary()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with P._rotary_kernel("fused"):
+                cos, sin = P.RotaryEmbedding(4)(2)
+                P.apply_rotary(torch.ones(1, 2, 4), cos, sin)
+        _compiles.ok = "cpu" not in P._fused_rotary_broken  # type: ignore[attr-defined]
+    return _compiles.ok  # type: ignore[attr-defined]
+
+
+# ---------------------------------------------------------------------------
+# apply_rotary: fused path equals the readable path
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("pairing", ["half", "interleaved"])
+def test_fused_rotary_equals_readable(dtype: torch.dtype, pairing: str) -> None:
+    if not _compiles():
+        pytest.skip(f"torch.compile unavailable here: {P._fused_rotary_broken.get('cpu')}")
+    gen = torch.Generator().manual_seed(0)
+    rope = P.RotaryEmbedding(16, pairing=pairing)
+    for shape in [(2, 3, 7, 16), (5, 16), (1, 1, 1, 33, 16)]:  # several ranks and lengths
+        x = (torch.randn(*shape, generator=gen) * 3).to(dtype)
+        cos, sin = rope(shape[-2], offset=5)
+        with P._rotary_kernel("readable"):
+            ref = P.apply_rotary(x, cos, sin, pairing)
+        with P._rotary_kernel("fused"):
+            out = P.apply_rotary(x, cos, sin, pairing)
+        assert "cpu" not in P._fused_rotary_broken
+        assert out.dtype == x.dtype and out.shape == x.shape
+        # the same float32 expression, rounded once to the output dtype: equal up to one rounding step
+        # (a kernel may contract a multiply and an add into one FMA)
+        eps = torch.finfo(dtype).eps
+        torch.testing.assert_close(out.float(), ref.float(), rtol=eps, atol=1e-6)
+        frac_differ = (out != ref).float().mean().item()
+        assert frac_differ <= 0.01, f"{frac_differ:.1%} of the elements differ from the readable path"
+
+
+def test_fused_rotary_falls_back_when_compile_fails(monkeypatch, fresh_fused) -> None:
+    calls = []
+
+    def broken_compile(*args, **kwargs):
+        calls.append(1)
+        raise RuntimeError("no C++ compiler found\nsecond line")
+
+    monkeypatch.setattr(torch, "compile", broken_compile)
+    x = torch.randn(2, 6, 8)
+    cos, sin = P.RotaryEmbedding(8)(6)
+    with P._rotary_kernel("readable"):
+        ref = P.apply_rotary(x, cos, sin)
+    with P._rotary_kernel("fused"):
+        with pytest.warns(RuntimeWarning, match=r"compiled RoPE kernel is unavailable on cpu \(RuntimeError: no C\+\+ compiler found\)"):
+            out = P.apply_rotary(x, cos, sin)
+        assert torch.equal(out, ref)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # no second warning, no second attempt
+            assert torch.equal(P.apply_rotary(x, cos, sin), ref)
+    assert len(calls) == 1
+    assert P._fused_rotary_broken["cpu"].startswith("RuntimeError: no C++ compiler found")
+
+
+def test_rotary_kernel_selection(monkeypatch, fresh_fused) -> None:
+    used = []
+    monkeypatch.setattr(P, "_rotary_fused", lambda x, c, s, p: used.append(x.numel()) or P._rotary_readable(x, c, s, p))
+    monkeypatch.setattr(P, "_FUSED_MIN_NUMEL", 100)
+    cos, sin = P.RotaryEmbedding(4)(5)
+    small, large = torch.randn(1, 5, 4), torch.randn(6, 5, 4)  # 20 and 120 elements
+    monkeypatch.delenv(P._ROTARY_KERNEL_ENV, raising=False)
+    P.apply_rotary(small, cos, sin)
+    P.apply_rotary(large, cos, sin)
+    assert used == [120]  # auto: only at or above the threshold
+    P.apply_rotary(large.requires_grad_(), cos, sin)
+    assert used == [120]  # auto: not under autograd
+    monkeypatch.setenv(P._ROTARY_KERNEL_ENV, "readable")
+    P.apply_rotary(large.detach(), cos, sin)
+    assert used == [120]
+    monkeypatch.setenv(P._ROTARY_KERNEL_ENV, "fused")
+    P.apply_rotary(small, cos, sin)
+    assert used == [120, 20]
+    with P._rotary_kernel("readable"):  # the context manager overrides the environment
+        P.apply_rotary(small, cos, sin)
+    assert used == [120, 20]
+    monkeypatch.setenv(P._ROTARY_KERNEL_ENV, "turbo")
+    with pytest.raises(ValueError, match=r"MLBOOK_ROPE_KERNEL='turbo' is not a RoPE kernel; valid values are 'auto'"):
+        P.apply_rotary(small, cos, sin)
+    with pytest.raises(ValueError, match="unknown mode 'fast'"):
+        with P._rotary_kernel("fast"):
+            pass
+
+
+def test_apply_rotary_rejects_non_tensors() -> None:
+    cos, sin = P.RotaryEmbedding(4)(3)
+    with pytest.raises(TypeError, match="x, cos and sin must be torch.Tensors"):
+        P.apply_rotary([[0.0] * 4] * 3, cos, sin)  # type: ignore[arg-type]
+
+
+# ---------------------------------------------------------------------------
+# Attention variants: the same attention as a float64 reference
+# ---------------------------------------------------------------------------
+
+
+def _reference(q, k, v, bias=None):
+    """Naive causal attention in float64: softmax(q k^T / sqrt(d) + bias, masked) v."""
+    q, k, v = q.double(), k.double(), v.double()
+    T = q.shape[-2]
+    s = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (B, H, T, T)
+    if bias is not None:
+        s = s + bias.double()
+    s = s.masked_fill(~torch.ones(T, T, dtype=torch.bool).tril(), float("-inf"))
+    return s.softmax(-1) @ v
+
+
+def test_attention_variants_match_a_float64_reference() -> None:
+    if not BA.flex_available():
+        pytest.skip("FlexAttention needs torch >= 2.5")
+    if not _compiles():
+        pytest.skip("torch.compile unavailable here")
+    gen = torch.Generator().manual_seed(0)
+    B, H, T, d = 1, 2, 160, 16  # T > 128 reaches T5's last bucket and spans two flex blocks
+    q, k, v = (torch.randn(B, H, T, d, generator=gen) for _ in range(3))
+    t5 = P.RelativePositionBias(H, 32, 128, bidirectional=False)
+    with torch.no_grad():
+        t5.table.weight.copy_(torch.randn(32, H, generator=gen) * 2)
+    rope = P.RotaryEmbedding(d)
+    fns = BA.attention_variants(q, k, v, slopes=P.alibi_slopes(H), t5_bias=t5, rope=rope,
+                                block_mask=BA.causal_block_mask(T, "cpu"))
+    assert set(fns) == set(BA.VARIANTS)
+    with torch.no_grad():
+        out = {name: fn() for name, fn in fns.items()}
+        cos, sin = rope(T)
+        expected = {
+            "sdpa": _reference(q, k, v),
+            "flex": _reference(q, k, v),
+            "rope_sdpa": _reference(P.apply_rotary(q, cos, sin), P.apply_rotary(k, cos, sin), v),
+            "t5_bias": _reference(q, k, v, t5(T, T)),
+            "t5_flex": _reference(q, k, v, t5(T, T)),
+            "alibi_bias": _reference(q, k, v, P.alibi_bias(H, T, T)),
+            "alibi_flex": _reference(q, k, v, P.alibi_bias(H, T, T)),
+        }
+    for name in BA.VARIANTS:
+        err = (out[name].double() - expected[name]).abs().max().item()
+        assert err < BA.TOLERANCE / 10, f"{name}: max abs difference {err:.2e} from the float64 reference"
+    # the position terms matter: without them the outputs would differ from these references
+    assert (out["t5_flex"] - out["sdpa"]).abs().max() > 1e-2
+    assert (out["alibi_flex"] - out["sdpa"]).abs().max() > 1e-2
+
+
+def test_score_mods_and_variants_reject_bad_input() -> None:
+    with pytest.raises(ValueError, match=r"table must be \(num_buckets=32, H\)"):
+        BA.t5_score_mod(torch.zeros(16, 2))
+    with pytest.raises(ValueError, match="slopes must be a 1-D tensor"):
+        BA.alibi_score_mod(torch.zeros(2, 2))
+    q = torch.zeros(1, 1, 4, 4)
+    kw = dict(slopes=P.alibi_slopes(1), t5_bias=P.RelativePositionBias(1, bidirectional=False), rope=P.RotaryEmbedding(4))
+    with pytest.raises(ValueError, match=r"unknown variants \['sdpa2'\]"):
+        BA.attention_variants(q, q, q, variants=("sdpa2",), **kw)
+    if BA.flex_available():
+        with pytest.raises(ValueError, match="the flex variants need block_mask"):
+            BA.attention_variants(q, q, q, variants=("t5_flex",), **kw)
+
+
+# ---------------------------------------------------------------------------
+# Measurement helpers
+# ---------------------------------------------------------------------------
+
+
+def test_time_interleaved_rotates_the_order() -> None:
+    order: list[str] = []
+    fns = {n: (lambda n=n: order.append(n)) for n in "abc"}
+    times = M.time_interleaved(fns, 3, torch.device("cpu"))
+    assert order == list("abc" "bca" "cab")
+    assert all(len(t) == 3 and all(x >= 0 for x in t) for t in times.values())
+    s = M.summarize([0.001, 0.003, 0.002, 0.004])
+    assert s["median_ms"] == 2.5 and s["min_ms"] == 1.0 and s["p25_ms"] <= s["median_ms"] <= s["p75_ms"]
+    with pytest.raises(ValueError, match="rounds must be >= 1"):
+        M.time_interleaved(fns, 0, torch.device("cpu"))
+
+
+@pytest.mark.skipif(M.memory_method(torch.device("cpu")) != "rss-hwm", reason="needs Linux /proc peak-RSS reset")
+def test_peak_memory_sees_torch_allocations() -> None:
+    n = 64 * 2**20 // 4  # 64 MiB of float32
+    peak = M.peak_memory(lambda: torch.ones(n), torch.device("cpu"))
+    assert peak is not None and 60 * 2**20 <= peak <= 200 * 2**20
+    transient = M.peak_memory(lambda: torch.ones(n).sum(), torch.device("cpu"))  # freed before the call returns
+    assert transient is not None and transient >= 60 * 2**20
+    small = M.peak_memory(lambda: torch.ones(8), torch.device("cpu"))
+    assert small is not None and small < 16 * 2**20
+
+
+# ---------------------------------------------------------------------------
+# Registry, records and the command line
+# ---------------------------------------------------------------------------
+
+
+@pytest.fixture
+def dummy_bench(monkeypatch, tmp_path):
+    monkeypatch.setenv("MLBOOK_RESULTS", str(tmp_path))
+
+    def fn(config, device, progress):
+        return {"value": config["n"] * 2, "device_type": device.type}
+
+    R.register("dummy_test", "A dummy", "nothing", {"quick": {"n": 1}, "full": {"n": 2}})(fn)
+    yield tmp_path
+    R.BENCHMARKS.pop("dummy_test", None)
+
+
+def test_registry_record_fields_and_round_trip(dummy_bench) -> None:
+    record = R.run_benchmark("dummy_test", "quick", "cpu", progress=False, threads=1)
+    for key in ("name", "budget", "config", "results", "device", "cpu", "threads", "torch_version", "mlbook_version",
+                "python_version", "elapsed_s", "created", "command"):
+        assert key in record, key
+    assert record["threads"] == 1 and record["device"] == "cpu" and record["torch_version"] == torch.__version__
+    assert record["results"] == {"value": 2, "device_type": "cpu"}
+    path = dummy_bench / "quick" / "bench" / "dummy_test.json"
+    assert json.loads(path.read_text()) == record
+    assert R.load_record("dummy_test", "quick") == record
+    assert R.load_record("dummy_test", "full") is None
+    R.BENCHMARKS["dummy_test"].configs["quick"] = {"n": 3}  # a changed config does not reuse the old record
+    assert R.load_record("dummy_test", "quick") is None
+    full = R.run_benchmark("dummy_test", "full", progress=False)
+    assert (dummy_bench / "bench" / "dummy_test.json").is_file() and full["results"]["value"] == 4
+
+
+def test_registry_rejects_bad_names_budgets_and_configs(dummy_bench) -> None:
+    with pytest.raises(ValueError, match="unknown benchmark 'nope'; valid names are .*rope_apply"):
+        R.run_benchmark("nope")
+    with pytest.raises(ValueError, match="unknown budget 'medium'"):
+        R.run_benchmark("dummy_test", "medium")
+    with pytest.raises(ValueError, match=r"needs a config for every budget; missing \['full'\]"):
+        R.register("x", "x", "x", {"quick": {}})
+    with pytest.raises(ValueError, match="threads must be an int >= 1"):
+        R.run_benchmark("dummy_test", threads=0)
+    with pytest.raises(ValueError, match="device must be"):
+        R.run_benchmark("dummy_test", device="tpu!")
+
+
+def test_cli_list_and_run(dummy_bench, capsys) -> None:
+    assert cli(["list"]) == 0
+    listed = capsys.readouterr().out
+    for name in ("rope_apply", "attention_position", "live_sliders", "dummy_test"):
+        assert name in listed
+    assert cli(["run", "dummy_test", "--quick", "--no-save"]) == 0
+    out = capsys.readouterr()
+    assert json.loads(out.out) == {"value": 2, "device_type": "cpu"}
+    assert not (dummy_bench / "quick" / "bench" / "dummy_test.json").exists()
+    with pytest.raises(SystemExit):
+        cli(["run", "nope"])
+
+
+def test_rope_benchmark_record_on_tiny_tensors(monkeypatch, tmp_path) -> None:
+    monkeypatch.setenv("MLBOOK_RESULTS", str(tmp_path))
+    config = {"shapes": [[1, 2, 8, 8]], "dtypes": ["float32"], "pairings": ["half"], "rounds": 2, "base": 10000.0,
+              "seed": 0, "hf": True, "cold_compile": False}
+    res = BR.run_rope(config, torch.device("cpu"), progress=False)
+    (case,) = res["cases"]
+    assert case["ratio_to_copy"]["copy"] == 1.0
+    expected = {"copy", "copy_into", "readable"} | ({"fused"} if _compiles() else set())
+    expected |= {"hf"} if BR.hf_apply_rotary() is not None else set()
+    assert set(case["ratio_to_copy"]) == expected
+    if _compiles():
+        assert case["max_abs_diff_fused_vs_readable"] <= 1e-6
+        assert res["compile"]["float32/half"]["first_call_s"] >= 0
+    if "hf" in expected:  # Hugging Face's rotation is the same maths (float32 here)
+        assert case["max_abs_diff_hf_vs_readable"] < 1e-5
+    assert res["summary"]["float32/half"]["readable"] > 0
+
+
+def test_attention_benchmark_record_on_a_tiny_config() -> None:
+    if BA.flex_available() and not _compiles():
+        pytest.skip("torch.compile unavailable here")
+    config = {"B": 1, "H": 2, "d_head": 8, "Ts": [64], "dtype": "float32", "rounds": 1, "num_buckets": 32,
+              "max_distance": 128, "seed": 0, "cold_compile": False}
+    res = BA.run_attention(config, torch.device("cpu"), progress=False)
+    assert {r["variant"] for r in res["rows"]} == set(res["variants"])
+    assert res["within_tolerance"]
+    assert res["ratio_to_sdpa"]["64"]["sdpa"] == 1.0
+    assert res["bias_bytes_analytic"]["64"] == 2 * 64 * 64 * 4
+    method = M.memory_method(torch.device("cpu"))
+    assert res["memory_method"] == method
+    assert all((r["peak_bytes"] is None) == (method == "unavailable") for r in res["rows"])
+
+
+# ---------------------------------------------------------------------------
+# Live-slider benchmark
+# ---------------------------------------------------------------------------
+
+
+def test_slider_benchmark_visits_extremes_and_reports_failures() -> None:
+    import ipywidgets as widgets
+
+    from mlbook.viz.core import live_sliders
+    from mlbook.viz.absolute import fig_offset_rotation
+
+    calls: list[tuple[int, str]] = []
+
+    def build(n: int, mode: str):
+        calls.append((n, mode))
+        if n == 9 and mode == "b":
+            raise ValueError("n=9 with mode b is not drawable")
+        return fig_offset_rotation(ks=None)
+
+    def make():
+        return live_sliders(build, caption="c", alt="a", n=widgets.IntSlider(value=3, min=1, max=9, description="n"),
+                            mode=widgets.Dropdown(options=["a", "b"], value="a", description="mode"))
+
+    import IPython.display as ipd
+
+    original = ipd.display
+    report = BS.time_live_figure(make)
+    assert ipd.display is original  # display is restored
+    seen = set(calls)
+    assert {(1, "a"), (9, "a"), (3, "b")} <= seen  # each control at both extremes, the others at default
+    assert report["controls"] == ["n", "mode"]
+    assert report["n_redraws"] >= 5 and report["p95_ms"] <= report["max_ms"]
+    assert report["max_payload_kb"] > 1
+    assert any("not drawable" in e for e in report["errors"])
+
+
+def test_discover_live_figures_finds_the_book_figures() -> None:
+    found = BS.discover_live_figures()
+    assert "absolute.live_sinusoidal_heatmap" in found
+    assert "systems.live_position_cost" in found and "production.live_kv_cache" in found
+    assert all(name.split(".")[1].startswith("live_") for name in found)
+
+
+def test_extremes_of_each_control_kind() -> None:
+    import ipywidgets as widgets
+
+    assert BS.extremes(widgets.IntSlider(value=3, min=1, max=9)) == [1, 9]
+    assert BS.extremes(widgets.FloatLogSlider(value=100, base=10, min=1, max=4)) == [10.0, 10000.0]
+    assert BS.extremes(widgets.SelectionSlider(options=[("x", 2), ("y", 5)], value=2)) == [2, 5]
+    assert BS.extremes(widgets.Checkbox(value=True)) == [False, True]

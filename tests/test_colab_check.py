@@ -1,0 +1,90 @@
+"""The Colab check's own judgement: which cell outputs it fails (tools/colab/nbval_colab.py).
+
+`make colab-check` runs the notebooks themselves; these tests feed the plugin the outputs a
+kernel sends (as nbval collects them) and check it flags exactly what a Colab reader should
+not see: one widget shown twice, and the phrase the experiment pages print when the saved
+full-budget record is missing.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+_spec = importlib.util.spec_from_file_location("nbval_colab", ROOT / "tools" / "colab" / "nbval_colab.py")
+assert _spec and _spec.loader
+plugin = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(plugin)
+
+WIDGET = plugin.WIDGET_MIME
+
+
+def view(model_id: str, kind: str = "display_data") -> dict[str, Any]:
+    return {"output_type": kind, "data": {WIDGET: {"model_id": model_id, "version_major": 2},
+                                          "text/plain": "VBox(children=(...))"}, "metadata": {}}
+
+
+def text(s: str) -> dict[str, Any]:
+    return {"output_type": "stream", "name": "stdout", "text": s}
+
+
+def test_one_view_per_widget_passes() -> None:
+    assert plugin.problems_in([view("a"), view("b"), text("ok\n")]) == []
+
+
+@pytest.mark.parametrize("second", ["display_data", "execute_result"])
+def test_the_same_widget_shown_twice_fails(second: str) -> None:
+    (problem,) = plugin.problems_in([view("a"), text("x"), view("a", second)])
+    assert "widget displayed 2 times" in problem and "a" in problem
+
+
+@pytest.mark.parametrize(
+    "output",
+    [
+        text("No saved full-budget record for 'extrapolation'; make one with: python -m ...\n"),
+        {"output_type": "display_data", "data": {"text/html": "<p>No saved full-budget result matches</p>",
+                                                  "text/plain": "x"}},
+        {"output_type": "execute_result", "data": {"text/plain": ["'No saved full-budget record ", "for x'"]}},
+    ],
+    ids=["stream", "html", "plain-as-lines"],
+)
+def test_a_missing_full_budget_record_fails(output: dict[str, Any]) -> None:
+    (problem,) = plugin.problems_in([output])
+    assert "No saved full-budget" in problem and "package" in problem
+
+
+def test_a_quick_budget_message_is_not_mistaken_for_a_missing_full_record() -> None:
+    assert plugin.problems_in([text("No saved quick-budget record for 'x'; running it now\n")]) == []
+
+
+def test_snapshot_commits_the_working_tree_as_it_is_on_disk(tmp_path: Path) -> None:
+    """The setup cells install from this snapshot: it must be the code on disk, not HEAD."""
+    import subprocess
+    import sys
+
+    sys.path.insert(0, str(ROOT / "tools"))
+    import colab_check
+
+    url = colab_check.snapshot(tmp_path / "repo")
+    assert url == f"git+file://{tmp_path / 'repo'}@main"
+    tracked = subprocess.run(["git", "-C", str(ROOT), "ls-files", "--cached", "--others", "--exclude-standard"],
+                             capture_output=True, text=True, check=True).stdout.split()
+    on_disk = [f for f in tracked if (ROOT / f).is_file()]
+    committed = subprocess.run(["git", "-C", str(tmp_path / "repo"), "ls-tree", "-r", "--name-only", "main"],
+                               capture_output=True, text=True, check=True).stdout.split()
+    assert sorted(committed) == sorted(on_disk)
+    for rel in ("pyproject.toml", "src/mlbook/viz/core.py", "tools/colab_check.py"):
+        assert (tmp_path / "repo" / rel).read_bytes() == (ROOT / rel).read_bytes(), rel
+    assert not any(f.startswith((".venv/", "_build/")) for f in committed), "ignored folders must stay out"
+    assert any(f.startswith("src/mlbook/results/full/") and f.endswith(".json") for f in committed), (
+        "the committed full-budget records must be in the snapshot (they ship as package data)"
+    )
+
+
+def test_the_old_lower_case_wording_is_caught_too() -> None:
+    (problem,) = plugin.problems_in([text("no saved full-budget result; create it with: python -m ...\n")])
+    assert "full-budget" in problem

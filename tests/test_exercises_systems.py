@@ -1,0 +1,81 @@
+"""The section 4 and 5 checkers: the reference passes, each planted mistake is named."""
+
+from __future__ import annotations
+
+import pytest
+
+from mlbook.exercises import check_attention_flops, check_kv_cache_bytes
+
+
+def kv_ok(n_layers, n_heads, n_kv_heads, d_head, bits, context_len, batch):
+    return 2 * n_layers * n_kv_heads * d_head * bits / 8 * context_len * batch
+
+
+KV_MISTAKES = {
+    "only the keys": (lambda L, H, Hkv, dh, b, T, B: L * Hkv * dh * b / 8 * T * B, "multiply by 2"),
+    "query heads": (lambda L, H, Hkv, dh, b, T, B: 2 * L * H * dh * b / 8 * T * B, "use n_kv_heads"),
+    "bits as bytes": (lambda L, H, Hkv, dh, b, T, B: 2 * L * Hkv * dh * b * T * B, "in bits, not bytes"),
+    "no batch": (lambda L, H, Hkv, dh, b, T, B: 2 * L * Hkv * dh * b / 8 * T, "left out the batch"),
+    "no layers": (lambda L, H, Hkv, dh, b, T, B: 2 * Hkv * dh * b / 8 * T * B, "left out the layers"),
+    "per token": (lambda L, H, Hkv, dh, b, T, B: 2 * L * Hkv * dh * b / 8 * B, "per token"),
+    "GiB": (lambda L, H, Hkv, dh, b, T, B: 2 * L * Hkv * dh * b / 8 * T * B / 2**30, None),
+}
+
+
+def test_kv_reference_passes(capsys):
+    assert check_kv_cache_bytes(kv_ok) is True
+    assert capsys.readouterr().out.startswith("Correct.")
+
+
+@pytest.mark.parametrize("name", sorted(KV_MISTAKES))
+def test_kv_mistakes_are_named(name, capsys):
+    fn, phrase = KV_MISTAKES[name]
+    assert check_kv_cache_bytes(fn) is False
+    out = capsys.readouterr().out
+    assert out.startswith("Not yet.")
+    if phrase:
+        assert phrase in out, out
+    if name == "GiB":  # the small case may look like a factor; the 64 GiB case names the unit
+        assert "GiB" in out or "bytes" in out
+
+
+def test_kv_stub_says_not_implemented(capsys):
+    def stub(*args):
+        raise NotImplementedError
+
+    assert check_kv_cache_bytes(stub) is False
+    assert "not implemented yet" in capsys.readouterr().out
+
+
+def flops_ok(B, T, d):
+    return 6 * B * T * d, 8 * B * T * d * d, 4 * B * T * T * d
+
+
+FLOP_MISTAKES = {
+    "rope on q only": (lambda B, T, d: (3 * B * T * d, 8 * B * T * d * d, 4 * B * T * T * d), "both q and k"),
+    "rope 2 flops": (lambda B, T, d: (4 * B * T * d, 8 * B * T * d * d, 4 * B * T * T * d), "3 FLOPs, not 2"),
+    "macs not flops": (lambda B, T, d: (6 * B * T * d, 4 * B * T * d * d, 4 * B * T * T * d), "2 FLOPs per multiply-add"),
+    "no W_o": (lambda B, T, d: (6 * B * T * d, 6 * B * T * d * d, 4 * B * T * T * d), "output projection"),
+    "scores only": (lambda B, T, d: (6 * B * T * d, 8 * B * T * d * d, 2 * B * T * T * d), "Two products"),
+    "causal half": (lambda B, T, d: (6 * B * T * d, 8 * B * T * d * d, 2 * B * T * (T + 1) * d), "causal half"),
+}
+
+
+def test_flops_reference_passes(capsys):
+    assert check_attention_flops(flops_ok) is True
+    assert capsys.readouterr().out.startswith("Correct.")
+
+
+@pytest.mark.parametrize("name", sorted(FLOP_MISTAKES))
+def test_flops_mistakes_are_named(name, capsys):
+    fn, phrase = FLOP_MISTAKES[name]
+    assert check_attention_flops(fn) is False
+    out = capsys.readouterr().out
+    assert out.startswith("Not yet.") and phrase in out, out
+
+
+def test_flops_wrong_shape_and_stub(capsys):
+    assert check_attention_flops(lambda B, T, d: 42) is False
+    assert "three numbers" in capsys.readouterr().out
+    assert check_attention_flops(lambda B, T, d: None) is False
+    assert "not implemented yet" in capsys.readouterr().out
