@@ -102,11 +102,12 @@ test-browser: $(STAMP) chromium
 	MLBOOK_CHROMIUM=$(CHROMIUM) $(BIN)/python -m pytest tests/test_site.py -m browser -s -p no:cacheprovider
 
 # Each notebook runs twice, once per reader path: live in the Colab check, static in the site build.
-# On 2 cores: the Colab-like environment is built while the library tests run; then the Colab
+# On 2 cores: the two virtual environments are installed side by side, and the library tests
+# run as soon as .venv is ready (beside the Colab one if it is still installing); then the Colab
 # check and the site build run side by side, one torch thread each (they share this build's
 # quick experiment records: whichever reaches an experiment first trains it, the other waits
 # for the record); the browser check reads the finished site. -O keeps each job's output whole.
-test: $(STAMP) cache-check
+test:
 	$(MAKE) --no-print-directory -j2 -O test-lib $(COLAB_STAMP)
 	OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(MAKE) --no-print-directory -j2 -O colab-check site-strict
 	$(MAKE) --no-print-directory test-browser

@@ -278,12 +278,11 @@ def fig_passkey_heatmaps(record: dict[str, Any], phase: str = "zero_shot") -> go
                                  text=np.round(z, 2), texttemplate="%{text}", customdata=np.round(sd, 2),
                                  hovertemplate="depth %{x}<br>length %{y}<br>accuracy %{z:.2f} ± %{customdata}"
                                                "<extra></extra>"), row=1, col=c)
-        fig.update_xaxes(title="key depth (0 = start, 1 = next to the question)" if c == 1 else "key depth",
-                         row=1, col=c)
+        fig.update_xaxes(title="key depth", tickangle=0, row=1, col=c)
     fig.update_yaxes(title="context length (tokens)", row=1, col=1)
     what = "no fine-tuning" if phase == "zero_shot" else f"after {r['finetune']['steps']} steps at {r['finetune_len']}"
-    return _layout(fig, height=400, title="Passkey accuracy, all five digits right",
-                   subtitle=f"{what}; mean over {_n_seeds(r)}")
+    return _layout(fig, height=420, title="Passkey accuracy, all five digits right",
+                   subtitle=f"{what}; mean over {_n_seeds(r)}; key depth 0 = start of the context, 1 = next to the question")
 
 
 def fig_passkey_vs_loss(record: dict[str, Any], phase: str = "zero_shot") -> go.Figure:
