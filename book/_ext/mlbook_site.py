@@ -259,7 +259,8 @@ def build_environment(root: Path) -> list[tuple[str, str]]:
     except ValueError as exc:
         device = f"unavailable ({exc})"
     if device == "cpu":
-        device = f"cpu ({os.cpu_count()} cores; torch uses {torch.get_num_threads()} threads)"
+        n = torch.get_num_threads()
+        device = f"cpu ({os.cpu_count()} cores; torch uses {n} thread{'s' if n != 1 else ''})"
     return [
         ("Python", platform.python_version()),
         ("torch", torch.__version__),
