@@ -37,11 +37,6 @@ def _legend_below(fig: go.Figure, *, height: int, rows: int, gap: int = 150, top
     return fig
 
 
-def _gaps(a: np.ndarray) -> list:
-    """NaN as None (a gap): the live notebook's JSON encoder rejects NaN inside numpy arrays."""
-    return np.where(np.isnan(a), None, np.asarray(a, dtype=object)).tolist()
-
-
 def snapshot_steps(total: int, n: int = 5) -> list[int]:
     """About n training steps spread geometrically up to `total` (always including it)."""
     if total < 1:
@@ -69,7 +64,7 @@ def _tail(report: TailRowReport, step: int) -> go.Figure:
                     name=f"expected: steps·(1 − (1 − P(L > p))^B), B = {report.batch_size}",
                     line=dict(color=LINE_COLORS[5], width=2), hovertemplate="row %{x}<br>expected %{y}<extra></extra>")
     examples = report.examples(step).numpy().astype(float)
-    fig.add_bar(x=p, y=_gaps(np.where(examples > 0, examples, np.nan)), name="measured", marker_color=LINE_COLORS[0],
+    fig.add_bar(x=p, y=np.where(examples > 0, examples, np.nan), name="measured", marker_color=LINE_COLORS[0],
                 row=2, col=1, legendgroup="measured", showlegend=False,
                 hovertemplate="row %{x}<br>%{y} sequences<extra></extra>")
     fig.add_scatter(x=p, y=np.round(report.expected_examples(step).numpy(), 1), mode="lines", row=2, col=1,
