@@ -213,19 +213,51 @@ def test_mean_sd_is_the_sample_standard_deviation_and_skips_missing_values() -> 
     assert mean_sd([None]) == {"mean": None, "sd": None, "n": 0}
 
 
-def test_an_ordering_is_claimed_only_when_every_seed_agrees_and_the_gap_exceeds_the_spread() -> None:
-    from mlbook.experiments.common import paired, pm, verdict
+def test_an_ordering_is_claimed_only_when_the_95_percent_t_interval_excludes_zero() -> None:
+    from mlbook.experiments.common import paired, pm, t_interval, verdict
 
     assert verdict([-0.30, -0.28, -0.31]) == "lower"
     assert verdict([0.30, 0.28, 0.31]) == "higher"
     assert verdict([0.30, -0.01, 0.31]) == "indistinguishable"  # one seed disagrees
-    assert verdict([0.02, 0.5, 0.01]) == "indistinguishable"  # same sign, but the spread exceeds the gap
-    assert verdict([0.3]) == "indistinguishable"  # one seed: no spread, no claim
+    # every seed agrees and the mean exceeds the sd (the old rule's "higher"), but with 3 seeds
+    # t = mean / (sd / sqrt(3)) = 2.1 < t(0.975, 2) = 4.30: the interval spans 0
+    d = [0.2, 0.9, 0.15]
+    assert all(x > 0 for x in d) and verdict(d) == "indistinguishable"
+    lo, hi = t_interval(d)
+    assert lo < 0 < hi
+    assert verdict([0.3]) == "indistinguishable"  # one seed: no interval, no claim
     p = paired([1.0, 2.0, None], [0.5, 1.0, 0.0])
     assert p["per_seed"] == [0.5, 1.0] and p["n"] == 2 and p["mean"] == pytest.approx(0.75)
-    assert pm(p, 2) == f"0.75 ± {p['sd']:.2f}"
+    assert p["ci95"] == pytest.approx(list(t_interval([0.5, 1.0])))
+    assert pm(p, 2) == f"0.75 [{p['ci95'][0]:.2f}, {p['ci95'][1]:.2f}]"  # a comparison prints its interval
+    assert pm(paired([1.0], [0.5]), 2) == "0.50"
     with pytest.raises(ValueError, match="one value per seed"):
         paired([1.0], [1.0, 2.0])
+
+
+def test_t_quantile_and_interval_match_scipy() -> None:
+    stats = pytest.importorskip("scipy.stats")
+    from mlbook.experiments.common import t_interval, t_quantile
+
+    for df in (1, 2, 3, 4, 5, 9, 30, 200):
+        for p in (0.5, 0.9, 0.975, 0.995):
+            assert t_quantile(p, df) == pytest.approx(float(stats.t.ppf(p, df)), rel=1e-9, abs=1e-9)
+    d = [0.12, -0.05, 0.33, 0.21, 0.08]
+    lo, hi = t_interval(d)
+    ref = stats.t.interval(0.95, len(d) - 1, loc=stats.tmean(d), scale=stats.sem(d))
+    assert (lo, hi) == pytest.approx(ref, rel=1e-9)
+    with pytest.raises(ValueError, match="p must be in"):
+        t_quantile(0.2, 3)
+
+
+def test_sign_flip_p_is_the_exact_permutation_p_value() -> None:
+    from mlbook.experiments.common import sign_flip_p
+
+    assert sign_flip_p([1.0] * 5) == pytest.approx(2 / 32)  # never below 0.05 with 5 seeds
+    assert sign_flip_p([1.0, -1.0]) == pytest.approx(1.0)
+    # brute force by hand for 3 values: |sums| of the 8 sign patterns of (1, 2, 4) are 7,5,3,1 twice
+    assert sign_flip_p([1.0, 2.0, 4.0]) == pytest.approx(2 / 8)
+    assert sign_flip_p([1.0, 2.0, -2.5]) == pytest.approx(8 / 8)  # observed |0.5| is the smallest
 
 
 def test_nested_windows_give_every_length_the_same_text() -> None:

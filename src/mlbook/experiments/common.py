@@ -2,14 +2,13 @@
 the statistics of a comparison across seeds.
 
 Experiments import from here, never from a sibling experiment. The statistics are deliberately
-simple and stated once:
+simple and stated once (VERDICT_RULE is the sentence every experiment page prints):
 
     mean_sd(v)        mean and sample standard deviation (ddof = 1) over seeds
-    paired(a, b)      per-seed differences a_s - b_s on the same seeds and the same text, with
-                      their mean and standard deviation
-    verdict(d)        an ordering is claimed only when every seed's difference has the same sign
-                      and the mean difference exceeds its standard deviation; otherwise the two
-                      are "indistinguishable" at this number of seeds
+    paired(a, b)      per-seed differences d_s = a_s - b_s on the same seeds and the same text,
+                      their mean, sd and 95% t-interval mean ± t_{0.975, n-1} sd / sqrt(n)
+    verdict(d)        "lower" or "higher" only when that interval excludes 0; otherwise the two
+                      are "indistinguishable" at this number of seeds, whatever the means
 """
 
 from __future__ import annotations
@@ -42,6 +41,10 @@ __all__ = [
     "mean_sd",
     "paired",
     "verdict",
+    "VERDICT_RULE",
+    "t_quantile",
+    "t_interval",
+    "sign_flip_p",
     "pm",
     "yarn_bands",
     "Timer",
@@ -162,38 +165,130 @@ def mean_sd(values: Iterable[float | None]) -> dict[str, Any]:
     return {"mean": m, "sd": sd, "n": len(v)}
 
 
-def verdict(diffs: Sequence[float]) -> str:
-    """'lower', 'higher' or 'indistinguishable' for per-seed differences a - b.
+VERDICT_RULE = (
+    "Verdict rule: two methods are compared on the same seeds and the same text through their per-seed "
+    "differences; we print the mean difference with its 95% t-interval, mean ± t(0.975, n-1) · sd / √n, and "
+    "call one lower or higher only when that interval excludes 0. An interval that spans 0 is "
+    "\"indistinguishable\" at this number of seeds, whatever the means. Full-budget records have 5 seeds "
+    "(t(0.975, 4) = 2.776); quick runs have 1 or 2 and support no verdict. (An exact sign-flip test cannot "
+    "help at 5 seeds: its smallest two-sided p is 2/32 = 0.0625.)")
 
-    An ordering needs every seed to agree in sign and the mean difference to exceed its
-    standard deviation across seeds; with one seed there is no spread, hence no verdict."""
+
+def _betacf(a: float, b: float, x: float) -> float:
+    """Continued fraction of the regularised incomplete beta function (modified Lentz)."""
+    tiny, qab, qap, qam = 1e-300, a + b, a + 1.0, a - 1.0
+    c, d = 1.0, 1.0 - qab * x / qap
+    d = 1.0 / (d if abs(d) > tiny else tiny)
+    h = d
+    for m in range(1, 500):
+        m2 = 2 * m
+        for num in (m * (b - m) * x / ((qam + m2) * (a + m2)), -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))):
+            d = 1.0 + num * d
+            d = 1.0 / (d if abs(d) > tiny else tiny)
+            c = 1.0 + num / c
+            c = c if abs(c) > tiny else tiny
+            h *= d * c
+        if abs(d * c - 1.0) < 1e-15:
+            break
+    return h
+
+
+def _betainc(a: float, b: float, x: float) -> float:
+    """I_x(a, b), the regularised incomplete beta function, for 0 <= x <= 1."""
+    if x <= 0.0 or x >= 1.0:
+        return max(0.0, min(1.0, x))
+    front = math.exp(math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x))
+    if x < (a + 1.0) / (a + b + 2.0):
+        return front * _betacf(a, b, x) / a
+    return 1.0 - front * _betacf(b, a, 1.0 - x) / b
+
+
+def t_quantile(p: float, df: int) -> float:
+    """The p-quantile of Student's t with `df` degrees of freedom, e.g. t_quantile(0.975, 4) = 2.776.
+
+    From the CDF P(T <= t) = 1 - I_{df/(df+t^2)}(df/2, 1/2) / 2 for t >= 0, inverted by bisection
+    (to 1e-12); tested against scipy.stats.t.ppf."""
+    if not 0.5 <= p < 1.0:
+        raise ValueError(f"p must be in [0.5, 1), got {p!r}")
+    _check_int("df", df, 1)
+
+    def upper_tail(t: float) -> float:  # P(T > t) for t >= 0
+        return 0.5 * _betainc(df / 2.0, 0.5, df / (df + t * t))
+
+    lo, hi = 0.0, 1.0
+    while upper_tail(hi) > 1.0 - p:
+        hi *= 2.0
+    for _ in range(200):
+        mid = (lo + hi) / 2.0
+        lo, hi = (mid, hi) if upper_tail(mid) > 1.0 - p else (lo, mid)
+        if hi - lo < 1e-12:
+            break
+    return (lo + hi) / 2.0
+
+
+def t_interval(diffs: Sequence[float], level: float = 0.95) -> tuple[float, float] | None:
+    """The two-sided `level` t-interval for the mean of `diffs`; None with fewer than 2 values."""
     d = [float(x) for x in diffs]
     s = mean_sd(d)
-    if s["n"] < 2 or s["sd"] is None:
+    if s["n"] < 2:
+        return None
+    half = t_quantile(0.5 + level / 2.0, s["n"] - 1) * s["sd"] / math.sqrt(s["n"])
+    return (s["mean"] - half, s["mean"] + half)
+
+
+def sign_flip_p(diffs: Sequence[float]) -> float:
+    """Exact two-sided p-value of the paired sign-flip (permutation) test: the share of the 2^n
+    sign patterns whose |mean| is at least the observed one. Its smallest value is 2 / 2^n."""
+    d = [float(x) for x in diffs]
+    if not d or len(d) > 20:
+        raise ValueError(f"sign_flip_p needs 1 to 20 differences, got {len(d)}")
+    observed = abs(sum(d)) - 1e-12
+    hits = 0
+    for mask in range(2 ** len(d)):
+        total = sum(-x if mask >> i & 1 else x for i, x in enumerate(d))
+        hits += abs(total) >= observed
+    return hits / 2 ** len(d)
+
+
+def verdict(diffs: Sequence[float]) -> str:
+    """'lower', 'higher' or 'indistinguishable' for per-seed differences a - b (VERDICT_RULE).
+
+    An ordering needs the 95% t-interval of the mean difference to exclude 0; with one seed
+    there is no interval, hence no verdict."""
+    ci = t_interval(diffs)
+    if ci is None or ci[0] <= 0.0 <= ci[1]:
         return "indistinguishable"
-    same_sign = all(x > 0 for x in d) or all(x < 0 for x in d)
-    if same_sign and abs(s["mean"]) > s["sd"]:
-        return "lower" if s["mean"] < 0 else "higher"
-    return "indistinguishable"
+    return "lower" if ci[1] < 0.0 else "higher"
 
 
 def paired(a: Sequence[float | None], b: Sequence[float | None]) -> dict[str, Any]:
-    """Per-seed differences a_s - b_s (both measured on the same seed and text), their mean and
-    sd, and the verdict for 'a is lower/higher than b'. Seeds where either is None are skipped."""
+    """Per-seed differences a_s - b_s (both measured on the same seed and text), their mean, sd,
+    95% t-interval ("ci95", None with one seed) and the verdict for 'a is lower/higher than b'.
+    Seeds where either is None are skipped."""
     if len(a) != len(b):
         raise ValueError(f"paired needs one value per seed on both sides, got {len(a)} and {len(b)}")
     d = [x - y for x, y in zip(a, b) if x is not None and y is not None]
     s = mean_sd(d)
-    return {"mean": s["mean"], "sd": s["sd"], "n": s["n"], "per_seed": d, "verdict": verdict(d) if d else "n/a"}
+    ci = t_interval(d) if d else None
+    return {"mean": s["mean"], "sd": s["sd"], "n": s["n"], "per_seed": d, "ci95": None if ci is None else list(ci),
+            "verdict": verdict(d) if d else "n/a"}
+
+
+def _num(x: float, digits: int) -> str:
+    text = f"{x:.{digits}f}"
+    return text[1:] if text.startswith("-") and float(text) == 0.0 else text  # no "-0.000"
 
 
 def pm(stat: dict[str, Any], digits: int = 3) -> str:
-    """'1.234 ± 0.012' from a mean_sd/paired dict; 'n/a' without a mean; no ± with one seed."""
+    """'1.234 ± 0.012' (mean ± sd) from a mean_sd dict; from a paired dict, the mean difference
+    and its 95% t-interval, '0.580 [0.160, 1.000]'. 'n/a' without a mean; the mean alone with
+    one seed."""
     if stat.get("mean") is None:
         return "n/a"
-    mean = f"{stat['mean']:.{digits}f}"
-    if mean.startswith("-") and float(mean) == 0.0:
-        mean = mean[1:]  # no "-0.000"
+    mean = _num(stat["mean"], digits)
+    if "ci95" in stat:
+        ci = stat["ci95"]
+        return mean if ci is None else f"{mean} [{_num(ci[0], digits)}, {_num(ci[1], digits)}]"
     if stat.get("sd") is None:
         return mean
     return f"{mean} ± {stat['sd']:.{digits}f}"
