@@ -61,11 +61,11 @@ def passkey_record() -> dict:
     return _record("passkey", cfg, exp_passkey.run(cfg, CPU, False))
 
 
-def test_the_three_experiments_are_registered_with_both_budgets_and_three_full_seeds() -> None:
+def test_the_three_experiments_are_registered_with_both_budgets_and_five_full_seeds() -> None:
     for name in ("t5_length", "sinks", "passkey"):
         registry._get(name)
         assert set(registry.REGISTRY[name].configs) == {"quick", "full"}
-        assert len(registry.REGISTRY[name].configs["full"]["seeds"]) >= 3
+        assert len(registry.REGISTRY[name].configs["full"]["seeds"]) >= 5
 
 
 # -- sinks -----------------------------------------------------------------------------------

@@ -160,7 +160,7 @@ def test_every_experiment_module_defines_a_headline_and_full_budgets_have_three_
         if not module.__name__.startswith("mlbook.experiments.exp_"):
             continue
         assert callable(getattr(module, "headline", None)), name
-        assert len(exp.configs["full"]["seeds"]) >= 3, name
+        assert len(exp.configs["full"]["seeds"]) >= 5, name
 
 
 def test_committed_full_records_match_their_configs_and_keep_every_seed() -> None:
@@ -173,7 +173,7 @@ def test_committed_full_records_match_their_configs_and_keep_every_seed() -> Non
         if record["config"] != registry.REGISTRY[name].configs["full"]:
             pytest.fail(f"the committed {name} record was made with another config; re-run it")
         seeds = record["config"]["seeds"]
-        assert record["results"]["seeds"] == seeds and len(seeds) >= 3
+        assert record["results"]["seeds"] == seeds and len(seeds) >= 5
         assert len(record["results"]["seconds_per_seed"]) == len(seeds)
         assert record["threads"] >= 1 and record["elapsed_s"] > 0
 

@@ -95,7 +95,7 @@ _FULL = {
     "reference": True,  # trained from scratch at 512 for as many steps on as many characters as the base model
     "eval_windows": 32,
     "eval_seed": 1000,
-    "seeds": [0, 1, 2],
+    "seeds": [0, 1, 2, 3, 4],
 }
 
 

@@ -79,7 +79,7 @@ _FULL = {
     "reference": True,  # RoPE trained at 4L for as many steps on as many characters (a quarter of the windows)
     "eval_windows": 64,
     "eval_seed": 1000,
-    "seeds": [0, 1, 2],
+    "seeds": [0, 1, 2, 3, 4],
 }
 
 

@@ -91,7 +91,7 @@ _FULL = {
     "n_eval": 32,
     "loss_windows": 16,
     "eval_seed": 1000,
-    "seeds": [0, 1, 2],
+    "seeds": [0, 1, 2, 3, 4],
 }
 
 

@@ -57,7 +57,7 @@ _FULL = {
     "model": {"d_model": 64, "n_heads": 4, "n_layers": 2},
     "train": {"steps": 600, "batch_size": 32, "lr": 3e-3, "warmup_steps": 40},
     "n_eval": 2048, "eval_seed": 1000,
-    "seeds": [0, 1, 2],
+    "seeds": [0, 1, 2, 3, 4],
 }
 
 

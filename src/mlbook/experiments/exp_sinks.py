@@ -70,7 +70,7 @@ _FULL = {
     "mass_windows": 64,
     "stream": {"n_streams": 16, "length": 512, "window": 64, "segment": 32},
     "truncate": {"n_windows": 128, "prefix": 16},
-    "seeds": [0, 1, 2],
+    "seeds": [0, 1, 2, 3, 4],
 }
 
 

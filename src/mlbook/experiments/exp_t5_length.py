@@ -59,7 +59,7 @@ _FULL = {
     "model": {"d_model": 64, "n_heads": 4, "n_encoder_layers": 2, "n_decoder_layers": 2},
     "train": {"steps": 3000, "batch_size": 64, "lr": 3e-3, "warmup_steps": 100},
     "n_eval": 1024,
-    "seeds": [0, 1, 2],
+    "seeds": [0, 1, 2, 3, 4],
 }
 
 
