@@ -316,3 +316,58 @@ def test_saved_records_round_results_and_keep_number_lists_on_one_line() -> None
     assert back["config"] == record["config"]  # configs are compared exactly, never rounded
     assert back["results"] == {"curve": [0.123457, 1.0, 2], "per_seed": [{"loss": 3.14159}], "label": "a"}
     assert '"curve": [0.123457, 1.0, 2]' in text
+
+
+# -- adding seeds to a saved record ---------------------------------------------------------------
+
+
+def test_extending_a_record_by_seeds_equals_running_all_seeds_at_once(tmp_path, monkeypatch) -> None:
+    import copy
+    import json as _json
+
+    from mlbook.experiments import registry as R
+
+    monkeypatch.setenv("MLBOOK_RESULTS", str(tmp_path))
+    monkeypatch.setattr(R, "PACKAGED_RESULTS", tmp_path / "packaged")
+    exp = R._get("permutation")
+    small = copy.deepcopy(exp.configs["quick"])
+    small["train"] = {**small["train"], "steps": 20, "warmup_steps": 2}
+    small["n_eval"] = 64
+    monkeypatch.setitem(exp.configs, "quick", {**small, "seeds": [0]})
+    R.run_experiment("permutation", "quick", "cpu", progress=False)
+    monkeypatch.setitem(exp.configs, "quick", {**small, "seeds": [0, 1]})
+    extended = R.extend_experiment("permutation", "quick", "cpu", progress=False)
+    whole = R.run_experiment("permutation", "quick", "cpu", progress=False, save=False)
+
+    def strip(o):  # timings differ between runs; everything else must be equal
+        if isinstance(o, dict):
+            return {k: strip(v) for k, v in o.items() if "seconds" not in k}
+        if isinstance(o, list):
+            return [strip(v) for v in o]
+        return o
+
+    a = _json.loads(R.record_text(extended))
+    b = _json.loads(R.record_text(whole))
+    assert a["config"] == b["config"] and a["results"]["seeds"] == [0, 1]
+    assert strip(a["results"]) == strip(b["results"])
+    assert a["extended_from"]["seeds"] == [0] and a["command"].endswith("--extend")
+    assert R.load_result("permutation", "quick")["results"]["seeds"] == [0, 1]  # saved, and found by config
+
+
+def test_extending_refuses_records_that_are_not_the_same_experiment(tmp_path, monkeypatch) -> None:
+    from mlbook.experiments import registry as R
+
+    with pytest.raises(ValueError, match="differs between the runs"):
+        R.merge_seed_results({"seeds": [0], "unigram": 3.2}, {"seeds": [1], "unigram": 3.3})
+    with pytest.raises(ValueError, match="seeds \\[0\\] in both runs"):
+        R.merge_seed_results({"per_seed": [{"seed": 0}]}, {"per_seed": [{"seed": 0}]})
+    with pytest.raises(ValueError, match="has keys"):
+        R.merge_seed_results({"a": 1}, {"b": 1})
+    merged = R.merge_seed_results({"seeds": [0], "x": {"per_seed": [{"seed": 0, "v": 1}]}, "k": 2},
+                                  {"seeds": [1], "x": {"per_seed": [{"seed": 1, "v": 3}]}, "k": 2})
+    assert merged == {"seeds": [0, 1], "x": {"per_seed": [{"seed": 0, "v": 1}, {"seed": 1, "v": 3}]}, "k": 2}
+    monkeypatch.setenv("MLBOOK_RESULTS", str(tmp_path))
+    monkeypatch.setattr(R, "PACKAGED_RESULTS", tmp_path / "packaged")
+    # the quick budget has no saved record anywhere: refused before any training
+    with pytest.raises(ValueError, match="no saved quick-budget record"):
+        R.extend_experiment("permutation", "quick", "cpu", progress=False)

@@ -1,5 +1,5 @@
 """Command line: `python -m mlbook.experiments list` and
-`python -m mlbook.experiments run NAME [--budget quick|full] [--device auto|cpu|cuda|mps]`."""
+`python -m mlbook.experiments run NAME [--budget quick|full] [--device auto|cpu|cuda|mps] [--extend]`."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import argparse
 import json
 import sys
 
-from mlbook.experiments.registry import BUDGETS, REGISTRY, _get, result_path, run_experiment
+from mlbook.experiments.registry import BUDGETS, REGISTRY, _get, extend_experiment, result_path, run_experiment
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -19,6 +19,8 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--budget", choices=BUDGETS, default="quick")
     run.add_argument("--device", default="auto", help="auto (cuda, then mps, then cpu), cpu, cuda, cuda:N or mps")
     run.add_argument("--no-save", action="store_true", help="print the result without writing it")
+    run.add_argument("--extend", action="store_true",
+                     help="run only the seeds the saved record lacks (same config otherwise) and merge them in")
     args = parser.parse_args(argv)
 
     if args.command == "list":
@@ -29,7 +31,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     try:
         _get(args.name)
-        record = run_experiment(args.name, args.budget, args.device, save=not args.no_save)
+        if args.extend:
+            record = extend_experiment(args.name, args.budget, args.device, save=not args.no_save)
+        else:
+            record = run_experiment(args.name, args.budget, args.device, save=not args.no_save)
     except ValueError as err:
         parser.error(str(err))
     print(json.dumps(record["results"], indent=1))

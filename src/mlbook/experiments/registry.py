@@ -22,7 +22,7 @@ from mlbook.experiments.train import cpu_threads, pick_device
 
 __all__ = ["BUDGETS", "Experiment", "REGISTRY", "register", "default_budget", "results_dir", "result_path",
            "run_experiment", "load_result", "load_or_run", "command_for", "PACKAGED_RESULTS", "headline",
-           "describe_record", "rerun_estimate", "NO_RECORD"]
+           "describe_record", "rerun_estimate", "NO_RECORD", "merge_seed_results", "extend_experiment"]
 
 BUDGETS: tuple[str, ...] = ("quick", "full")
 
@@ -173,6 +173,106 @@ def run_experiment(name: str, budget: str = "quick", device: str | None = None, 
         "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "command": command_for(name, budget),
     }
+    if save:
+        path = result_path(name, budget)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".json.tmp")
+        tmp.write_text(record_text(record))
+        tmp.replace(path)
+    return record
+
+
+# -- adding seeds to a record -------------------------------------------------------------------
+# Every experiment loops over seeds independently (each seed builds, trains and scores its own
+# models from its own seed; the held-out text is fixed by eval_seed), and its results keep one
+# entry per seed. So a record for seeds [0, 1, 2] plus a run of seeds [3, 4] equals a run of
+# [0, ..., 4]: `merge_seed_results` concatenates what is per seed and checks that everything else
+# is identical. tests/test_experiments_core.py checks the equality on a quick run.
+
+_PER_SEED_LISTS = ("seeds", "seconds_per_seed")
+
+
+def merge_seed_results(old: Any, new: Any, path: str = "results") -> Any:
+    """Merge the results of two runs on disjoint seeds: per-seed lists (`seeds`, `seconds_per_seed`,
+    and any list whose items are dicts with a "seed" key) are concatenated; every other value must
+    be the same in both, else ValueError naming where they differ."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        if set(old) != set(new):
+            raise ValueError(f"cannot merge: {path} has keys {sorted(old)} in one run and {sorted(new)} in the other")
+        out = {}
+        for k in old:
+            if k in _PER_SEED_LISTS and isinstance(old[k], list) and isinstance(new[k], list):
+                out[k] = old[k] + new[k]
+            else:
+                out[k] = merge_seed_results(old[k], new[k], f"{path}.{k}")
+        return out
+    if (isinstance(old, list) and isinstance(new, list) and old and new
+            and all(isinstance(v, dict) and "seed" in v for v in old + new)):
+        seen = {v["seed"] for v in old}
+        clash = sorted(seen & {v["seed"] for v in new})
+        if clash:
+            raise ValueError(f"cannot merge: {path} has seeds {clash} in both runs")
+        return old + new
+    if old != new:
+        raise ValueError(f"cannot merge: {path} differs between the runs ({str(old)[:60]!r} vs {str(new)[:60]!r}); "
+                         "the records were not made by the same code and settings")
+    return old
+
+
+def extend_experiment(name: str, budget: str = "full", device: str | None = None, *, progress: bool = True,
+                      save: bool = True) -> dict[str, Any]:
+    """Bring a saved record up to the seeds the current config asks for by running only the missing seeds.
+
+    The saved record (results folder first, then the packaged one) must have the current config in
+    every key but "seeds", its seeds a subset of the config's, and the same torch version; anything
+    else is refused before any training. The merged record keeps the config's seed order."""
+    exp = _get(name)
+    _check_budget(budget)
+    config = exp.configs[budget]
+    want = list(config["seeds"])
+    old = None
+    for folder in dict.fromkeys((results_dir(), PACKAGED_RESULTS)):
+        path = folder / budget / f"{name}.json"
+        if not path.is_file():
+            continue
+        try:
+            record = json.loads(path.read_text())
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+            continue
+        cfg = record.get("config") if isinstance(record, dict) else None
+        if isinstance(cfg, dict) and {k: v for k, v in cfg.items() if k != "seeds"} == \
+                {k: v for k, v in config.items() if k != "seeds"}:
+            old = record
+            break
+    if old is None:
+        raise ValueError(f"no saved {budget}-budget record of {name!r} matches the current config apart from its "
+                         f"seeds; run it whole instead: {command_for(name, budget)}")
+    have = list(old["config"]["seeds"])
+    if not set(have) <= set(want):
+        raise ValueError(f"the saved record of {name!r} has seeds {have}, not a subset of the config's {want}")
+    if old.get("torch_version") != torch.__version__:
+        raise ValueError(f"the saved record of {name!r} was made with torch {old.get('torch_version')}, this is "
+                         f"torch {torch.__version__}; seeds from two versions may not mix: run it whole instead")
+    missing = [s for s in want if s not in have]
+    if not missing:
+        return old
+    dev = pick_device(device)
+    if old.get("device") != (str(dev) if dev.type != "cuda" else f"cuda ({torch.cuda.get_device_name(dev)})"):
+        raise ValueError(f"the saved record of {name!r} ran on {old.get('device')}, this run would use {dev}; "
+                         "pass the same device or run it whole")
+    start = time.perf_counter()
+    with cpu_threads(dev):
+        results = exp.fn({**config, "seeds": missing}, dev, progress)
+    merged = merge_seed_results(old["results"], _rounded(_jsonable(results)))
+    order = {s: i for i, s in enumerate(want)}
+    if [s for s in merged.get("seeds", want)] != sorted(merged.get("seeds", want), key=order.__getitem__):
+        raise ValueError(f"the merged seeds {merged.get('seeds')} are not in the config's order {want}")
+    record = {**old, "config": config, "results": merged,
+              "elapsed_s": round(float(old.get("elapsed_s", 0.0)) + time.perf_counter() - start, 1),
+              "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+              "mlbook_version": mlbook.__version__,
+              "command": command_for(name, budget) + " --extend",
+              "extended_from": {"seeds": have, "created": old.get("created"), "elapsed_s": old.get("elapsed_s")}}
     if save:
         path = result_path(name, budget)
         path.parent.mkdir(parents=True, exist_ok=True)
