@@ -43,7 +43,11 @@ def test_passkey_sample_hides_the_key_at_the_requested_depth() -> None:
         assert len(text) == 256 and text.endswith(key)
         where = text.index(f"the pass key is {key}")
         room = 256 - len(f"the pass key is {key}. ") - len(f"what is the pass key? {key}")
-        assert where == round(depth * room)
+        longest_word = max(len(w) for w in task.filler.split())
+        assert abs(where - depth * room) <= longest_word + 1  # the nearest word boundary to depth * room
+        # never spliced into a word: the needle starts the text or follows a space, and so does the question
+        assert where == 0 or text[where - 1] == " "
+        assert text[text.index("what is the pass key?") - 1] == " "
     x, y = task.batch(3, 128, rng)
     assert x.shape == y.shape == (3, 127)
     assert ((y != -100).sum(dim=1) == task.n_digits).all()  # only the answer's digits are scored

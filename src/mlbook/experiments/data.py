@@ -99,9 +99,17 @@ class PasskeyTask:
             raise ValueError(f"length {length} is too short for the passkey task (needs {len(needle) + len(question)})")
         if not 0.0 <= depth <= 1.0:
             raise ValueError(f"depth must be in [0, 1], got {depth}")
-        shift = rng.randrange(len(self.filler))
-        filler = (self.filler * (room // len(self.filler) + 2))[shift : shift + room]
-        at = int(round(depth * room))
+        # The filler is a window of the repeated sentences that ends at a word boundary (so the
+        # question never splices into a word); it may start mid-word, as any window of text does.
+        # The needle goes in at the word boundary nearest to depth * room.
+        text = self.filler * (room // len(self.filler) + 3)
+        end = room + rng.randrange(len(self.filler))
+        while text[end - 1] != " ":
+            end += 1
+        filler = text[end - room : end]  # (room,) characters, the last one a space
+        target = depth * room
+        bounds = [k for k in range(room + 1) if k == 0 or filler[k - 1] == " "]
+        at = min(bounds, key=lambda k: (abs(k - target), k))
         return filler[:at] + needle + filler[at:] + question, key
 
     def batch(self, batch_size: int, length: int, rng: random.Random, depth: float | None = None) -> tuple[torch.Tensor, torch.Tensor]:
