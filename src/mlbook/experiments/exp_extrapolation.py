@@ -8,8 +8,11 @@ lengths see the same documents, and per window the "head" (positions 0..L-1) and
 (positions L..T-1) are the same text for every scheme.
 
 Schemes: none, sinusoidal (with the original sqrt(d_model) embedding scale), sinusoidal without
-that scale (to show what it does), learned (cannot run past L: the library refuses), t5, rope,
-alibi. A RoPE model trained at 4L for as many steps on as many characters (batches of a quarter as
+that scale (to show what it does), learned (cannot run past L: the library refuses), t5 with
+Hugging Face's default max_distance = 128 (past 2L in the full budget, so its last buckets are never
+trained) and t5_fit with max_distance = L (every bucket trained), rope with 4 heads of d_head 12 (6
+pairs, 4 of which never complete a turn within L = 64) and rope_1head with one head of d_head 48
+(24 pairs, the same parameter count), alibi. A RoPE model trained at 4L for as many steps on as many characters (batches of a quarter as
 many windows) is the "trained at the target length" reference for the tail; the unigram
 (letter-frequency) loss is the no-context reference.
 """
@@ -50,13 +53,16 @@ SCHEMES: dict[str, dict[str, Any]] = {
     "sinusoidal": {"positional": "sinusoidal", "scale_embeddings": True},
     "sinusoidal_unscaled": {"positional": "sinusoidal"},
     "learned": {"positional": "learned"},
-    "t5": {"positional": "t5"},
+    "t5": {"positional": "t5"},  # Hugging Face's default max_distance 128: past 2L for the full budget
+    "t5_fit": {"positional": "t5", "t5_max_distance": "train_len"},  # max_distance = L: every bucket trained
     "rope": {"positional": "rope"},
+    "rope_1head": {"positional": "rope", "model": {"n_heads": 1}},  # d_head = d_model: 24 pairs, not 6
     "alibi": {"positional": "alibi"},
 }
 LABELS: dict[str, str] = {
     "none": "none (NoPE)", "sinusoidal": "sinusoidal, √d scale", "sinusoidal_unscaled": "sinusoidal, unscaled",
-    "learned": "learned", "t5": "T5 bias", "rope": "RoPE", "alibi": "ALiBi", "reference": "RoPE trained at 4L",
+    "learned": "learned", "t5": "T5 bias, max_dist 128", "t5_fit": "T5 bias, max_dist L", "rope": "RoPE",
+    "rope_1head": "RoPE, 1 head (d_head 48)", "alibi": "ALiBi", "reference": "RoPE trained at 4L",
 }
 
 _QUICK = {
@@ -71,7 +77,7 @@ _QUICK = {
     "seeds": [0],
 }
 _FULL = {
-    "schemes": ["none", "sinusoidal", "learned", "t5", "rope", "alibi"],
+    "schemes": ["none", "sinusoidal", "learned", "t5", "t5_fit", "rope", "rope_1head", "alibi"],
     "model": {"d_model": 48, "n_heads": 4, "n_layers": 2},
     "train_len": 64,
     "factors": [1, 1.5, 2, 4],
@@ -112,8 +118,8 @@ def run(cfg: dict[str, Any], device: torch.device, progress: bool) -> dict[str, 
             else:
                 opts, T_train = SCHEMES[name], L
                 tcfg = TrainConfig(seed=seed, **cfg["train"])
-            model = build_gpt(opts["positional"], cfg["model"], T_train, seed,
-                              **{k: v for k, v in opts.items() if k != "positional"})
+            extra = {k: (L if v == "train_len" else v) for k, v in opts.items() if k not in ("positional", "model")}
+            model = build_gpt(opts["positional"], {**cfg["model"], **opts.get("model", {})}, T_train, seed, **extra)
             log = train_lm(model, train_part, T_train, tcfg, device, f"extrapolation/{name} seed {seed}", progress)
             reason = None
             try:
