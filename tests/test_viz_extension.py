@@ -93,15 +93,31 @@ def test_context_scaling_traces_and_frames_match_library():
     assert len(fig.data) == 2 * n + 2  # ratio and wavelength per method, lines at L and L'
     _assert_steps_differ(fig)
     lam = 2 * math.pi / 10000.0 ** (-np.arange(64) / 64)
+    k_dyn, k_ntk = E.METHODS.index("dynamic"), E.METHODS.index("ntk")
     for label, frame in _frames(fig).items():
         s = float(label)
-        ratios = E.frequency_ratios(128, 10000.0, s, original_max_len=8192, seq_len=2 * 8192)
+        n = round(s * 8192)  # by default dynamic NTK is drawn at n = s L, the others' effective factor
+        ratios = E.frequency_ratios(128, 10000.0, s, original_max_len=8192, seq_len=n)
         for k, m in enumerate(E.METHODS):
             np.testing.assert_allclose(np.asarray(frame.data[2 * k].y, dtype=float), ratios[m], rtol=1e-6)
             np.testing.assert_allclose(np.asarray(frame.data[2 * k + 1].y, dtype=float), lam / ratios[m], rtol=1e-5)
+        # the default dynamic n equals s L, so (alpha = 1) dynamic coincides with static NTK in every frame
+        assert frame.data[2 * k_dyn].name == f"dynamic NTK at n = {n:,}"
+        np.testing.assert_allclose(np.asarray(frame.data[2 * k_dyn].y, dtype=float),
+                                   np.asarray(frame.data[2 * k_ntk].y, dtype=float), rtol=1e-5)
         # PI is the flat line at 1/s; the L' reference line sits at s L
         np.testing.assert_allclose(np.asarray(frame.data[2].y, dtype=float), 1 / s, rtol=1e-6)
         assert np.asarray(frame.data[-1].y, dtype=float)[0] == pytest.approx(round(s * 8192))
+
+
+def test_context_scaling_fixed_dynamic_length():
+    # an explicit seq_len pins dynamic NTK to one sequence length n in every frame
+    fig = X.fig_context_scaling(128, 10000.0, 8192, 4.0, seq_len=2 * 8192)
+    k_dyn = E.METHODS.index("dynamic")
+    for label, frame in _frames(fig).items():
+        assert frame.data[2 * k_dyn].name == "dynamic NTK at n = 16,384"
+        ratios = E.frequency_ratios(128, 10000.0, float(label), original_max_len=8192, seq_len=2 * 8192)
+        np.testing.assert_allclose(np.asarray(frame.data[2 * k_dyn].y, dtype=float), ratios["dynamic"], rtol=1e-6)
 
 
 def test_context_scaling_method_picker_changes_visibility():
@@ -194,3 +210,6 @@ def test_live_context_scaling_has_every_knob(live, displayed):
     w = X.live_context_scaling()
     names = {c.description for c in w.children[0].children}
     assert {"s = L'/L", "base", "d_head", "L (trained)", "beta_fast", "beta_slow", "dynamic: n / L"} <= names
+    # like with like by default: dynamic NTK starts at n / L = s
+    sliders = {c.description: c.value for c in w.children[0].children}
+    assert sliders["dynamic: n / L"] == sliders["s = L'/L"] == 4.0

@@ -215,11 +215,13 @@ def _token_label(v: float) -> str:
 
 
 def _scaling(
-    d_head: int, base: float, original_max_len: int, factor: float, seq_len: int, beta_fast: float,
+    d_head: int, base: float, original_max_len: int, factor: float, seq_len: int | None, beta_fast: float,
     beta_slow: float, methods: tuple[str, ...], wave_max: float,
 ) -> go.Figure:
     factor = _check_factor(factor)
     L = original_max_len
+    if seq_len is None:  # dynamic NTK at the same effective factor as the others: n = s L
+        seq_len = int(round(factor * L))
     ratios = frequency_ratios(d_head, base, factor, original_max_len=L, methods=methods, seq_len=seq_len,
                               beta_fast=beta_fast, beta_slow=beta_slow)
     lam = pair_wavelengths(d_head, base)
@@ -293,8 +295,9 @@ def fig_context_scaling(
     """theta_i'/theta_i (top) and wavelength 2 pi/theta_i' (bottom) per pair for each method.
 
     Slider over the scale s in `factors` (None: one figure at `factor`), YaRN's three bands shaded,
-    and with picker=True a row of buttons choosing which methods are drawn. Dynamic NTK is shown
-    at a fixed sequence length n = seq_len (default 2L), with the library's dynamic_factor 1.
+    and with picker=True a row of buttons choosing which methods are drawn. Dynamic NTK is drawn
+    with the library's dynamic_factor 1 at n = s L by default, the same effective factor as the
+    other methods (where it equals static NTK), or at a fixed sequence length n = seq_len.
     """
     methods = tuple(methods)
     for m in methods:
@@ -302,7 +305,6 @@ def fig_context_scaling(
             raise ValueError(f"unknown method {m!r}; valid values are {', '.join(repr(x) for x in METHODS)}")
     if not methods:
         raise ValueError("methods is empty; give at least one of " + ", ".join(METHODS))
-    seq_len = 2 * original_max_len if seq_len is None else seq_len
     values = _grid(float(factor), factors)
     top = max(values or [factor])
     wave_max = 3 * top * max(float(pair_wavelengths(d_head, base)[-1]), top * original_max_len)
@@ -338,7 +340,7 @@ def live_context_scaling(
         original_max_len=_int_slider(original_max_len, "L (trained)", 512, 32768, 512),
         beta_fast=_float_slider(beta_fast, "beta_fast", 2.0, 128.0, 1.0),
         beta_slow=_float_slider(beta_slow, "beta_slow", 0.25, 8.0, 0.25),
-        n_over_L=_float_slider(2.0, "dynamic: n / L", 1.0, 32.0, 0.5),
+        n_over_L=_float_slider(factor, "dynamic: n / L", 1.0, 32.0, 0.5),
     )
 
 
