@@ -151,6 +151,37 @@ def test_ntk_stretch_keeps_theta0_and_slows_slowest_pair_by_exactly_s():
     assert "base'" in repr(E.ntk_stretch())
 
 
+@pytest.mark.parametrize("d,base,L", [(128, 10000.0, 8192), (128, 10000.0, 2048), (64, 500000.0, 4096)])
+def test_ntk_factor_needed_is_the_smallest_s_without_new_angles(d, base, L):
+    # oracle: the library's float32 NTK frequencies at factor s, read at L' = r L, over the never-wrapped pairs
+    unwrapped = list(E.angle_coverage(d, base, L, factor=2.0).unwrapped)
+
+    def worst(s: float, r: float) -> float:
+        ratio = E.frequency_ratios(d, base, s, original_max_len=L, methods=("ntk",))["ntk"]
+        return float(((round(r * L) - 1) * ratio / L)[unwrapped].max())
+
+    need = E.ntk_factor_needed((2.0, 4.0, 8.0), d, base, L)
+    assert need.first_unwrapped == unwrapped[0]
+    for r, s in zip(need.targets, need.factors):
+        assert s > r, "a never-wrapped pair before the last needs more than the target ratio"
+        assert worst(s, r) <= 1 + 1e-5  # at s no never-wrapped pair needs a new angle
+        assert worst(0.99 * s, r) > 1.0  # and 1 % less is not enough
+        assert worst(r, r) > 1.0  # s = r, the naive setting, overshoots
+    assert "smallest s" in repr(need)
+
+
+def test_ntk_factor_needed_edge_cases_and_bad_input():
+    assert E.ntk_factor_needed(1.0).factors == (1.0,)  # no extension, no scaling
+    assert E.ntk_factor_needed(4.0, 8, 10.0, 8192).factors == (1.0,)  # every pair wrapped: nothing to protect
+    assert E.ntk_factor_needed(4.0, 128, 10000.0, 4).factors == (math.inf,)  # pair 0 never wrapped: NTK cannot help
+    with pytest.raises(ValueError, match=">= 1"):
+        E.ntk_factor_needed(0.5)
+    with pytest.raises(ValueError, match="empty"):
+        E.ntk_factor_needed(())
+    with pytest.raises(TypeError, match="number"):
+        E.ntk_factor_needed("4")
+
+
 # ---------------------------------------------------------------------------
 # YaRN
 # ---------------------------------------------------------------------------

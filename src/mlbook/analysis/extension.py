@@ -10,6 +10,7 @@ arranges them into the quantities the section reasons with:
     frequency_ratios      theta_i' / theta_i for several methods
     angle_overshoot       per pair, the largest angle needed after scaling over L theta_i
     ntk_stretch           NTK-aware base and how much each pair is slowed
+    ntk_factor_needed     the NTK factor s that leaves no never-wrapped pair past its trained range
     yarn_bands            which pairs YaRN keeps, blends and interpolates; its temperature
     method_wavelength_table
                           wavelength 2 pi / theta_i' per method for chosen pairs
@@ -50,6 +51,8 @@ __all__ = [
     "angle_overshoot",
     "NTKStretch",
     "ntk_stretch",
+    "NTKFactorNeeded",
+    "ntk_factor_needed",
     "YarnBands",
     "yarn_bands",
     "YarnTemperature",
@@ -298,6 +301,67 @@ def ntk_stretch(d_head: int = 128, base: float = 10000.0, factor: float = 4.0) -
     new_theta = rope_inv_freq(d_head, base, "ntk", factor)[0].double().numpy()
     new_base = _ntk_base(_RopeParams(d_head, float(base), float(factor), None, 32.0, 1.0, 1.0, 4.0), float(factor))
     return NTKStretch(d_head, float(base), float(factor), float(new_base), theta / new_theta)
+
+
+@dataclass(frozen=True)
+class NTKFactorNeeded:
+    """For each target ratio r = L'/L, the smallest NTK-aware factor s that needs no new angles."""
+
+    d_head: int
+    base: float
+    original_max_len: int
+    first_unwrapped: int | None  # i_0, the first pair that never completed a turn within L
+    targets: tuple[float, ...]
+    factors: tuple[float, ...]
+
+    def __repr__(self) -> str:
+        i0 = self.first_unwrapped
+        lines = [f"NTK-aware, d_head = {self.d_head}, base = {self.base:,g}, L = {self.original_max_len:,}: "
+                 f"first never-wrapped pair i_0 = {i0}",
+                 "  target L'/L   smallest s with no new angles   s / target"]
+        for r, s in zip(self.targets, self.factors):
+            lines.append(f"  {r:11g}   {s:29.3f}   {s / r:10.3f}")
+        return "\n".join(lines)
+
+
+def ntk_factor_needed(
+    targets: float | Sequence[float] = (2.0, 4.0, 8.0, 16.0), d_head: int = 128, base: float = 10000.0,
+    original_max_len: int = 8192,
+) -> NTKFactorNeeded:
+    """Smallest NTK-aware factor s at which no never-wrapped pair needs an angle past its trained range at L' = r L.
+
+    NTK-aware scaling (base' = base * s^(d/(d-2)), bloc97 2023; Peng et al. 2023, YaRN, arXiv
+    2309.00071, section 3.1) slows pair i by s^(2i/(d-2)) (`ntk_stretch`). At L' = r L pair i needs
+    angles up to (L' - 1) theta_i / s^(2i/(d-2)) and was trained on [0, L theta_i), so it needs no new
+    angle iff s^(2i/(d-2)) >= (L' - 1) / L. Only pairs that never wrapped in training (i >= i_0,
+    `AngleCoverage.unwrapped`) are constrained, and the least-slowed of them, i_0, binds:
+
+        s >= ((L' - 1) / L)^((d - 2) / (2 i_0)),   and s >= 1.
+
+    With i_0 = d/2 - 1 this is (L' - 1)/L, about r; every earlier i_0 asks for more than r, which is why
+    NTK-aware scaling is run with s set above the ratio it is meant to reach (Peng et al., section 3.1).
+    i_0 = 0 (L below 2 pi) is never satisfied: pair 0 is not slowed at all (inf). No never-wrapped pair: 1.
+    """
+    _check_int("original_max_len", original_max_len, 1)
+    values = (targets,) if isinstance(targets, (int, float)) else tuple(targets)
+    if not values:
+        raise ValueError("targets is empty; give at least one target ratio L'/L >= 1")
+    for r in values:
+        _check_positive_float("target ratio L'/L", r)
+        if r < 1:
+            raise ValueError(f"a target ratio L'/L must be >= 1 (an extension), got {r}")
+    L = original_max_len
+    i0 = first_pair_exceeding(d_head, base, L)
+    factors = []
+    for r in values:
+        need = (round(r * L) - 1) / L  # (L' - 1) / L
+        if i0 is None:
+            factors.append(1.0)
+        elif i0 == 0:
+            factors.append(math.inf)
+        else:
+            factors.append(max(1.0, need ** ((d_head - 2) / (2 * i0))))
+    return NTKFactorNeeded(d_head, float(base), L, i0, tuple(float(r) for r in values), tuple(factors))
 
 
 # ---------------------------------------------------------------------------
@@ -583,7 +647,6 @@ class BoundRatio:
     @property
     def ratio(self) -> np.ndarray:
         return self.estimate * self.b_over_d
-
     def __repr__(self) -> str:
         b, r = self.b_over_d, self.ratio
         return "\n".join([
