@@ -48,7 +48,10 @@ def perm_record() -> dict:
 
 @pytest.fixture(scope="module")
 def ex_record() -> dict:
-    cfg = _cfg("extrapolation", "full", seeds=[0, 1], model=TINY_MODEL, train_len=8, eval_windows=3, train=TINY_TRAIN)
+    # t5_fit needs max_distance = train_len past T5's exact range (16 for 32 causal buckets): not at L = 8
+    schemes = [s for s in registry.REGISTRY["extrapolation"].configs["full"]["schemes"] if s != "t5_fit"]
+    cfg = _cfg("extrapolation", "full", seeds=[0, 1], model=TINY_MODEL, train_len=8, eval_windows=3, train=TINY_TRAIN,
+               schemes=schemes)
     return _record("extrapolation", cfg, EX.run(cfg, CPU, False))
 
 
@@ -138,9 +141,36 @@ def test_extrapolation_scores_every_scheme_on_the_same_windows_and_learned_refus
     assert EX.scheme_metrics(ex_record, "learned")["tail"]["32"] == [None, None]
     table = EX.format_table(ex_record)
     assert "n/a (learned)" in table and "±" in table
+    # the 1-head RoPE has the same parameter count as the 4-head one
+    assert r["schemes"]["rope_1head"]["params"] == r["schemes"]["rope"]["params"]
     comp = EX.comparisons(ex_record)
     assert set(comp) == set(r["schemes"]) - {"alibi"} and comp["learned"]["n"] == 0
-    assert EX.headline(ex_record).count("\n- ") == 2
+    assert EX.headline(ex_record).count("\n- ") == 3  # verdict, per scheme, the reference, learned
+
+
+def test_extrapolation_t5_fit_sets_max_distance_to_the_training_length(monkeypatch) -> None:
+    seen = []
+    real = EX.build_gpt
+    monkeypatch.setattr(EX, "build_gpt", lambda *a, **k: seen.append(k) or real(*a, **k))
+    cfg = _cfg("extrapolation", "full", seeds=[0], model=TINY_MODEL, train_len=20, eval_windows=1, reference=False,
+               train={**TINY_TRAIN, "steps": 1}, schemes=["t5", "t5_fit", "rope_1head"])
+    EX.run(cfg, CPU, False)
+    assert seen[0] == {} and seen[1] == {"t5_max_distance": 20}
+
+
+def test_extrapolation_verdict_names_each_scheme_by_its_paired_interval(ex_record) -> None:
+    line = EX.verdict_line(ex_record)
+    cmp = {n: d for n, d in EX.comparisons(ex_record, against="reference").items() if d["n"]}
+    flat_part, _, worse_part = line.partition("lose more")
+    for name, d in cmp.items():
+        short = EX.SHORT[name]
+        if d["verdict"] == "higher":  # the interval excludes 0: named among those that lose more
+            assert short in line.split("(paired 95% intervals span 0)")[-1], (name, line)
+        else:
+            assert short in flat_part, (name, line)
+    assert line.startswith("Trained at L = 8") and EX.headline(ex_record).startswith("- " + line[:40])
+    table = EX.claims_markdown(ex_record)
+    assert table.count("\n") >= 3 and "[" in table  # a row per claim, each with its interval
 
 
 def test_sinusoidal_is_the_original_transformer_s_with_sqrt_d_scale() -> None:

@@ -44,8 +44,8 @@ from mlbook.experiments.data import corpus_tokens, split_tokens
 from mlbook.experiments.registry import register
 from mlbook.experiments.train import TrainConfig
 
-__all__ = ["SCHEMES", "LABELS", "scheme_metrics", "summary", "format_table", "comparisons", "headline",
-           "unigram_loss", "per_position_loss", "binned"]
+__all__ = ["SCHEMES", "LABELS", "scheme_metrics", "summary", "format_table", "comparisons", "verdict_line",
+           "claims_markdown", "headline", "unigram_loss", "per_position_loss", "binned"]
 
 # name -> GPT options; "sinusoidal" is the original Transformer's (sqrt(d_model) embedding scale)
 SCHEMES: dict[str, dict[str, Any]] = {
@@ -58,6 +58,12 @@ SCHEMES: dict[str, dict[str, Any]] = {
     "rope": {"positional": "rope"},
     "rope_1head": {"positional": "rope", "model": {"n_heads": 1}},  # d_head = d_model: 24 pairs, not 6
     "alibi": {"positional": "alibi"},
+}
+# Short names for sentences (the labels above carry commas)
+SHORT: dict[str, str] = {
+    "none": "NoPE", "sinusoidal": "sinusoidal", "sinusoidal_unscaled": "unscaled sinusoidal", "learned": "learned",
+    "t5": "T5 (max_distance 128)", "t5_fit": "T5 (max_distance L)", "rope": "RoPE", "rope_1head": "RoPE (d_head 48)",
+    "alibi": "ALiBi", "reference": "RoPE trained at 4L",
 }
 LABELS: dict[str, str] = {
     "none": "none (NoPE)", "sinusoidal": "sinusoidal, √d scale", "sinusoidal_unscaled": "sinusoidal, unscaled",
@@ -211,22 +217,106 @@ def format_table(record: dict[str, Any], metric: str = "tail") -> str:
     return "\n".join(lines)
 
 
+def _label(record: dict[str, Any], name: str) -> str:
+    return SHORT.get(name, record["results"]["schemes"][name]["label"])
+
+
+def _join(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def verdict_line(record: dict[str, Any]) -> str:
+    """One sentence: which schemes lose no more past L than the model trained at 4L (paired 95%
+    interval of tail - head at the longest length spans 0) and which lose more, by the verdict rule."""
+    r = record["results"]
+    L, T = r["train_len"], r["eval_lengths"][-1]
+    if "reference" not in r["schemes"]:
+        return (f"This record has no model trained at {T}, so it supports no verdict on extrapolation "
+                f"(the quick budget is a smoke test).")
+    cmp = {n: d for n, d in comparisons(record, against="reference").items() if d["n"]}
+    flat = [n for n, d in cmp.items() if d["verdict"] != "higher"]
+    worse = sorted((n for n, d in cmp.items() if d["verdict"] == "higher"), key=lambda n: -cmp[n]["mean"])
+    parts = [f"Trained at L = {L} and scored on the same text up to {T}"]
+    if flat:
+        parts.append(f", {_join([_label(record, n) for n in flat])} lose{'s' if len(flat) == 1 else ''} no more past L "
+                     f"than a RoPE model trained at {T} (paired 95% intervals span 0)")
+    if worse:
+        parts.append(f"{';' if flat else ','} {_join([_label(record, n) for n in worse])} lose more, "
+                     f"{_label(record, worse[0])} most ({pm(cmp[worse[0]], 2)} nats/char)")
+    if "learned" in r["schemes"]:
+        parts.append("; learned positions cannot run past L at all")
+    return "".join(parts) + "."
+
+
+# Claims the book makes, each with the comparisons that decide it (against the model trained at 4L).
+_CLAIMS: tuple[tuple[str, str, str], ...] = (
+    ("alibi", "ALiBi extrapolates ([2.5](06_alibi.ipynb))", "flat"),
+    ("rope", "unmodified RoPE degrades past L ([2.4](05_rope.ipynb))", "worse"),
+    ("rope_1head", "... also with 24 pairs (d_head 48), not only 6", "worse"),
+    ("t5", "T5's bias generalises a little ([2.3](04_relative_bias.ipynb)), max_distance 128", "between"),
+    ("t5_fit", "... with max_distance = L, every bucket trained", "between"),
+    ("sinusoidal", "a sinusoidal model does not extrapolate ([2.1](02_sinusoidal.ipynb))", "worse"),
+    ("none", "no encoding: order from the causal mask alone ([1](01_why_position.ipynb))", "report"),
+)
+
+
+def claims_markdown(record: dict[str, Any]) -> str:
+    """A markdown table: each claim, tail - head at the first longer length and at the longest
+    (mean ± sd), the paired difference against the model trained at 4L with its 95% interval, and
+    whether the measurement agrees, all computed from the record by the verdict rule."""
+    r = record["results"]
+    L, lengths = r["train_len"], r["eval_lengths"]
+    T1, T = str(lengths[1]), str(lengths[-1])
+    s = summary(record)
+    cmp = comparisons(record, against="reference") if "reference" in r["schemes"] else {}
+    rope_vs = {n: paired(scheme_metrics(record, n)["tail_minus_head"][T],
+                         scheme_metrics(record, "rope")["tail_minus_head"][T])
+               for n in ("t5", "t5_fit") if n in r["schemes"] and "rope" in r["schemes"]}
+    rows = ["| claim | tail − head at " + T1 + " | at " + T + " | minus the model trained at " + T + " [95% CI] | verdict |",
+            "|---|---|---|---|---|"]
+    if "learned" in r["schemes"]:
+        rows.append(f"| learned positions cannot run past $T_{{max}}$ ([2.2](03_learned.ipynb)) | refused | refused | "
+                    f"— | agrees (the library refuses every length past {L}) |")
+    for name, claim, expect in _CLAIMS:
+        if name not in r["schemes"] or name not in cmp:
+            continue
+        d = cmp[name]
+        v = d["verdict"]
+        if expect == "flat":
+            word = "agrees: indistinguishable from a model trained there" if v != "higher" else "disagrees: it loses more"
+        elif expect == "worse":
+            word = "agrees" if v == "higher" else "not shown: indistinguishable from the model trained there"
+        elif expect == "between":
+            better = rope_vs.get(name, {}).get("verdict") == "lower"
+            word = ("agrees: worse than trained-at-length, better than RoPE" if v == "higher" and better
+                    else "partly" if v == "higher" or better else "not shown")
+        else:
+            word = "loses more than trained-at-length" if v == "higher" else "indistinguishable from trained-at-length"
+        rows.append(f"| {claim} | {pm(s[name]['tail_minus_head'][T1], 2)} | {pm(s[name]['tail_minus_head'][T], 2)} | "
+                    f"{pm(d, 2)} | {word} |")
+    return "\n".join(rows)
+
+
 def headline(record: dict[str, Any]) -> str:
-    """Three lines: ALiBi's and RoPE's tail at 4L against their head, and the learned table's refusal."""
+    """The verdict sentence, then tail - head at the longest length per scheme (mean ± sd) with the
+    paired difference against the model trained there [95% interval], and the learned table's refusal."""
     r = record["results"]
     L, T = r["train_len"], r["eval_lengths"][-1]
     s = summary(record)
     n = len(r["seeds"])
-
-    def tmh(name: str) -> str:
-        return pm(s[name]["tail_minus_head"][str(T)], 2)
-
-    lines = [
-        f"Trained at L = {L}, scored on the same text up to {T} ({n} seeds, mean ± sd, nats/char): positions past L "
-        f"minus positions before L is {tmh('alibi')} for ALiBi, {tmh('none')} with no encoding.",
-        f"RoPE: {tmh('rope')}; T5 bias: {tmh('t5')}; sinusoidal (√d scale): {tmh('sinusoidal')}; "
-        f"a positive value is degradation past L.",
-    ]
+    cmp = comparisons(record, against="reference") if "reference" in r["schemes"] else {}
+    lines = [verdict_line(record)]
+    per = []
+    for name in r["schemes"]:
+        if name in ("learned", "reference") or s[name]["tail_minus_head"][str(T)]["mean"] is None:
+            continue
+        extra = f", {pm(cmp[name], 2)} against trained-at-{T}" if name in cmp and cmp[name]["n"] else ""
+        per.append(f"{_label(record, name)} {pm(s[name]['tail_minus_head'][str(T)], 2)}{extra}")
+    lines.append(f"Positions past L minus positions before L at {T} ({n} seeds, mean ± sd, nats/char; paired "
+                 f"difference [95% CI]): " + "; ".join(per) + ".")
+    if "reference" in r["schemes"]:
+        lines.append(f"The RoPE model trained at {T}: {pm(s['reference']['tail_minus_head'][str(T)], 2)}. A flat "
+                     f"tail shows tolerance of long inputs, not use of the far context.")
     if "learned" in r["schemes"]:
         lines.append(f"Learned positions cannot run past T_max = {L} (the library refuses); in range they score "
                      f"{pm(s['learned']['mean'][str(L)], 2)} against RoPE's {pm(s['rope']['mean'][str(L)], 2)}.")

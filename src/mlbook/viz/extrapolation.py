@@ -35,7 +35,7 @@ LENGTH_AXIS = "evaluation length (tokens)"
 SCHEME_COLORS: dict[str, str] = {
     "none": LINE_COLORS[7], "sinusoidal": LINE_COLORS[1], "sinusoidal_unscaled": LINE_COLORS[6],
     "learned": LINE_COLORS[3], "t5": LINE_COLORS[2], "rope": LINE_COLORS[0], "alibi": LINE_COLORS[5],
-    "reference": LINE_COLORS[4],
+    "reference": LINE_COLORS[4], "t5_fit": LINE_COLORS[2], "rope_1head": LINE_COLORS[0],
 }
 _VARIANT_COLORS: dict[str, str] = {
     "none": LINE_COLORS[7], "linear": LINE_COLORS[0], "ntk": LINE_COLORS[1], "dynamic": LINE_COLORS[2],
@@ -88,25 +88,40 @@ _LEGEND_RIGHT = {"x": 1.02, "y": 1.0, "xanchor": "left", "font": {"size": 11}}
 
 
 def permutation_accuracy_figure(record: dict[str, Any]) -> go.Figure:
-    """Probe accuracy per model: mean over seeds with ± sd error bars, and the chance rate."""
+    """Probe accuracy per model: mean over seeds with ± sd error bars, the chance rate, and on each bar
+    a dash at the order-blind guesser that sees what that model sees (bidirectional for the encoders,
+    causal for the GPTs; exact expectation averaged over the scored positions)."""
     r = _check_record(record, "permutation")
     s = _pe.summary(record)
+    b = _pe.order_blind_baselines(record)
     names = list(r["models"])
+    labels = [r["models"][n]["label"] for n in names]
     fig = go.Figure(go.Bar(
-        x=[r["models"][n]["label"] for n in names], y=[s[n]["accuracy"]["mean"] for n in names],
+        x=labels, y=[s[n]["accuracy"]["mean"] for n in names],
         error_y={"type": "data", "array": [s[n]["accuracy"]["sd"] or 0.0 for n in names], "visible": True},
-        marker_color=[_MODEL_COLORS.get(n, LINE_COLORS[0]) for n in names], name="accuracy",
+        marker_color=[_MODEL_COLORS.get(n, LINE_COLORS[0]) for n in names], name="accuracy (mean ± sd)",
+        showlegend=False,
+    ))
+    level = {"bidirectional": b["bidirectional"], "causal": b["causal_mean"]}
+    guess = [level["bidirectional" if n.startswith("encoder") else "causal"] for n in names]
+    fig.add_trace(go.Scatter(
+        x=labels, y=guess, mode="markers", name="order-blind guesser<br>seeing what the model sees",
+        marker={"symbol": "line-ew", "size": 44, "line": {"width": 3, "color": "black"}},
+        hovertemplate="order-blind guesser: %{y:.3f}<extra></extra>",
     ))
     fig.add_hline(y=r["chance"], line={"dash": "dot", "color": "gray"}, annotation_text=f"chance 1/{r['n_symbols']}",
                   annotation_position="top left")
     fig.update_layout(title=_title(f"Lag-{r['lag']} copy probe: accuracy on held-out sequences",
-                                   f"{_subtitle(record)}; mean ± sd"), height=420, margin={"t": 80}, yaxis={"title": "token accuracy (fraction)", "range": [0, 1.05]},
-                      xaxis={"title": "model"}, showlegend=False, template="plotly_white")
+                                   f"{_subtitle(record)}; mean ± sd"), height=440, margin={"t": 80},
+                      yaxis={"title": "token accuracy (fraction)", "range": [0, 1.05]}, xaxis={"title": "model"},
+                      legend=_LEGEND_RIGHT, template="plotly_white")
     return fig
 
 
 def permutation_position_figure(record: dict[str, Any], seed: str = "mean") -> go.Figure:
-    """Probe accuracy at each position, one line per model: the mean ± sd over seeds, or one seed."""
+    """Probe accuracy at each position, one line per model: the mean ± sd over seeds, or one seed; beside
+    them the order-blind guessers (exact expectation): the causal one, whose bag x[0..i-1] grows with i so
+    its accuracy falls along the sequence, and the bidirectional one, the same at every position."""
     r = _check_record(record, "permutation")
     seeds = [str(x) for x in r["seeds"]]
     if seed != "mean" and str(seed) not in seeds:
@@ -122,10 +137,17 @@ def permutation_position_figure(record: dict[str, Any], seed: str = "mean") -> g
             row = next(s for s in e["per_seed"] if str(s["seed"]) == str(seed))
             mean, sd = row["per_position"][r["lag"]:], [None] * len(x)
         _band(fig, x, mean, sd, _MODEL_COLORS.get(name, LINE_COLORS[i]), e["label"], _DASHES[i % len(_DASHES)])
+    b = _pe.order_blind_baselines(record)
+    fig.add_trace(go.Scatter(x=x, y=[round(v, 4) for v in b["causal"][r["lag"]:]], mode="lines+markers",
+                             name="order-blind guesser, causal (GPTs)",
+                             line={"color": "black", "width": 2, "dash": "dot"}, marker={"size": 5}))
+    fig.add_trace(go.Scatter(x=x, y=[round(b["bidirectional"], 4)] * len(x), mode="lines",
+                             name="order-blind guesser, bidirectional (encoders)",
+                             line={"color": "gray", "width": 2, "dash": "dash"}))
     fig.add_hline(y=r["chance"], line={"dash": "dot", "color": "gray"}, annotation_text="chance",
                   annotation_position="bottom right")
     which = "mean ± sd over seeds" if seed == "mean" else f"seed {seed}"
-    fig.update_layout(title=_title("Probe accuracy by position", f"{which}; {_subtitle(record)}"), height=440,
+    fig.update_layout(title=_title("Probe accuracy by position", f"{which}; {_subtitle(record)}"), height=460,
                       xaxis={"title": "position i of the target x[i - lag] (tokens)"}, margin={"t": 80},
                       yaxis={"title": "token accuracy (fraction)", "range": [0, 1.05]},
                       legend=_LEGEND_RIGHT, template="plotly_white")
@@ -136,6 +158,10 @@ def permutation_position_figure(record: dict[str, Any], seed: str = "mean") -> g
 
 _EX_METRICS = {"tail": "loss on positions past L (at L: all positions)", "mean": "loss over all positions",
                "tail_minus_head": "tail minus head of the same windows"}
+
+
+# Variants share their scheme's colour and differ by dash: a second T5 or RoPE setting, the reference.
+_SCHEME_DASH: dict[str, str] = {"reference": "dash", "t5_fit": "dot", "rope_1head": "dot"}
 
 
 def extrapolation_figure(record: dict[str, Any], metric: str = "tail") -> go.Figure:
@@ -161,7 +187,7 @@ def extrapolation_figure(record: dict[str, Any], metric: str = "tail") -> go.Fig
         fig.add_trace(go.Scatter(
             x=lengths, y=ys, mode="lines+markers", name=entry["label"],
             error_y={"type": "data", "array": [st["sd"] or 0.0 for st in stats], "visible": True},
-            line={"color": SCHEME_COLORS.get(name), "dash": "dash" if name == "reference" else "solid"},
+            line={"color": SCHEME_COLORS.get(name), "dash": _SCHEME_DASH.get(name, "solid")},
         ))
     if metric == "tail_minus_head":
         fig.add_hline(y=0.0, line={"color": "gray", "dash": "dot"})
@@ -198,7 +224,7 @@ def extrapolation_curves_figure(record: dict[str, Any], bin_width: int = 8) -> g
         x = curves[0]["position"]
         stats = [mean_sd(v) for v in zip(*(c["loss"] for c in curves))]
         _band(fig, x, [st["mean"] for st in stats], [st["sd"] for st in stats], SCHEME_COLORS.get(name, LINE_COLORS[i]),
-              entry["label"], "dash" if name == "reference" else "solid")
+              entry["label"], _SCHEME_DASH.get(name, "solid"))
     fig.add_vline(x=L, line={"dash": "dot", "color": "gray"}, annotation_text=f"L = {L}")
     fig.add_hline(y=r["unigram"], line={"color": "gray", "dash": "dot"}, annotation_text="unigram",
                   annotation_position="bottom right")
