@@ -125,6 +125,20 @@ def test_bias_bytes_are_the_tensors_the_library_builds() -> None:
     assert rope.flops / S.attention_flops(B, T, d, H).projections == pytest.approx(3 / (4 * d))
 
 
+def test_bias_memory_is_held_once_and_read_by_every_layer() -> None:
+    H, T, n_layers, B = 4, 20, 6, 3
+    mem = S.bias_memory(H, T, n_layers, B=B, bytes_per_value=2.0)
+    # held: the bf16 tensor the library builds, once; traffic: the per-layer reads of position_cost, every layer
+    assert mem.held == P.RelativePositionBias(H)(T, T).to(torch.bfloat16).nbytes == H * T * T * 2
+    per_layer = S.position_cost("t5", B, T, 8 * H, H, bytes_per_value=2.0).traffic_bytes
+    assert mem.traffic == n_layers * per_layer == n_layers * B * H * T * T * 2
+    big = S.bias_memory(32, 8192, 32)  # the 7B-class prefill both section 4 and section 6 quote
+    assert big.held == 4 * 2**30 and big.traffic == 128 * 2**30
+    assert "4 GiB (4.29 GB) held once per forward pass" in repr(big) and "each of 32 layers: 128 GiB" in repr(big)
+    with pytest.raises(ValueError, match="n_layers must be >= 1"):
+        S.bias_memory(32, 8192, 0)
+
+
 def test_cost_bad_input() -> None:
     with pytest.raises(ValueError, match="unknown scheme 'rotary'; valid values are 'sinusoidal'"):
         S.position_cost("rotary", 1, 8, 32, 4)

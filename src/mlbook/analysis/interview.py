@@ -2,7 +2,8 @@
 
     rope_wavelength_span   shortest and longest RoPE wavelength at a head size, and the
                            d_head -> infinity limit 2 pi * base that is often quoted instead
-    format_bytes           a byte count in binary (MiB, GiB) and decimal (GB) units
+    format_bytes           a byte count in binary (MiB, GiB) and decimal (GB) units (from
+                           `mlbook.analysis.systems`, re-exported)
     KVCacheCase            `kv_cache_bytes` per token and per sequence for one configuration
     decoder_param_count    parameters of a LLaMA-style decoder (SwiGLU MLP, RMSNorm, no biases)
     prefill_flops          matmul FLOPs of a prefill: the weight matmuls against attention's T^2 term
@@ -19,7 +20,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from mlbook.analysis.systems import kv_cache_bytes
+from mlbook.analysis.systems import format_bytes, kv_cache_bytes
 from mlbook.transformer.positional import _check_even_d, _check_int, _check_positive_float
 from mlbook.viz.absolute import pair_wavelengths
 
@@ -80,23 +81,6 @@ def rope_wavelength_span(d_head: int = 128, base: float = 10000.0) -> Wavelength
 # ---------------------------------------------------------------------------
 # Memory: KV cache and weights
 # ---------------------------------------------------------------------------
-
-
-def format_bytes(n: float) -> str:
-    """n bytes in the largest binary unit that keeps it >= 1 (KiB = 2^10 ... TiB = 2^40), with the decimal GB.
-
-    format_bytes(2**36) == "64 GiB (68.72 GB)". Binary units are what memory is sold and reported
-    in by allocators; decimal GB is what marketing pages and some papers use.
-    """
-    if isinstance(n, bool) or not isinstance(n, (int, float)) or not math.isfinite(n) or n < 0:
-        raise ValueError(f"n must be a finite number of bytes >= 0, got {n!r}")
-    units = ("B", "KiB", "MiB", "GiB", "TiB")
-    k = 0
-    while k < len(units) - 1 and n >= 1024 ** (k + 1):
-        k += 1
-    value = n / 1024**k
-    text = f"{value:,.0f}" if value == int(value) else f"{value:,.2f}"
-    return f"{text} {units[k]} ({n / 1e9:,.2f} GB)" if k >= 3 else f"{text} {units[k]}"
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,5 @@
-"""Systems arithmetic for sections 4 and 5: what each positional scheme costs, KV-cache sizes,
-and the context-extension decision procedure.
+"""Systems arithmetic for sections 4 and 5: what each positional scheme costs, what a
+materialised bias holds and moves, KV-cache sizes, and the context-extension decision procedure.
 
 FLOPs count one multiply or one add as one FLOP (a multiply-add is 2), as in the usual
 "2 * parameters FLOPs per token" rule. Bytes are bytes.
@@ -15,17 +15,38 @@ from mlbook.analysis.relative import bias_bytes
 from mlbook.transformer.positional import _check_choice, _check_int, _check_positive_float
 
 __all__ = [
+    "format_bytes",
     "kv_cache_bytes",
     "COST_SCHEMES",
     "AttentionFlops",
     "attention_flops",
     "PositionCost",
     "position_cost",
+    "BiasMemory",
+    "bias_memory",
     "KVCacheOption",
     "kv_cache_options",
     "ExtensionPlan",
     "extension_plan",
 ]
+
+
+def format_bytes(n: float) -> str:
+    """n bytes in the largest binary unit that keeps it >= 1 (KiB = 2^10 ... TiB = 2^40), with the decimal GB.
+
+    format_bytes(2**36) == "64 GiB (68.72 GB)". Binary units are what memory is sold and reported
+    in by allocators; decimal GB is what marketing pages and some papers use.
+    """
+    if isinstance(n, bool) or not isinstance(n, (int, float)) or not math.isfinite(n) or n < 0:
+        raise ValueError(f"n must be a finite number of bytes >= 0, got {n!r}")
+    units = ("B", "KiB", "MiB", "GiB", "TiB")
+    k = 0
+    while k < len(units) - 1 and n >= 1024 ** (k + 1):
+        k += 1
+    value = n / 1024**k
+    text = f"{value:,.0f}" if value == int(value) else f"{value:,.2f}"
+    return f"{text} {units[k]} ({n / 1e9:,.2f} GB)" if k >= 3 else f"{text} {units[k]}"
+
 
 
 def kv_cache_bytes(
@@ -146,6 +167,48 @@ def position_cost(
         return PositionCost(scheme, 3.0 * scores, "layer", 0, 0, "3 B H T^2 (in the kernel)")
     built = bias_bytes(n_heads, T, T, bytes_per_value)
     return PositionCost(scheme, float(scores), "layer", built, int(round(scores * bytes_per_value)), "B H T^2")
+
+
+@dataclass(frozen=True)
+class BiasMemory:
+    """A materialised (H, T, T) score bias over a whole forward pass: what it holds and what it moves."""
+
+    n_heads: int
+    T: int
+    n_layers: int
+    B: int
+    bytes_per_value: float
+    held: int  # one (H, T, T) tensor, built once per forward pass and kept until the last layer
+    traffic: int  # read once per sequence by every layer: n_layers * B * H * T^2 * bytes_per_value
+
+    def __repr__(self) -> str:
+        bits = f"{8 * self.bytes_per_value:g}-bit"
+        batch = f" for {self.B} sequences" if self.B > 1 else ""
+        return (f"bias (H, T, T) = ({self.n_heads}, {self.T:,}, {self.T:,}), {bits}: "
+                f"{format_bytes(self.held)} held once per forward pass,\n"
+                f"    read by each of {self.n_layers} layers{batch}: {format_bytes(self.traffic)} of reads")
+
+
+def bias_memory(n_heads: int, T: int, n_layers: int, *, B: int = 1, bytes_per_value: float = 2.0) -> BiasMemory:
+    """Memory and traffic of a T5 or ALiBi bias materialised as an (H, T, T) tensor.
+
+    held    = H T^2 bytes_per_value: the bias is built once per forward pass and shared by every
+              layer (Hugging Face's T5 computes it in the first block of each stack and passes it
+              on; BLOOM builds its ALiBi tensor once in the model's forward) and broadcast over the
+              batch;
+    traffic = n_layers B H T^2 bytes_per_value: every layer reads it once per sequence, the
+              per-layer `traffic_bytes` of `position_cost` times n_layers.
+    A fused kernel that computes the bias from the indices (ALiBi in FlashAttention's
+    `alibi_slopes`, a FlexAttention `score_mod`) holds and reads none of it.
+    """
+    _check_int("n_heads", n_heads, 1)
+    _check_int("T", T, 1)
+    _check_int("n_layers", n_layers, 1)
+    _check_int("B", B, 1)
+    bytes_per_value = _check_positive_float("bytes_per_value", bytes_per_value)
+    held = bias_bytes(n_heads, T, T, bytes_per_value)
+    traffic = int(round(n_layers * B * n_heads * T * T * bytes_per_value))
+    return BiasMemory(n_heads, T, n_layers, B, bytes_per_value, held, traffic)
 
 
 # ---------------------------------------------------------------------------
