@@ -269,3 +269,77 @@ def test_drift_curves_fields():
     assert c.positions.tolist() == list(range(2, 16))
     assert c.correct.shape == (14,) and c.buggy.shape == (4, 14) and c.still_identical.shape == (14,)
     assert float(c.correct.max()) < 1e-4 and float(c.buggy[:, 0].max()) < 1e-5 and (c.buggy[:, 1:] > 1e-4).all()
+
+
+# ---------------------------------------------------------------------------
+# Left padding: the batched form of the bug
+# ---------------------------------------------------------------------------
+
+
+def _prompts(lengths=(20, 12, 5), seed: int = 1) -> list[torch.Tensor]:
+    g = torch.Generator().manual_seed(seed)
+    return [torch.randint(1, 31, (n,), generator=g) for n in lengths]
+
+
+def test_left_pad_puts_every_prompt_flush_right():
+    idx, mask = L.left_pad(_prompts(), pad_id=0)
+    assert idx.shape == mask.shape == (3, 20)
+    for b, p in enumerate(_prompts()):
+        assert torch.equal(idx[b, 20 - len(p):], p) and (idx[b, : 20 - len(p)] == 0).all()
+        assert mask[b].tolist() == [0] * (20 - len(p)) + [1] * len(p)
+
+
+def test_position_ids_from_mask_counts_real_tokens_before_each_slot():
+    """Oracle: a loop that counts the real tokens before each slot; padded slots get 1."""
+    mask = torch.tensor([[0, 0, 1, 1, 1], [1, 1, 1, 1, 1], [0, 1, 0, 1, 1]])
+    want = [[1 if m == 0 else sum(row[:t]) for t, m in enumerate(row)] for row in mask.tolist()]
+    assert L.position_ids_from_mask(mask).tolist() == want
+    assert L.position_ids_from_mask(mask.bool()).tolist() == want
+
+
+def test_position_ids_from_mask_equals_hugging_face_generate():
+    transformers = pytest.importorskip("transformers")
+    cfg = transformers.LlamaConfig(vocab_size=32, hidden_size=16, intermediate_size=32, num_hidden_layers=1,
+                                   num_attention_heads=2, num_key_value_heads=2)
+    hf = transformers.LlamaForCausalLM(cfg).eval()
+    idx, mask = L.left_pad(_prompts((7, 3, 5)))
+    want = hf.prepare_inputs_for_generation(idx, attention_mask=mask)["position_ids"]
+    assert torch.equal(L.position_ids_from_mask(mask), want)
+
+
+@pytest.mark.parametrize("positional", ["learned", "sinusoidal"])
+def test_left_padding_needs_positions_from_the_mask(positional):
+    model, prompts = _gpt(positional), _prompts()
+    assert (L.left_padding_drift(model, prompts, positions="mask") < 1e-5).all()
+    naive = L.left_padding_drift(model, prompts, positions="arange")
+    assert float(naive[0]) < 1e-5, "the longest prompt has no pads: the column index is its position"
+    assert (naive[1:] > 1e-3).all(), "every padded prompt is shifted by its pad count"
+
+
+def test_left_padding_rule_does_not_matter_without_a_position_table():
+    drift = L.left_padding_drift(_gpt("none"), _prompts(), positions="arange")
+    assert (drift < 1e-5).all(), "with no position table the rule cannot matter: only the masks do"
+
+
+def test_padded_forward_without_padding_equals_the_plain_forward():
+    model, x = _gpt("learned", scale_embeddings=True), _tokens()
+    mask = torch.ones_like(x)
+    got = L.padded_forward(model, x, mask, L.position_ids_from_mask(mask))
+    with torch.no_grad():
+        assert torch.allclose(got, model(x), atol=1e-5)
+
+
+@pytest.mark.parametrize("call, exc, pattern", [
+    (lambda: L.left_padding_drift(_gpt("rope"), _prompts()), ValueError, "not supported"),
+    (lambda: L.left_padding_drift(_gpt("learned"), _prompts(), positions="cumsum"), ValueError, "positions"),
+    (lambda: L.left_padding_drift(_gpt("learned"), _prompts((40, 3))), ValueError, "max_len"),
+    (lambda: L.left_pad([]), TypeError, "prompts"),
+    (lambda: L.left_pad([torch.tensor([1.0, 2.0])]), TypeError, r"prompts\[0\]"),
+    (lambda: L.position_ids_from_mask(torch.tensor([[0, 2, 1]])), ValueError, "only 0"),
+    (lambda: L.position_ids_from_mask(torch.ones(2, 3)), TypeError, "attention_mask"),
+    (lambda: L.padded_forward(_gpt("learned"), _tokens(), torch.ones(3, 5, dtype=torch.long),
+                              torch.zeros(3, 5, dtype=torch.long)), ValueError, "one shape"),
+])
+def test_left_padding_helpers_reject_bad_input(call, exc, pattern):
+    with pytest.raises(exc, match=pattern):
+        call()

@@ -14,6 +14,11 @@ silent decoding bug.
     greedy_divergence         greedy continuations with and without the bug, and where they part
     drift_curves              the drift of a batch with and without the bug, and how long greedy
                               continuations stay identical despite it
+    left_pad                  prompts of different lengths stacked into one left-padded batch
+    position_ids_from_mask    per-row positions of a padded batch: mask.cumsum(-1) - 1 (Hugging Face's rule)
+    padded_forward            logits of a padded batch with per-row position ids and padded keys masked
+    left_padding_drift        per prompt, max |padded-batch logits - the prompt run alone|, positions
+                              from the mask or from the column index (the batched form of the bug)
 
 Nothing here plots; `mlbook.viz.learned` draws these results.
 """
@@ -23,12 +28,12 @@ from __future__ import annotations
 import contextlib
 import math
 from dataclasses import dataclass, field
-from typing import Iterator
+from typing import Iterator, Sequence
 
 import torch
 
 from mlbook.transformer.models import GPT, GPTConfig
-from mlbook.transformer.positional import _check_int, _check_positive_float
+from mlbook.transformer.positional import _check_int, _check_positive_float, sinusoidal_positional_encoding
 
 __all__ = [
     "learned_table_params",
@@ -47,6 +52,11 @@ __all__ = [
     "cached_matches_full",
     "GreedyDivergence",
     "greedy_divergence",
+    "PADDED_SCHEMES",
+    "left_pad",
+    "position_ids_from_mask",
+    "padded_forward",
+    "left_padding_drift",
 ]
 
 
@@ -457,3 +467,133 @@ def drift_curves(model: GPT, tokens: torch.Tensor, n_prompt: int = 1) -> DriftCu
     greedy = greedy_divergence(model, tokens[:, :n_prompt], buggy.shape[1])
     positions = torch.arange(n_prompt - 1, tokens.shape[1])  # (S,)
     return DriftCurves(n_prompt, positions, correct, buggy, greedy.still_identical())
+
+
+# ---------------------------------------------------------------------------
+# The same bug in batched generation: left padding
+# ---------------------------------------------------------------------------
+
+PADDED_SCHEMES: tuple[str, ...] = ("learned", "sinusoidal", "none")
+
+
+def left_pad(prompts: Sequence[torch.Tensor], pad_id: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    """Stack prompts of different lengths into one batch, padded on the left.
+
+    Decoder-only models pad on the left so that every row's next token lands in the same, last,
+    column. Returns idx (B, T) with pad_id in the padded slots and attention_mask (B, T) long,
+    1 on real tokens and 0 on padding; T is the longest prompt's length.
+    """
+    if isinstance(prompts, torch.Tensor) or not isinstance(prompts, Sequence) or len(prompts) == 0:
+        raise TypeError("prompts must be a non-empty list of 1-D integer tensors of token ids")
+    for i, p in enumerate(prompts):
+        if not isinstance(p, torch.Tensor) or p.dim() != 1 or p.is_floating_point() or p.numel() == 0:
+            raise TypeError(f"prompts[{i}] must be a non-empty 1-D integer tensor of token ids")
+    _check_int("pad_id", pad_id, 0)
+    T = max(p.numel() for p in prompts)
+    idx = torch.full((len(prompts), T), pad_id, dtype=torch.long)  # (B, T)
+    mask = torch.zeros(len(prompts), T, dtype=torch.long)  # (B, T)
+    for b, p in enumerate(prompts):
+        idx[b, T - p.numel():] = p.long()
+        mask[b, T - p.numel():] = 1
+    return idx, mask
+
+
+def position_ids_from_mask(attention_mask: torch.Tensor) -> torch.Tensor:
+    """Per-row position ids of a padded batch: count real tokens, so each row starts at 0.
+
+        position_ids = attention_mask.cumsum(-1) - 1,  then 1 in every padded slot
+
+    This is the rule of Hugging Face's `GenerationMixin.prepare_inputs_for_generation`
+    (transformers 4.57: `attention_mask.long().cumsum(-1) - 1`, then `masked_fill_(attention_mask
+    == 0, 1)`); the padded slots get a dummy position that attention never reads. Taking the
+    column index instead, arange(T), shifts every real token of a row with k pads by k.
+    attention_mask: (B, T) of 0/1 (integer or bool). Returns (B, T) long.
+    """
+    if not isinstance(attention_mask, torch.Tensor) or attention_mask.dim() != 2 or attention_mask.is_floating_point():
+        raise TypeError("attention_mask must be a (B, T) integer or bool tensor of 0s and 1s")
+    mask = attention_mask.long()
+    if not ((mask == 0) | (mask == 1)).all():
+        raise ValueError("attention_mask must hold only 0 (padding) and 1 (real token)")
+    return (mask.cumsum(-1) - 1).masked_fill(mask == 0, 1)  # (B, T)
+
+
+def _check_padded_model(model: object) -> GPT:
+    if not isinstance(model, GPT):
+        raise TypeError(f"model must be a mlbook GPT, got {type(model).__name__}")
+    if model.config.positional not in PADDED_SCHEMES:
+        raise ValueError(
+            f"positional={model.config.positional!r} is not supported here: padded_forward adds a position "
+            f"table read at per-row position ids, so it needs one of {', '.join(PADDED_SCHEMES)}"
+        )
+    return model
+
+
+@torch.no_grad()
+def padded_forward(
+    model: GPT, idx: torch.Tensor, attention_mask: torch.Tensor, position_ids: torch.Tensor
+) -> torch.Tensor:
+    """Logits (B, T, V) of a padded batch, each row placed at its own position ids.
+
+    x = scale * E[idx] + table[position_ids] (the model's embedding scale and its learned or
+    sinusoidal table; nothing for positional="none"), then the model's blocks with causal
+    attention that also skips padded keys. A padded slot attends to itself only, so no row of
+    the attention matrix is empty; real tokens never see padding.
+    idx, attention_mask, position_ids: (B, T) each.
+    """
+    model = _check_padded_model(model)
+    for name, t in (("idx", idx), ("attention_mask", attention_mask), ("position_ids", position_ids)):
+        if not isinstance(t, torch.Tensor) or t.dim() != 2 or t.is_floating_point():
+            raise TypeError(f"{name} must be a (B, T) integer tensor")
+    if not (idx.shape == attention_mask.shape == position_ids.shape):
+        raise ValueError(
+            f"idx, attention_mask and position_ids must have one shape, got {tuple(idx.shape)}, "
+            f"{tuple(attention_mask.shape)} and {tuple(position_ids.shape)}"
+        )
+    if (position_ids < 0).any():
+        raise ValueError("position_ids must be >= 0")
+    scheme = model.config.positional
+    if scheme == "learned" and int(position_ids.max()) >= model.config.max_len:
+        raise ValueError(
+            f"position_ids reach {int(position_ids.max())} but the learned table has max_len={model.config.max_len} rows"
+        )
+    B, T = idx.shape
+    x = model.tok_emb(idx) * model.emb_scale  # (B, T, d_model)
+    if scheme == "learned":
+        x = x + model.pos_emb.table(position_ids)  # (B, T, d_model) row position_ids[b, t]
+    elif scheme == "sinusoidal":
+        pe = sinusoidal_positional_encoding(int(position_ids.max()) + 1, model.config.d_model).to(x)  # (P, d_model)
+        x = x + pe[position_ids]  # (B, T, d_model)
+    keep = attention_mask.bool()[:, None, None, :] | torch.eye(T, dtype=torch.bool)[None, None]  # (B, 1, T, T)
+    bias = torch.zeros(B, 1, T, T, dtype=x.dtype).masked_fill(~keep, float("-inf"))  # (B, 1, T, T) key padding
+    for block in model.blocks:
+        x, _ = block(x, position_bias=bias)  # (B, T, d_model); the block adds its causal mask
+    return model.lm_head(model.norm_f(x))  # (B, T, V)
+
+
+def left_padding_drift(
+    model: GPT, prompts: Sequence[torch.Tensor], *, positions: str = "mask", pad_id: int = 0
+) -> torch.Tensor:
+    """Per prompt, max |logits in a left-padded batch - logits of that prompt run alone|, over its
+    real tokens and the vocabulary: (B,) float64.
+
+    positions="mask" places each row with `position_ids_from_mask` (correct: float rounding,
+    about 1e-6); positions="arange" uses the column index 0 .. T - 1 for every row, the batched
+    form of the decoding bug: a prompt with k pads is embedded at positions k, k + 1, ...,
+    so only the longest prompts (no pads) come out right.
+    """
+    model = _check_padded_model(model)
+    if positions not in ("mask", "arange"):
+        raise ValueError(f"positions must be 'mask' or 'arange', got {positions!r}")
+    idx, mask = left_pad(prompts, pad_id)  # (B, T) each
+    T = idx.shape[1]
+    if model.config.positional == "learned" and T > model.config.max_len:
+        raise ValueError(f"the longest prompt has {T} tokens but the learned table has max_len={model.config.max_len} rows")
+    pos = position_ids_from_mask(mask) if positions == "mask" else torch.arange(T).expand(len(prompts), T)  # (B, T)
+    with _evaluating(model):
+        batch = padded_forward(model, idx, mask, pos).double()  # (B, T, V)
+        drift = []
+        with torch.no_grad():
+            for b, p in enumerate(prompts):
+                alone = model(p.long()[None]).double()[0]  # (L, V)
+                drift.append((batch[b, T - p.numel():] - alone).abs().max())
+    return torch.stack(drift)  # (B,)
