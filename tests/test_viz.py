@@ -503,6 +503,36 @@ def test_first_pair_exceeding_chapter_value():
     assert A.first_pair_exceeding(128, 10000, 8192) == _first_pair_oracle(128, 10000.0, 8192) == 50
 
 
+@pytest.mark.parametrize("d, T, max_angle", [(64, 100, 0.2), (64, 100, 1.0), (128, 500, 0.1), (16, 50, 0.05)])
+def test_first_pair_within_angle_matches_the_table_itself(d, T, max_angle):
+    """Oracle: the library's table; from the returned pair on, every sine stays within
+    sin(max_angle) of 0 and every cosine within 1 - cos(max_angle) of 1, and the pair before fails."""
+    pe = sinusoidal_positional_encoding(T, d).double()  # (T, d)
+    eps = 1e-6  # float32 table
+
+    def near_rest(i: int) -> bool:
+        return bool((pe[:, 2 * i :: 2].abs() <= math.sin(max_angle) + eps).all()
+                    and (pe[:, 2 * i + 1 :: 2] >= math.cos(max_angle) - eps).all())
+
+    first = A.first_pair_within_angle(d, 10000.0, T, max_angle)
+    if first is None:
+        assert not near_rest(d // 2 - 1)
+    else:
+        assert near_rest(first) and (first == 0 or not near_rest(first - 1))
+
+
+def test_first_pair_within_angle_section_value():
+    """Sinusoidal section: d = 64, 100 rows; pair 16 turns under a sixth of a circle, but only from 22 on
+    does every entry stay near (sine 0, cosine 1)."""
+    assert A.first_pair_within_angle(64, 10000.0, 100, 0.2) == 22
+    assert A.first_pair_within_angle(64, 10000.0, 100, 2 * math.pi / 6) == 16
+    assert A.first_pair_within_angle(64, 10000.0, 10**9, 0.2) is None
+    with pytest.raises(ValueError, match="max_angle"):
+        A.first_pair_within_angle(64, 10000.0, 100, 0)
+    with pytest.raises(ValueError, match="T must"):
+        A.first_pair_within_angle(64, 10000.0, 0)
+
+
 def test_offset_property_holds_and_transpose_breaks_it():
     assert A.offset_property_error() < 1e-5
     assert A.offset_property_error(d_model=32, base=500.0) < 1e-5

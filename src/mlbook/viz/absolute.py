@@ -38,6 +38,7 @@ __all__ = [
     "WavelengthTable",
     "wavelength_table",
     "first_pair_exceeding",
+    "first_pair_within_angle",
     "EquivarianceCase",
     "EquivarianceReport",
     "permutation_errors",
@@ -127,6 +128,22 @@ def first_pair_exceeding(d_head: int, base: float = 10000.0, length: int = 8192)
     """
     over = np.nonzero(pair_wavelengths(d_head, base) > length)[0]
     return int(over[0]) if over.size else None
+
+
+def first_pair_within_angle(d: int, base: float = 10000.0, T: int = 100, max_angle: float = 0.2) -> int | None:
+    """Smallest pair index i from which every pair turns by at most `max_angle` radians over
+    positions 0 .. T - 1, that is omega_i (T - 1) <= max_angle (None if no pair does).
+
+    Those pairs stay within sin(max_angle) of sine 0 and 1 - cos(max_angle) of cosine 1 in every
+    row of a T-row table: the columns of the heatmap that look constant. Turning less than a
+    sixth of a circle is weaker: pair 16 of d = 64 does so over 100 rows, yet its sine reaches 0.84.
+    """
+    if isinstance(T, bool) or not isinstance(T, int) or T < 1:
+        raise ValueError(f"T must be a positive int number of positions, got {T!r}")
+    if not (isinstance(max_angle, (int, float)) and not isinstance(max_angle, bool) and max_angle > 0):
+        raise ValueError(f"max_angle must be a positive number of radians, got {max_angle!r}")
+    within = np.nonzero(pair_frequencies(d, base) * (T - 1) <= max_angle)[0]
+    return int(within[0]) if within.size else None
 
 
 def _sig(x: float, digits: int = 4) -> str:
