@@ -120,6 +120,31 @@ def test_t5_param_count_matches_hugging_face(cfg):
     assert bias == R.relative_bias_params(hc.relative_attention_num_buckets, hc.num_heads, n_stacks=2)
 
 
+def test_hugging_face_t5_adds_the_bias_to_unscaled_scores():
+    """Section 2.3's boxed formula: T5 computes q.k + b with no 1/sqrt(d_kv) (the scale is folded into
+    the query projection's initialisation), which is what Hugging Face's T5Attention returns."""
+    t5 = pytest.importorskip("transformers.models.t5.modeling_t5")
+    transformers = pytest.importorskip("transformers")
+    torch.manual_seed(0)
+    H, d_kv, T = 2, 16, 6
+    attn = t5.T5Attention(transformers.T5Config(d_model=32, d_kv=d_kv, num_heads=H), has_relative_attention_bias=True)
+    attn.eval()
+    x = torch.randn(1, T, 32)
+    with torch.no_grad():
+        weights = attn(x, query_length=T, output_attentions=True)[-1]  # (1, H, T, T)
+        q = attn.q(x).view(1, T, H, d_kv).transpose(1, 2)  # (1, H, T, d_kv)
+        k = attn.k(x).view(1, T, H, d_kv).transpose(1, 2)  # (1, H, T, d_kv)
+        bias = attn.compute_bias(T, T)  # (1, H, T, T)
+        scores = q @ k.transpose(-2, -1)  # (1, H, T, T)
+    torch.testing.assert_close(weights, (scores + bias).softmax(-1))
+    assert not torch.allclose(weights, (scores / d_kv**0.5 + bias).softmax(-1), atol=1e-3)
+    # the initialisation that stands in for the scale: std (d_model * d_kv)^-0.5 for the query projection
+    model = transformers.T5EncoderModel(transformers.T5Config(d_model=256, d_kv=64, num_heads=4, num_layers=1,
+                                                              vocab_size=8, initializer_factor=1.0))
+    wq = model.encoder.block[0].layer[0].SelfAttention.q.weight
+    assert float(wq.detach().std()) == pytest.approx((256 * 64) ** -0.5, rel=0.05)
+
+
 def test_t5_small_numbers():
     assert R.t5_param_count() == 60_506_624
     assert R.relative_bias_params(32, 8, 2) == 512
