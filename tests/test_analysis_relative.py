@@ -8,6 +8,8 @@ the library's own modules.
 
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 
@@ -235,7 +237,67 @@ def test_swin_index_leaves_the_global_rng_alone():
     assert torch.equal(torch.rand(3), a)
 
 
+# ---------------------------------------------------------------------------
+# The patch grid, and Swin V2's log-spaced offsets
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("image_size, patch_size", [(224, 4), (384, 4), (192, 4), (224, 16)])
+def test_patch_grid_matches_hugging_face_swin(image_size, patch_size):
+    swin = pytest.importorskip("transformers.models.swin.modeling_swin")
+    transformers = pytest.importorskip("transformers")
+    config = transformers.SwinConfig(image_size=image_size, patch_size=patch_size)
+    grid = swin.SwinPatchEmbeddings(config).grid_size
+    assert grid == (R.patch_grid(image_size, patch_size),) * 2
+
+
+def test_stage1_grid_numbers():
+    grid = R.patch_grid(224, 4)
+    assert grid == 56
+    assert R.swin_table_entries(grid) == 111**2 == 12_321
+    assert R.window_pairs(grid) == (56 * 56) ** 2
+    # one table over the grid has a row per distinct (dy, dx): count them per axis, the set is their product
+    axis = torch.arange(grid)
+    assert torch.unique(axis[:, None] - axis[None, :]).numel() ** 2 == R.swin_table_entries(grid)
+
+
+def test_log_spaced_offset_against_math_and_hugging_face_swinv2():
+    values = [-15.0, -7.0, -1.0, -0.5, 0.0, 0.25, 1.0, 3.0, 23.0]
+    got = R.log_spaced_offset(values)
+    assert got.dtype == torch.float64
+    want = [math.copysign(math.log1p(abs(v)), v) for v in values]
+    assert got.tolist() == pytest.approx(want, abs=1e-15)
+    assert torch.equal(R.log_spaced_offset(torch.tensor(values)), -R.log_spaced_offset(torch.tensor(values).neg()))
+    # Hugging Face's Swin V2 rescales offsets to [-8, 8] by the window and divides by log2(8): the same map
+    swinv2 = pytest.importorskip("transformers.models.swinv2.modeling_swinv2")
+    transformers = pytest.importorskip("transformers")
+    w = 8
+    attn = swinv2.Swinv2SelfAttention(transformers.Swinv2Config(), dim=32, num_heads=2, window_size=w)
+    table = attn.relative_coords_table[0].double()  # (2w - 1, 2w - 1, 2)
+    offsets = torch.arange(-(w - 1), w, dtype=torch.float64) / (w - 1) * 8  # the rescaled offsets
+    ours = R.log_spaced_offset(offsets) / math.log(8)
+    torch.testing.assert_close(table[:, 0, 0], ours, rtol=0, atol=1e-6)
+    torch.testing.assert_close(table[0, :, 1], ours, rtol=0, atol=1e-6)
+
+
+@pytest.mark.parametrize("old, new", [(7, 12), (8, 16), (12, 24), (8, 8)])
+def test_offset_range_growth_brute_force(old, new):
+    for log_spaced in (False, True):
+        f = R.log_spaced_offset if log_spaced else (lambda d: torch.as_tensor(d, dtype=torch.float64))
+        top_old = float(f(torch.arange(-(old - 1), old)).max())
+        top_new = float(f(torch.arange(-(new - 1), new)).max())
+        assert R.offset_range_growth(old, new, log_spaced) == pytest.approx(top_new / top_old - 1, rel=1e-12)
+    assert R.offset_range_growth(8, 16, log_spaced=False) == pytest.approx(8 / 7)
+    assert R.offset_range_growth(8, 16) == pytest.approx(math.log(16) / math.log(8) - 1)
+    if new > old:
+        assert R.offset_range_growth(old, new) < R.offset_range_growth(old, new, log_spaced=False)
+
+
 @pytest.mark.parametrize("call, exc, pattern", [
+    (lambda: R.patch_grid(225, 4), ValueError, "multiple"),
+    (lambda: R.patch_grid(224, 0), ValueError, "patch_size"),
+    (lambda: R.offset_range_growth(1, 8), ValueError, "old_window"),
+    (lambda: R.offset_range_growth(8, 7.5), TypeError, "new_window"),
     (lambda: R.swin_pair(7, (7, 0), (0, 0)), ValueError, "query"),
     (lambda: R.swin_pair(7, (0, 0), (0, -1)), ValueError, "key"),
     (lambda: R.swin_index(0), ValueError, "window"),

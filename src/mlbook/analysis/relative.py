@@ -8,9 +8,12 @@
     bias_bytes              H * T_q * T_k * bytes: the materialised (H, T_q, T_k) bias
     diagonal_spread         max - min along each diagonal of a bias map (0: a function of j - i)
     swin_table_entries      (2w - 1)^2: rows of Swin's table for a w x w window
+    patch_grid              image_size / patch_size: the side of the token grid (Swin stage 1: 224 / 4 = 56)
     window_pairs            (w^2)^2: (query, key) pairs of a w x w window, what an unshared table would need
     swin_index              the (w^2, w^2) index into that table, from RelativePositionBias2D
     swin_pair               flat query/key indices of two window cells (y, x), row-major
+    log_spaced_offset       sign(d) ln(1 + |d|): Swin V2's log-spaced coordinate for its continuous bias
+    offset_range_growth     how far past its trained input range a bias function must reach at a larger window
 
 All bucket ids come from `mlbook.transformer.positional.relative_position_bucket`; nothing here
 re-implements the bucketing.
@@ -34,9 +37,12 @@ __all__ = [
     "bias_bytes",
     "diagonal_spread",
     "swin_table_entries",
+    "patch_grid",
     "window_pairs",
     "swin_index",
     "swin_pair",
+    "log_spaced_offset",
+    "offset_range_growth",
 ]
 
 
@@ -227,9 +233,22 @@ def diagonal_spread(bias: torch.Tensor) -> float:
 
 def swin_table_entries(window: int) -> int:
     """Rows of Swin's relative bias table for a window x window window: (2w - 1)^2 offsets (dy, dx),
-    each coordinate in [-(w - 1), w - 1]. w = 7: 169; a whole 224 x 224 image as one window: 199,809."""
+    each coordinate in [-(w - 1), w - 1]. w = 7: 169. One table over Swin's whole stage-1 grid of a
+    224 x 224 image (56 x 56 patches, see `patch_grid`): 12,321; over its 224 x 224 pixels: 199,809."""
     _check_int("window", window, 1)
     return (2 * window - 1) ** 2
+
+
+def patch_grid(image_size: int = 224, patch_size: int = 4) -> int:
+    """Side of the token grid of an image_size x image_size image cut into patch_size x patch_size
+    patches: image_size / patch_size. Swin's tokens at stage 1 are 4 x 4 patches (Liu et al., 2021),
+    so a 224 x 224 image is a 56 x 56 grid of 3,136 tokens, cut into 8 x 8 windows of 7 x 7."""
+    _check_int("image_size", image_size, 1)
+    _check_int("patch_size", patch_size, 1)
+    if image_size % patch_size:
+        raise ValueError(f"image_size={image_size} is not a multiple of patch_size={patch_size}; "
+                         "pad or resize the image to a multiple of the patch size")
+    return image_size // patch_size
 
 
 def window_pairs(window: int) -> int:
@@ -256,3 +275,35 @@ def swin_pair(window: int, query: tuple[int, int], key: tuple[int, int]) -> tupl
         if len(cell) != 2 or not all(isinstance(c, int) and 0 <= c < window for c in cell):
             raise ValueError(f"{name} must be a cell (y, x) with 0 <= y, x < window={window}, got {cell!r}")
     return query[0] * window + query[1], key[0] * window + key[1]
+
+
+# ---------------------------------------------------------------------------
+# Swin V2: a continuous bias over log-spaced offsets
+# ---------------------------------------------------------------------------
+
+
+def log_spaced_offset(delta: torch.Tensor | float | int) -> torch.Tensor:
+    """Swin V2's log-spaced coordinate, sign(d) * ln(1 + |d|), elementwise, float64 (Liu et al., 2022).
+
+    Swin V2 feeds each offset (dy, dx), so transformed, to a small MLP that outputs one bias per
+    head, instead of looking the offset up in a table. (The released code first rescales the offsets
+    by the pre-training window to [-8, 8] and uses log2 / log2(8); the shape of the map is the same.)
+    """
+    d = torch.as_tensor(delta, dtype=torch.float64)
+    return torch.sign(d) * torch.log1p(d.abs())
+
+
+def offset_range_growth(old_window: int, new_window: int, log_spaced: bool = True) -> float:
+    """How far past the largest input it was trained on a bias function must extrapolate when the
+    window grows from old_window to new_window: (f(new - 1) - f(old - 1)) / f(old - 1), with f the
+    identity (raw offsets) or `log_spaced_offset`; offsets in a w x w window reach w - 1.
+
+    Window 8 -> 16: 8 / 7 = 1.14 on raw offsets, ln 16 / ln 8 - 1 = 0.33 log-spaced.
+    """
+    _check_int("old_window", old_window, 2)
+    _check_int("new_window", new_window, 2)
+    if log_spaced:
+        old, new = float(log_spaced_offset(old_window - 1)), float(log_spaced_offset(new_window - 1))
+    else:
+        old, new = float(old_window - 1), float(new_window - 1)
+    return (new - old) / old
