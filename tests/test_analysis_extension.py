@@ -319,3 +319,13 @@ def test_bound_ratio_estimate_and_range():
     np.testing.assert_allclose(br.ratio, br.estimate * br.b_over_d)
     assert 0 < br.b_over_d.min() < 1.5 < br.b_over_d.max()
     assert "64 ln(base)" in repr(br) and "B/d" in repr(br)
+
+
+def test_bound_ratio_count_below_counts_distances():
+    br = E.bound_ratio(128, 10000.0, 2048, 4.0)
+    ratio = 64 * math.log(10000.0) * E.extrapolation_sum(np.arange(2048, 8192), 128) / 128  # independent recompute
+    assert br.count_below(600.0) == int((ratio < 600.0).sum())
+    assert 0 < br.count_below(600.0) < br.ratio.size  # the computed minimum dips below Chen et al.'s ~600
+    assert br.count_below(br.ratio.min()) == 0 and br.count_below(br.ratio.max() + 1) == br.ratio.size
+    with pytest.raises(ValueError, match="value"):
+        br.count_below(0.0)

@@ -647,6 +647,11 @@ class BoundRatio:
     @property
     def ratio(self) -> np.ndarray:
         return self.estimate * self.b_over_d
+
+    def count_below(self, value: float) -> int:
+        """How many of the distances have a bound ratio below `value` (e.g. Chen et al.'s 600)."""
+        return int((self.ratio < _check_positive_float("value", value)).sum())
+
     def __repr__(self) -> str:
         b, r = self.b_over_d, self.ratio
         return "\n".join([
