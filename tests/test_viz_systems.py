@@ -98,6 +98,20 @@ def test_attention_benchmark_figure_and_table() -> None:
         VS.fig_attention_benchmark({"name": "rope_apply", "results": {}})
 
 
+def test_score_mod_overhead_divides_by_flex_without_a_score_mod() -> None:
+    rec = _attention_record()
+    with pytest.raises(ValueError, match="no FlexAttention variants"):
+        VS.score_mod_overhead(rec)  # t5_flex without plain flex: nothing to divide by
+    for row in rec["results"]["rows"]:
+        if row["variant"] == "t5_flex":
+            flex = {**row, "variant": "flex", "times": {k: v / 2 for k, v in row["times"].items()}}
+            rec["results"]["rows"].append(flex)
+    rec["results"]["variants"].append("flex")
+    assert VS.score_mod_overhead(rec) == {"t5_flex": {512: 2.0, 1024: 2.0}}
+    summary = VS.score_mod_summary(rec)
+    assert "forward only" in summary and summary.splitlines()[-1].split() == ["1,024", "2.00x"]
+
+
 def _rope_record() -> dict:
     cases = []
     for dtype in ("float32", "bfloat16"):

@@ -29,6 +29,8 @@ __all__ = [
     "fig_attention_benchmark",
     "attention_table",
     "attention_summary",
+    "score_mod_overhead",
+    "score_mod_summary",
     "ROPE_LABELS",
     "fig_rope_benchmark",
     "rope_table",
@@ -317,6 +319,29 @@ def attention_summary(record: dict[str, Any]) -> str:
     bias = res["bias_bytes_analytic"][str(T)] / 2**20
     lines.append(f"  one (H, T, T) float32 bias tensor at this T: {bias:,.0f} MiB (analytic)")
     return "\n".join(lines)
+
+
+def score_mod_overhead(record: dict[str, Any]) -> dict[str, dict[int, float]]:
+    """What computing each bias inside FlexAttention costs, from a saved 'attention_position' record:
+    median time of the `t5_flex` and `alibi_flex` variants over FlexAttention with no score_mod
+    (`flex`), per T. The same compiled kernel runs in all three, so the ratio isolates the score_mod
+    (the bucket arithmetic and table lookup for T5, a subtract and a multiply for ALiBi)."""
+    res = _check_record(record, "attention_position")
+    if "flex" not in res["variants"]:
+        raise ValueError("this record has no FlexAttention variants (torch without flex_attention when it was made)")
+    med = {(r["T"], r["variant"]): r["times"]["median_ms"] for r in res["rows"]}
+    Ts = sorted({r["T"] for r in res["rows"]})
+    return {v: {T: med[(T, v)] / med[(T, "flex")] for T in Ts} for v in ("t5_flex", "alibi_flex") if v in res["variants"]}
+
+
+def score_mod_summary(record: dict[str, Any]) -> str:
+    """`score_mod_overhead` as a small table, one row per T, with the record's device and threads."""
+    over = score_mod_overhead(record)
+    Ts = sorted(next(iter(over.values())))
+    head = ["T"] + [_SHORT_LABELS[v] for v in over]
+    rows = [[f"{T:,}"] + [f"{over[v][T]:.2f}x" for v in over] for T in Ts]
+    return "\n".join([f"time / time of FlexAttention without a score_mod (medians; forward only, "
+                      f"{record['device']}, {record['threads']} threads)", _table(head, rows)])
 
 
 # ---------------------------------------------------------------------------
