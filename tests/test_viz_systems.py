@@ -112,6 +112,29 @@ def test_score_mod_overhead_divides_by_flex_without_a_score_mod() -> None:
     assert "forward only" in summary and summary.splitlines()[-1].split() == ["1,024", "2.00x"]
 
 
+def test_rope_floors_from_the_committed_record() -> None:
+    """Both floors straight from the record's two ratio dicts: fused/clone and fused/copy_into."""
+    record = load_record("rope_apply", "full")
+    if record is None:
+        pytest.skip("no committed full record for rope_apply")
+    floors = VS.rope_floors(record)
+    cases = record["results"]["cases"]
+    assert len(floors) == len(cases)
+    for f, c in zip(floors, cases):
+        assert f["fused_over_clone"] == c["ratio_to_copy"]["fused"]
+        assert f["fused_over_copy_into"] == c["ratio_to_copy_into"]["fused"]
+        assert f["clone_over_copy_into"] == c["ratio_to_copy_into"]["copy"]
+    table = VS.rope_floor_table(record)
+    into = [f["fused_over_copy_into"] for f in floors if f["dtype"] == "float32"]
+    assert f"{min(into):.2f}-{max(into):.2f}x copy_into (in-place floor)" in table
+
+
+def test_rope_floors_without_ratio_to_copy_into() -> None:
+    floors = VS.rope_floors(_rope_record())  # older records: derived from ratio_to_copy
+    assert floors[0]["fused_over_copy_into"] == pytest.approx(1.1 / 0.5)
+    assert floors[0]["clone_over_copy_into"] == pytest.approx(2.0)
+
+
 def _rope_record() -> dict:
     cases = []
     for dtype in ("float32", "bfloat16"):

@@ -35,6 +35,8 @@ __all__ = [
     "fig_rope_benchmark",
     "rope_table",
     "rope_summary",
+    "rope_floors",
+    "rope_floor_table",
     "fig_slider_benchmark",
     "slider_table",
 ]
@@ -376,6 +378,44 @@ def rope_summary(record: dict[str, Any]) -> str:
         if "fused" in r:
             lines.append(f"    goal {res['goal_ratio']:g}x {'met' if r['fused'] <= res['goal_ratio'] else 'not met'}; "
                          f"fused is {r['fused'] / r['copy_into']:.2f}x a copy into a preallocated buffer")
+    return "\n".join(lines)
+
+
+def rope_floors(record: dict[str, Any]) -> list[dict[str, Any]]:
+    """Per case of a saved 'rope_apply' record, the fused kernel against both floors:
+
+        clone_over_copy_into   q.clone(), k.clone() over a copy into preallocated buffers: what a fresh
+                               allocation adds (page faults on a CPU; about 1 on a GPU whose caching
+                               allocator hands back a block it already holds)
+        fused_over_clone       the fair floor for an out-of-place kernel, which also returns new tensors
+        fused_over_copy_into   the floor for an in-place kernel, which writes into existing buffers
+    From the record's ratio_to_copy_into where present, else ratio_to_copy / ratio_to_copy['copy_into']."""
+    res = _check_record(record, "rope_apply")
+    out = []
+    for c in res["cases"]:
+        to_copy = c["ratio_to_copy"]
+        to_into = c.get("ratio_to_copy_into") or {v: r / to_copy["copy_into"] for v, r in to_copy.items()}
+        if "fused" not in to_copy:
+            continue
+        out.append({"dtype": c["dtype"], "pairing": c["pairing"], "mb_per_tensor": c["mb_per_tensor"],
+                    "clone_over_copy_into": to_into["copy"], "fused_over_clone": to_copy["fused"],
+                    "fused_over_copy_into": to_into["fused"]})
+    return out
+
+
+def rope_floor_table(record: dict[str, Any]) -> str:
+    """`rope_floors` as a table, then per dtype the range of the fused kernel's ratio to each floor."""
+    floors = rope_floors(record)
+    rows = [[f"{f['dtype']}/{f['pairing']}", f"{f['mb_per_tensor']:g} MB", f"{f['clone_over_copy_into']:.2f}x",
+             f"{f['fused_over_clone']:.2f}x", f"{f['fused_over_copy_into']:.2f}x"] for f in floors]
+    lines = ["the fused kernel against both floors (medians)",
+             _table(["dtype/pairing", "q size", "clone / copy_into", "fused / clone", "fused / copy_into"], rows)]
+    for dtype in dict.fromkeys(f["dtype"] for f in floors):
+        mine = [f for f in floors if f["dtype"] == dtype]
+        clone = [f["fused_over_clone"] for f in mine]
+        into = [f["fused_over_copy_into"] for f in mine]
+        lines.append(f"{dtype}: fused is {min(clone):.2f}-{max(clone):.2f}x clone (out-of-place floor), "
+                     f"{min(into):.2f}-{max(into):.2f}x copy_into (in-place floor)")
     return "\n".join(lines)
 
 
