@@ -5,7 +5,9 @@ figures of mlbook.viz.extrapolation build from their records."""
 from __future__ import annotations
 
 import copy
+import itertools
 import math
+from fractions import Fraction
 
 import pytest
 import torch
@@ -13,7 +15,7 @@ import torch
 from mlbook.experiments import exp_context_extension as CE
 from mlbook.experiments import exp_extrapolation as EX
 from mlbook.experiments import exp_permutation as PE
-from mlbook.experiments import registry
+from mlbook.experiments import common, registry
 from mlbook.experiments.common import build_gpt, copy_with_rope, train_lm
 from mlbook.experiments.data import TOKENIZER, corpus_tokens, split_tokens
 from mlbook.experiments.train import TrainConfig
@@ -96,7 +98,96 @@ def test_probe_reports_every_model_and_seed_and_the_position_free_encoder_is_exa
         assert gaps[name]["gap_max"] > 1e-4
     table = PE.format_table(perm_record)
     assert all(e["label"] in table for e in r["models"].values())
-    assert PE.headline(perm_record).count("\n- ") == 2
+
+
+def test_permutation_headline_opens_with_the_verdict_line_and_gives_every_comparison_an_interval(perm_record) -> None:
+    head = PE.headline(perm_record)
+    flat = " ".join(head.split())
+    assert flat.startswith("- " + PE.verdict_line(perm_record))  # the same sentence, wrapped as the first bullet
+    assert head.count("\n- ") == 4
+    for key, d in PE.comparisons(perm_record).items():  # each comparison printed as "mean [lo, hi]"
+        assert d["ci95"] is not None and common.pm(d) in flat, key
+    assert "indistinguishable" in common.VERDICT_RULE
+
+
+def _with_accuracies(record: dict, accuracy: dict[str, list[float]]) -> dict:
+    out = copy.deepcopy(record)
+    for name, values in accuracy.items():
+        for s, v in zip(out["results"]["models"][name]["per_seed"], values):
+            s["accuracy"] = v
+    return out
+
+
+def test_permutation_verdict_line_follows_the_rule_for_each_comparison(perm_record) -> None:
+    b = PE.order_blind_baselines(perm_record)["on_eval"]
+    rec = _with_accuracies(perm_record, {
+        "encoder_none": [b["bidirectional"] - 0.01, b["bidirectional"] + 0.01],  # spans the guesser
+        "encoder_learned": [1.0, 0.99], "gpt_learned": [1.0, 0.99],
+        "gpt_none": [b["causal"] + 0.10, b["causal"] + 0.11],  # clearly above
+        "gpt_zeroed": [b["causal"] - 0.05, b["causal"] - 0.06],  # clearly below
+    })
+    line = PE.verdict_line(rec)
+    assert "2 seeds" in line and line.count(".") == 1 and line.endswith(".")
+    assert "encoder is indistinguishable from the bidirectional guesser" in line
+    assert "trained without positions is above the causal guesser" in line
+    assert "zeroed is below the causal guesser and below the GPT trained without positions" in line
+    cmp = PE.comparisons(rec)
+    assert [cmp[k]["verdict"] for k in ("encoder_none - guesser", "gpt_none - guesser", "gpt_zeroed - guesser")] == [
+        "indistinguishable", "higher", "lower"]
+    share = PE.share_of_the_way(rec, "gpt_none")
+    assert share["mean"] == pytest.approx(sum(0.10 + i * 0.01 for i in range(2)) / 2 / (1 - b["causal"]))
+    one = copy.deepcopy(perm_record)
+    for e in one["results"]["models"].values():
+        e["per_seed"] = e["per_seed"][:1]
+    one["results"]["seeds"] = one["results"]["seeds"][:1]
+    assert "no verdict" in PE.verdict_line(one)  # one seed: no interval
+    assert "| a position table restores order |" in PE.claims_markdown(rec)
+
+
+# -- order-blind baselines --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("n_symbols, bag_size", [(1, 3), (2, 1), (2, 5), (3, 4), (4, 6), (5, 3)])
+def test_expected_max_count_is_exact_against_enumerating_every_bag(n_symbols: int, bag_size: int) -> None:
+    total = 0
+    for bag in itertools.product(range(n_symbols), repeat=bag_size):
+        total += max(bag.count(s) for s in range(n_symbols))
+    assert PE.expected_max_count(n_symbols, bag_size) == Fraction(total, n_symbols**bag_size)
+
+
+@pytest.mark.parametrize("bag_size", [3, 10, 23])
+def test_bag_accuracy_matches_a_monte_carlo_simulation(bag_size: int) -> None:
+    n, V = 200_000, 16
+    draws = torch.randint(0, V, (n, bag_size), generator=torch.Generator().manual_seed(bag_size))
+    counts = torch.zeros(n, V, dtype=torch.float64).scatter_add_(1, draws, torch.ones(draws.shape, dtype=torch.float64))
+    acc = counts.max(1).values / bag_size  # (n,) P(correct) of the most-frequent guess, one bag each
+    se = acc.std().item() / math.sqrt(n)
+    assert PE.bag_accuracy(V, bag_size) == pytest.approx(acc.mean().item(), abs=4 * se)
+
+
+def test_causal_curve_falls_with_the_bag_and_ends_at_the_bidirectional_level() -> None:
+    curve = PE.causal_bag_curve(16, 24, 3)
+    assert curve[:3] == [None] * 3 and len(curve) == 24
+    assert curve[3] == pytest.approx(303 / 256 / 3)  # 3 draws of 16: E[max] = (210 + 2*45 + 3) / 256
+    assert all(a > b for a, b in zip(curve[3:], curve[4:]))
+    assert curve[23] == PE.bag_accuracy(16, 23)  # position 23 sees the same 23 other symbols as the encoder
+    assert PE.bag_accuracy(16, 1) == 1.0 and PE.bag_accuracy(1, 7) == 1.0
+    with pytest.raises(ValueError, match="lag must be"):
+        PE.causal_bag_curve(16, 24, 24)
+    with pytest.raises(ValueError, match="bag_size must be at least 1"):
+        PE.bag_accuracy(16, 0)
+    with pytest.raises(TypeError, match="n_symbols must be an int"):
+        PE.expected_max_count(16.0, 3)
+
+
+def test_the_guesser_on_sampled_sequences_estimates_its_exact_accuracy() -> None:
+    x, _ = PE.lag_batch(4096, 12, 8, 2, torch.Generator().manual_seed(3))
+    for causal in (True, False):
+        got = PE.bag_guesser_accuracy(x, 8, 2, causal)
+        assert got[:2] == [None, None]
+        for i in range(2, 12):
+            p = PE.bag_accuracy(8, i if causal else 11)
+            assert got[i] == pytest.approx(p, abs=4 * math.sqrt(p * (1 - p) / 4096))
 
 
 def test_equivariance_gap_is_zero_for_a_rowwise_function_and_not_for_a_cumulative_one() -> None:
@@ -229,7 +320,7 @@ def test_context_extension_reports_every_variant_before_and_after_on_the_same_wi
         table = CE.format_table(ce_record, metric)
         assert all(label in table for label in (v["label"] for v in r["variants"].values()))
     assert "keep" in CE.band_table(ce_record)
-    assert CE.headline(ce_record).count("\n- ") == 2
+    assert CE.headline(ce_record).count("\n- ") == 3  # verdict, after, paired against the best, before
     p = CE.paired_at(ce_record, "linear", "none", "before", "mean", 0)
     assert p["n"] == 2 and p["verdict"] in ("lower", "higher", "indistinguishable")
 
@@ -240,9 +331,15 @@ def test_context_extension_reports_every_variant_before_and_after_on_the_same_wi
 def test_permutation_figures_show_every_model_with_error_bars(perm_record) -> None:
     fig = V.permutation_accuracy_figure(perm_record)
     assert len(fig.data[0].x) == len(PE.MODELS) and fig.data[0].error_y.array is not None
+    guess = fig.data[1]  # one dash per bar: the guesser that sees what that model sees
+    b = PE.order_blind_baselines(perm_record)
+    assert list(guess.y) == [b["bidirectional"] if m.startswith("encoder") else b["causal_mean"] for m in PE.MODELS]
     fig = V.permutation_position_figure(perm_record)
     names = [t.name for t in fig.data if not t.name.endswith("± sd")]
-    assert names == [PE.LABELS[m] for m in PE.MODELS]
+    assert names[:-2] == [PE.LABELS[m] for m in PE.MODELS]
+    assert "causal" in names[-2] and "bidirectional" in names[-1]
+    lag = perm_record["results"]["lag"]
+    assert list(fig.data[-2].y) == [round(v, 4) for v in PE.causal_bag_curve(16, perm_record["results"]["seq_len"], lag)[lag:]]
     slider = grid_slider(lambda seed: V.permutation_position_figure(perm_record, seed), "seed", ["mean", "0"])
     assert slider.frames[0].data[1].y != slider.frames[1].data[1].y  # the knob changes the data
     with pytest.raises(ValueError, match="seed must be"):
@@ -279,3 +376,16 @@ def test_context_extension_figures_and_the_yarn_band_knob(ce_record) -> None:
     assert list(b.data[1].y) == [0.0, 0.0, 1.0, 1.0, 1.0, 1.0]  # keep 0-1, interpolate 2-5
     with pytest.raises(ValueError, match="beta_fast"):
         V.yarn_bands_figure(0.5, 12, 128)
+
+
+def test_context_extension_verdict_follows_the_paired_intervals(ce_record) -> None:
+    line = CE.verdict_line(ce_record)
+    best, tied, diffs = CE._ranked_after(ce_record)
+    assert line.startswith(f"After 2 fine-tuning steps at 64, the way position interpolation is used, {CE.SHORT[best]}")
+    means = {n: CE.summary(ce_record, "after")[n][-1]["mean"] for n in ce_record["results"]["variants"] if n != "dynamic"}
+    assert means[best] == min(means.values())
+    for name, d in diffs.items():  # a variant is called tied with the best exactly when its interval spans 0
+        assert (name in tied) == (d["verdict"] == "indistinguishable")
+    assert CE.headline(ce_record).startswith("- " + line[:40])
+    table = CE.claims_markdown(ce_record)
+    assert table.splitlines()[0].startswith("| claim |") and "[" in table

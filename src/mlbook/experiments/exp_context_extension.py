@@ -49,8 +49,8 @@ from mlbook.experiments.registry import register
 from mlbook.experiments.train import TrainConfig
 from mlbook.transformer.models import GPT
 
-__all__ = ["VARIANTS", "LABELS", "TUNED_BETAS", "FINETUNE", "variant_model", "variant_metrics", "summary",
-           "format_table", "band_table", "headline"]
+__all__ = ["VARIANTS", "LABELS", "SHORT", "TUNED_BETAS", "FINETUNE", "variant_model", "variant_metrics", "summary",
+           "format_table", "band_table", "paired_at", "verdict_line", "claims_markdown", "headline"]
 
 # RoPE options per variant; "original_max_len" is filled in with the trained length.
 VARIANTS: dict[str, dict[str, Any]] = {
@@ -266,25 +266,125 @@ def paired_at(record: dict[str, Any], a: str, b: str, phase: str, metric: str, l
     return paired(pa, pb)
 
 
+# Short names for sentences
+SHORT: dict[str, str] = {"none": "unmodified RoPE", "linear": "PI", "ntk": "NTK-aware", "dynamic": "dynamic NTK",
+                         "yarn": "YaRN (32/1)", "yarn_tuned": "YaRN (4/1)", "reference": "the model trained at 4L"}
+
+
+def _ranked_after(record: dict[str, Any]) -> tuple[str, list[str], dict[str, dict[str, Any]]]:
+    """After the fine-tune, at the longest length: the variant with the lowest mean loss, the
+    variants indistinguishable from it by the verdict rule, and every variant's paired difference
+    against it. Dynamic NTK is NTK itself at 4L (the record reuses its fine-tune), so it is left out."""
+    r = record["results"]
+    names = [n for n in r["variants"] if n != "dynamic"]
+    means = {n: summary(record, "after")[n][-1]["mean"] for n in names}
+    best = min(names, key=lambda n: means[n])
+    diffs = {n: paired_at(record, n, best, "after", "mean") for n in names if n != best}
+    tied = [n for n, d in diffs.items() if d["verdict"] == "indistinguishable"]
+    return best, tied, diffs
+
+
+def verdict_line(record: dict[str, Any]) -> str:
+    """One sentence, by the verdict rule: the best setting after the brief fine-tune at 4L (how
+    position interpolation is used), those indistinguishable from it, where PI ends, and PI's cost
+    at the trained length without fine-tuning."""
+    r = record["results"]
+    L, T = r["train_len"], r["eval_lengths"][-1]
+    best, tied, diffs = _ranked_after(record)
+    steps = r["finetune"]["steps"]
+    text = f"After {steps} fine-tuning steps at {T}, the way position interpolation is used, {SHORT[best]} has the lowest loss at {T}"
+    if tied:
+        text += " (" + ", ".join(SHORT[n] for n in tied) + " indistinguishable from it)"
+    if "linear" in diffs:
+        text += f" and PI ends {pm(diffs['linear'], 2)} nats/char above it"
+    pi_cost = paired_at(record, "linear", "none", "before", "mean", 0)
+    text += f"; without fine-tuning PI costs {pm(pi_cost, 2)} nats/char at the trained length {L} itself"
+    longer = [(i, T_i) for i, T_i in enumerate(r["eval_lengths"]) if T_i > L]
+    worse = [T_i for i, T_i in longer if _tmh_vs_zero(record, "none", "before", i)["verdict"] == "higher"]
+    if worse:
+        fine = [T_i for _, T_i in longer if T_i < worse[0]]
+        text += f", and unmodified RoPE degrades at {worse[0]}" + (f" but not at {', '.join(map(str, fine))}" if fine else "")
+    else:
+        text += ", and unmodified RoPE shows no degradation past L at these lengths"
+    return text + "."
+
+
+def _tmh_vs_zero(record: dict[str, Any], name: str, phase: str, i: int) -> dict[str, Any]:
+    vals = variant_metrics(record, name, phase, "tail_minus_head")[i]
+    return paired(vals, [0.0 if v is not None else None for v in vals])
+
+
+def claims_markdown(record: dict[str, Any]) -> str:
+    """A markdown table: each claim of section 2.6 with the paired difference that decides it
+    [95% interval] and the verdict by the rule, all from the record (loss in nats/char)."""
+    r = record["results"]
+    L, T = r["train_len"], r["eval_lengths"]
+    steps = r["finetune"]["steps"]
+    best, tied, diffs = _ranked_after(record)
+
+    def word(d: dict[str, Any], want: str) -> str:
+        v = d["verdict"]
+        return "agrees" if v == want else ("indistinguishable" if v == "indistinguishable" else "disagrees")
+
+    rows = ["| claim | measured: paired difference [95% CI] | verdict |", "|---|---|---|"]
+    d2, d4 = _tmh_vs_zero(record, "none", "before", 1), _tmh_vs_zero(record, "none", "before", -1)
+    rows.append(f"| unmodified RoPE degrades past L | tail − head at {T[1]}: {pm(d2, 2)}; at {T[-1]}: {pm(d4, 2)} | "
+                f"at {T[1]}: {word(d2, 'higher')}; at {T[-1]}: {word(d4, 'higher')} |")
+    pi_after = diffs.get("linear")
+    if pi_after is not None:
+        rows.append(f"| PI with a brief fine-tune ({steps} steps at {T[-1]}) is the way to use it | PI − {SHORT[best]} after: "
+                    f"{pm(pi_after, 2)} | {'PI is not the best here' if pi_after['verdict'] == 'higher' else 'PI is among the best'} |")
+    flat = paired([a - b for a, b in zip(variant_metrics(record, "linear", "before", "mean")[-1],
+                                         variant_metrics(record, "linear", "before", "mean")[0])],
+                  [0.0] * len(r["seeds"]))
+    rows.append(f"| PI without fine-tuning is stable at every length | PI at {T[-1]} − PI at {L}: {pm(flat, 2)} | "
+                f"{'agrees: flat' if flat['verdict'] != 'higher' else 'disagrees'} |")
+    cost = paired_at(record, "linear", "none", "before", "mean", 0)
+    rows.append(f"| ... at a small cost at {L} | PI − unmodified at {L}: {pm(cost, 2)} | "
+                f"{'a cost, of this size' if cost['verdict'] == 'higher' else 'no cost shown'} |")
+    ntk_short = paired_at(record, "ntk", "none", "before", "mean", 0)
+    ntk_long = paired_at(record, "ntk", "none", "before", "mean", -1)
+    rows.append(f"| NTK-aware sits between: near unmodified at short lengths, better at long ones | NTK − unmodified at "
+                f"{L}: {pm(ntk_short, 2)}; at {T[-1]}: {pm(ntk_long, 2)} | at {T[-1]}: {word(ntk_long, 'lower')} |")
+    y_pi = paired_at(record, "yarn_tuned", "linear", "before", "mean", 0)
+    rows.append(f"| YaRN keeps the fast pairs: a better PI | YaRN (4/1) − PI at {L}, no fine-tuning: {pm(y_pi, 2)} | "
+                f"{word(y_pi, 'lower')} |")
+    if "reference" in r:
+        zs = min((n for n in r["variants"] if n != "dynamic"),
+                 key=lambda n: summary(record, "before")[n][-1]["mean"])
+        vs_ref = paired_at(record, zs, "reference", "before", "mean", -1)
+        rows.append(f"| without fine-tuning none matches a model trained at {T[-1]} | best without fine-tuning "
+                    f"({SHORT[zs]}) − trained at {T[-1]} (untuned batches): {pm(vs_ref, 2)} | "
+                    f"{'agrees' if vs_ref['verdict'] == 'higher' else 'not against this reference (see below)'} |")
+    gain = paired([a - b for a, b in zip(variant_metrics(record, "linear", "after", "mean")[-1],
+                                         variant_metrics(record, "linear", "before", "mean")[-1])],
+                  [0.0] * len(r["seeds"]))
+    rows.append(f"| a brief fine-tune closes much of the gap | PI after − PI before at {T[-1]}: {pm(gain, 2)} | "
+                f"{word(gain, 'lower')} |")
+    return "\n".join(rows)
+
+
 def headline(record: dict[str, Any]) -> str:
-    """Three lines with the numbers: zero-shot at 4L, the cost of PI at L, and the fine-tune."""
+    """The verdict sentence, then the numbers: after the fine-tune (the setting PI is used in),
+    each setting against the best [95% interval]; then without fine-tuning, at 4L and at L."""
     r = record["results"]
     L, T = r["train_len"], r["eval_lengths"][-1]
     b, a = summary(record, "before"), summary(record, "after")
     n = len(r["seeds"])
+    best, _, diffs = _ranked_after(record)
 
     def at(stat: dict[str, list[dict[str, Any]]], name: str, i: int) -> str:
         return pm(stat[name][i], 2) if name in stat else "n/a"
 
-    lines = [f"RoPE trained at {L}, mean loss at {T} without fine-tuning ({n} seeds, nats/char): unmodified "
-             f"{at(b, 'none', -1)}, PI {at(b, 'linear', -1)}, NTK {at(b, 'ntk', -1)}, YaRN tuned {at(b, 'yarn_tuned', -1)}.",
-             f"At {L} itself PI costs {pm(paired_at(record, 'linear', 'none', 'before', 'mean', 0), 2)} nats against "
-             f"unmodified RoPE; NTK {pm(paired_at(record, 'ntk', 'none', 'before', 'mean', 0), 2)}."]
-    if "reference" in r:
-        lines.append(f"After {r['finetune']['steps']} fine-tuning steps at {T}: unmodified {at(a, 'none', -1)}, "
-                     f"PI {at(a, 'linear', -1)}, YaRN tuned {at(a, 'yarn_tuned', -1)}; a model trained at {T} "
-                     f"scores {at(a, 'reference', -1)}.")
-    else:
-        lines.append(f"After {r['finetune']['steps']} fine-tuning steps at {T}: unmodified {at(a, 'none', -1)}, "
-                     f"PI {at(a, 'linear', -1)}.")
+    order = ["ntk", "yarn_tuned", "yarn", "none", "linear"]
+    lines = [verdict_line(record),
+             f"After {r['finetune']['steps']} fine-tuning steps at {T}, mean loss at {T} ({n} seeds, mean ± sd, "
+             f"nats/char): " + ", ".join(f"{SHORT[m]} {at(a, m, -1)}" for m in order if m in a)
+             + (f"; a model trained at {T} from scratch with untuned batches {at(a, 'reference', -1)}" if "reference" in a
+                else "") + ".",
+             f"Paired against {SHORT[best]} after the fine-tune [95% CI]: "
+             + ", ".join(f"{SHORT[m]} {pm(d, 2)}" for m, d in diffs.items()) + ".",
+             f"Without fine-tuning, at {T}: " + ", ".join(f"{SHORT[m]} {at(b, m, -1)}" for m in order if m in b)
+             + f"; at {L} itself PI costs {pm(paired_at(record, 'linear', 'none', 'before', 'mean', 0), 2)} against "
+             f"unmodified RoPE, NTK {pm(paired_at(record, 'ntk', 'none', 'before', 'mean', 0), 2)}."]
     return findings(lines)
