@@ -13,8 +13,13 @@ number the check looks at, with the correct setting beside it:
                            after the attention's projections, or removed by LayerNorm); shuffle
                            the tokens and see whether the attention pattern changes beyond the shuffle
 
-Retrieval failing while perplexity looks fine, and sliding-window collapse, take a trained model:
-experiments 25 (passkey) and 24 (attention sinks) show them.
+Retrieval failing while perplexity looks fine, and a sliding window collapsing, take a trained
+model, and the literature and this book's tiny models do not agree on them, so section 4 gives
+both, labelled: StreamingLLM (Xiao et al., ICLR 2024) reports the window collapse in pretrained
+LLMs, and Al-Khateeb et al. (2023, arXiv 2310.13017) report ALiBi models retrieving better past
+their training length once positions are interpolated; the book's own runs are Experiment 5
+(attention sinks, notebooks/24_exp_attention_sinks) and Experiment 6 (passkey retrieval,
+notebooks/25_exp_passkey).
 """
 
 from __future__ import annotations
@@ -141,7 +146,8 @@ def extrapolation_check(
 
     Past 1x the learned table has T - L rows missing (the library refuses); RoPE has rows for any
     T but its slow pairs leave the trained arc. The perplexity itself needs a trained model:
-    experiment 21 evaluates each scheme at 1x, 1.5x, 2x and 4x its training length.
+    Experiment 2 (notebooks/21_exp_extrapolation) evaluates each scheme at 1x, 1.5x, 2x and 4x
+    its training length.
     """
     _check_int("trained_len", trained_len, 1)
     rows = []
