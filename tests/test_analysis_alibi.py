@@ -101,6 +101,9 @@ def test_effective_window_spec_values():
     assert A.effective_window(8, 3.0).tolist() == [6, 12, 24, 48, 96, 192, 384, 768]
     assert A.effective_window(8, 1.0).tolist() == [2, 4, 8, 16, 32, 64, 128, 256]
     assert int(A.effective_window(8, 0.1)[7]) == 26
+    # the window is the first distance at or past the threshold: 26 / 256 = 0.1016, 25 / 256 = 0.0977
+    assert float(A.alibi_penalty(8, 25)[7]) < 0.1 <= float(A.alibi_penalty(8, 26)[7])
+    assert float(A.alibi_penalty(8, 255)[7]) < 1.0 <= float(A.alibi_penalty(8, 256)[7])
 
 
 @pytest.mark.parametrize("call, exc, pattern", [
