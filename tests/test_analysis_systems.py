@@ -163,10 +163,14 @@ def test_extension_plan_follows_the_procedure() -> None:
     assert yarn.method == "YaRN plus fine-tuning" and not any("long" in r for r in yarn.reasons)
     pi = S.extension_plan(4096, 32768, can_finetune=True, local_resolution_matters=False)
     assert pi.method.startswith("position interpolation")
+    assert any("ABF" in r for r in yarn.reasons + pi.reasons)  # base raising, the other route with a budget
     far = S.extension_plan(4096, 131072, can_finetune=True)
     assert far.factor == 32 and any("documents close to 131,072 tokens" in r for r in far.reasons)
+    assert far.method.startswith("raise the RoPE base (ABF)") and "continue pretraining" in far.method
+    assert any("Llama 3.1" in r and "Qwen2" in r for r in far.reasons)
     for plan in (ntk, stop, yarn, pi, far):
         assert "retrieval probes" in plan.evaluate and "not perplexity" in plan.evaluate
+        assert "short-context benchmarks" in plan.evaluate
     assert "s = 32" in repr(far)
     with pytest.raises(TypeError, match="can_finetune and local_resolution_matters must be True or False"):
         S.extension_plan(4096, 8192, can_finetune="yes")  # type: ignore[arg-type]

@@ -290,9 +290,13 @@ def extension_plan(
     """Section 2.6's procedure for a RoPE model trained at L = trained_len, needed at L' = target_len.
 
     s = L' / L. s <= 1: nothing to do. No fine-tuning budget: NTK-aware scaling for s <= 2, and
-    beyond that only zero-shot stopgaps. With a budget: position interpolation and a few hundred
-    steps on long documents, or YaRN when local resolution matters; for s > 8 the training data
-    must contain documents that long. Always evaluate with retrieval probes, not perplexity.
+    beyond that only zero-shot stopgaps. With a budget and s <= 8: position interpolation and a few
+    hundred steps on long documents, or YaRN when local resolution matters; raising the base for
+    the fine-tune (ABF, Xiong et al. 2023, arXiv 2309.16039) is the other documented route. With a
+    budget and s > 8: the production recipe, a raised base (or frequency-band scaling) with
+    continued pretraining on long documents, lengthened in stages (Llama 3.1, arXiv 2407.21783;
+    Qwen2, arXiv 2407.10671). Always evaluate with retrieval probes, not perplexity, and re-run the
+    short-context benchmarks to catch regressions.
     """
     _check_int("trained_len", trained_len, 1)
     _check_int("target_len", target_len, 1)
@@ -300,7 +304,8 @@ def extension_plan(
         raise TypeError("can_finetune and local_resolution_matters must be True or False")
     s = target_len / trained_len
     probe = (f"retrieval probes (passkey, needle-in-a-haystack) at {target_len:,} tokens, not perplexity: "
-             "perplexity is dominated by local context and stays flat while long-range use collapses")
+             "perplexity is dominated by local context and stays flat while long-range use collapses; "
+             "and the short-context benchmarks again, to catch regressions")
     if s <= 1:
         return ExtensionPlan(trained_len, target_len, s, "no change",
                              ("the target fits in the trained context",), probe)
@@ -314,6 +319,13 @@ def extension_plan(
             method = "no reliable zero-shot option: NTK-aware or YaRN scaling as a stopgap, then fine-tune"
             reasons.append(f"s = {s:g} is beyond what scaling alone usually survives (about {MODEST_FACTOR:g}x); "
                            "expect long-range quality to drop until the model is fine-tuned")
+    elif s > LONG_DOCS_FACTOR:
+        method = ("raise the RoPE base (ABF) or scale the slow frequencies (YaRN, 'llama3'), and continue "
+                  "pretraining on long documents, lengthening the context in stages")
+        reasons.append("the production recipe for large factors: Xiong et al. raise the base and continue "
+                       "pretraining (ABF); Llama 3.1 reached 128k by continued pretraining in stages, each stage "
+                       "checked for short-context recovery and needle retrieval; Qwen2 raised the base to 1,000,000 "
+                       "while going from 4,096 to 32,768 tokens late in pretraining")
     elif local_resolution_matters:
         method = "YaRN plus fine-tuning"
         reasons.append("YaRN interpolates only the pairs whose wavelength exceeds the trained context, keeps the fast "
@@ -322,6 +334,8 @@ def extension_plan(
         method = "position interpolation (positions / s) plus a few hundred fine-tuning steps"
         reasons.append("every angle stays inside the trained range; the well-documented path (LLaMA to 32k within "
                        "1000 steps)")
+    if can_finetune and s <= LONG_DOCS_FACTOR:
+        reasons.append("raising the base for the fine-tune (ABF) is the other documented route")
     if can_finetune and s > LONG_DOCS_FACTOR:
         reasons.append(f"s = {s:g} > {LONG_DOCS_FACTOR:g}: fine-tune on documents close to {target_len:,} tokens, not "
                        "only for more steps; the model has to learn to use the new distances, not only tolerate them")
