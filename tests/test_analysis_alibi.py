@@ -106,7 +106,34 @@ def test_effective_window_spec_values():
     assert float(A.alibi_penalty(8, 255)[7]) < 1.0 <= float(A.alibi_penalty(8, 256)[7])
 
 
+def _llm_foundry_gen_slopes(n_heads: int, alibi_bias_max: float) -> list[float]:
+    """MPT's gen_slopes retyped in plain Python: n = next power of two, 1 / 2^(h * max / n), strided pick."""
+    n = 2 ** math.ceil(math.log2(n_heads))
+    full = [1.0 / 2.0 ** ((k + 1) * alibi_bias_max / n) for k in range(n)]
+    return full if n == n_heads else (full[1::2] + full[0::2])[:n_heads]
+
+
+@pytest.mark.parametrize("H, bias_max", [(1, 8), (4, 8), (8, 8), (32, 8), (32, 16), (12, 8), (20, 16), (3, 8)])
+def test_mpt_slopes_match_mpt_code(H, bias_max):
+    got = A.mpt_slopes(H, bias_max)
+    assert got.dtype == torch.float64 and got.shape == (H,)
+    assert got.tolist() == pytest.approx(_llm_foundry_gen_slopes(H, bias_max), rel=1e-12)
+
+
+@pytest.mark.parametrize("H", [1, 2, 4, 8, 16, 32, 64])
+def test_mpt_slopes_with_max_8_are_the_papers_for_powers_of_two(H):
+    torch.testing.assert_close(A.mpt_slopes(H, 8), alibi_slopes(H).double(), rtol=1e-6, atol=0)
+
+
+def test_mpt_storywriter_slopes():
+    story = A.mpt_slopes(32, alibi_bias_max=16)  # mosaicml/mpt-7b-storywriter config: 32 heads, alibi_bias_max 16
+    assert float(story.max()) == pytest.approx(2 ** -0.5) and float(story.min()) == 2.0 ** -16
+    assert float(story.min()) * 65_536 == 1.0
+
+
 @pytest.mark.parametrize("call, exc, pattern", [
+    (lambda: A.mpt_slopes(0), ValueError, "n_heads"),
+    (lambda: A.mpt_slopes(8, 0.0), ValueError, "alibi_bias_max"),
     (lambda: A.alibi_penalty(0, 3), ValueError, "n_heads"),
     (lambda: A.alibi_penalty(8, -1), ValueError, "distance"),
     (lambda: A.effective_window(8, 0.0), ValueError, "nats"),

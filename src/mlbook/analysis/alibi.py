@@ -5,6 +5,7 @@
     alibi_penalty      m_h * k, read off `alibi_bias`: how many nats head h subtracts at distance k
     weight_ratio       exp(-m_h k): the factor by which that penalty scales an attention weight
     effective_window   the distance at which head h's penalty first reaches `nats`: ceil(nats / m_h)
+    mpt_slopes         the slopes as MPT's code builds them, 2^(-alibi_bias_max h / H): MPT-7B uses 8, StoryWriter 16
 
 Every slope comes from `mlbook.transformer.positional.alibi_slopes`; nothing here re-derives it.
 """
@@ -17,7 +18,7 @@ import torch
 
 from mlbook.transformer.positional import _check_int, _check_positive_float, alibi_bias, alibi_slopes
 
-__all__ = ["slope_provenance", "naive_slopes", "alibi_penalty", "weight_ratio", "effective_window"]
+__all__ = ["slope_provenance", "naive_slopes", "alibi_penalty", "weight_ratio", "effective_window", "mpt_slopes"]
 
 
 def slope_provenance(n_heads: int) -> list[str]:
@@ -66,3 +67,22 @@ def effective_window(n_heads: int, nats: float = 3.0) -> torch.Tensor:
     nats = _check_positive_float("nats", nats)
     slopes = alibi_slopes(n_heads).double()  # (H,)
     return torch.ceil(nats / slopes - 1e-9).long()  # (H,) guard against nats / m landing a hair above an integer
+
+
+def mpt_slopes(n_heads: int, alibi_bias_max: float = 8.0) -> torch.Tensor:
+    """The slopes as MPT's code builds them (`gen_slopes` in MosaicML's llm-foundry and the MPT model
+    cards' modelling code): with n = 2^ceil(log2 H), m_h = 2^(-alibi_bias_max * h / n) for h = 1..n,
+    and for H < n the strided pick concat(m[1::2], m[::2])[:H]. Returns (H,) float64.
+
+    alibi_bias_max = 8 (MPT-7B's config) gives the paper's slopes whenever H is a power of two.
+    MPT-7B-StoryWriter-65k+'s config sets 16, so its 32 heads run from 2^-0.5 down to 2^-16 and
+    its gentlest head charges 1 nat for a key 65,536 tokens back.
+    """
+    _check_int("n_heads", n_heads, 1)
+    alibi_bias_max = _check_positive_float("alibi_bias_max", alibi_bias_max)
+    n = 2 ** math.ceil(math.log2(n_heads))
+    h = torch.arange(1, n + 1, dtype=torch.float64)  # (n,)
+    slopes = 2.0 ** (-alibi_bias_max * h / n)  # (n,)
+    if n != n_heads:
+        slopes = torch.cat([slopes[1::2], slopes[::2]])[:n_heads]  # (H,)
+    return slopes
