@@ -139,6 +139,22 @@ def test_bias_memory_is_held_once_and_read_by_every_layer() -> None:
         S.bias_memory(32, 8192, 0)
 
 
+def test_device_fit_reads_the_label_both_ways() -> None:
+    fit = S.device_fit({"cache": 2**36, "weights": 2**33}, label=80)
+    assert fit.total == 72 * 2**30
+    assert fit.headroom_binary == 8 * 2**30  # 80 GiB - 72 GiB
+    assert fit.headroom_decimal == pytest.approx(80e9 - 72 * 2**30)  # 80 GB is only 74.5 GiB
+    tight = S.device_fit({"cache": 77 * 2**30}, label=80)
+    assert tight.headroom_decimal < 0 < tight.headroom_binary  # fits or not depending on the unit
+    assert "over by" in repr(tight) and "left for everything else" in repr(tight)
+    with pytest.raises(ValueError, match="parts must be a non-empty dict"):
+        S.device_fit({})
+    with pytest.raises(ValueError, match=r"parts\['cache'\] must be a finite number of bytes >= 0"):
+        S.device_fit({"cache": -1})
+    with pytest.raises(TypeError, match=r"parts\['cache'\] must be a number of bytes"):
+        S.device_fit({"cache": "64 GiB"})  # type: ignore[dict-item]
+
+
 def test_cost_bad_input() -> None:
     with pytest.raises(ValueError, match="unknown scheme 'rotary'; valid values are 'sinusoidal'"):
         S.position_cost("rotary", 1, 8, 32, 4)

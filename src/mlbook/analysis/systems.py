@@ -1,5 +1,6 @@
 """Systems arithmetic for sections 4 and 5: what each positional scheme costs, what a
-materialised bias holds and moves, KV-cache sizes, and the context-extension decision procedure.
+materialised bias holds and moves, KV-cache sizes, whether a budget fits a device, and the
+context-extension decision procedure.
 
 FLOPs count one multiply or one add as one FLOP (a multiply-add is 2), as in the usual
 "2 * parameters FLOPs per token" rule. Bytes are bytes.
@@ -26,6 +27,8 @@ __all__ = [
     "bias_memory",
     "KVCacheOption",
     "kv_cache_options",
+    "DeviceFit",
+    "device_fit",
     "ExtensionPlan",
     "extension_plan",
 ]
@@ -253,6 +256,61 @@ def kv_cache_options(
     first = out[0].total
     return [KVCacheOption(o.label, o.n_kv_heads, o.bytes_per_value, o.per_token, o.total,
                           o.total / first if first else math.nan) for o in out]
+
+
+@dataclass(frozen=True)
+class DeviceFit:
+    """Named byte counts against a device whose label says `label` (e.g. "80 GB"), read both ways."""
+
+    parts: tuple[tuple[str, int], ...]
+    label: float
+
+    @property
+    def total(self) -> int:
+        return sum(n for _, n in self.parts)
+
+    @property
+    def headroom_decimal(self) -> float:
+        """label * 10^9 - total: bytes left if the label counts gigabytes (GB)."""
+        return self.label * 1e9 - self.total
+
+    @property
+    def headroom_binary(self) -> float:
+        """label * 2^30 - total: bytes left if the label counts gibibytes (GiB)."""
+        return self.label * 2**30 - self.total
+
+    def __repr__(self) -> str:
+        total = self.total
+        terms = " + ".join(f"{name} {format_bytes(n).split(' (')[0]}" for name, n in self.parts)
+        lines = [f"{terms} = {format_bytes(total)}"]
+        for unit, room, size in (("GB", self.headroom_decimal, self.label * 1e9),
+                                 ("GiB", self.headroom_binary, self.label * 2**30)):
+            other = f"{size / 2**30:,.2f} GiB" if unit == "GB" else f"{size / 1e9:,.2f} GB"
+            verdict = (f"{room / 2**30:,.2f} GiB left for everything else" if room >= 0
+                       else f"over by {-room / 2**30:,.2f} GiB ({-room / 1e9:,.2f} GB)")
+            lines.append(f"  against {self.label:g} {unit} ({other}): {verdict}")
+        return "\n".join(lines)
+
+
+def device_fit(parts: dict[str, float], label: float = 80.0) -> DeviceFit:
+    """Sum named byte counts (a cache, the weights, ...) and compare them with a device labelled
+    `label`, read as label * 10^9 bytes (GB) and as label * 2^30 bytes (GiB).
+
+    The two readings differ by 7.4%; a sum between them "fits" or not depending on the unit.
+    What the sum leaves out (activations, quantisation scales and outliers, the runtime's own
+    memory) has to fit in the headroom.
+    """
+    if not isinstance(parts, dict) or not parts:
+        raise ValueError("parts must be a non-empty dict of name -> bytes, e.g. {'cache': 2**36}")
+    checked = []
+    for name, n in parts.items():
+        if not isinstance(n, (int, float)) or isinstance(n, bool):
+            raise TypeError(f"parts[{name!r}] must be a number of bytes, got {type(n).__name__} ({n!r})")
+        if not math.isfinite(n) or n < 0:
+            raise ValueError(f"parts[{name!r}] must be a finite number of bytes >= 0, got {n!r}")
+        checked.append((str(name), int(round(n))))
+    label = _check_positive_float("label", label)
+    return DeviceFit(tuple(checked), label)
 
 
 # ---------------------------------------------------------------------------
