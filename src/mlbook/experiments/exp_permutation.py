@@ -18,10 +18,20 @@ exercise's own measurement is kept beside it: the output for the reversed input 
 reversed output, out(R x) vs R out(x). For the encoders it is computed in float64 and is zero up to
 round-off without positions; for the decoders it mostly measures the mask (query i sees i + 1
 tokens, so a reversed input gives each token a different context whatever the encoding).
+
+Order-blind baselines (computed exactly, not trained): a guesser that knows its own symbol x[i] and
+only the multiset of the other symbols it can see guesses the most frequent of them. A causal model
+at position i sees x[0..i], so its bag is the i symbols x[0..i-1]; a bidirectional encoder's bag is
+the T - 1 other symbols. The target is equally likely to be any member of the bag, so the guesser
+scores E[max_s c_s] / n for the counts c of a bag of n uniform draws (`bag_accuracy`).
 """
 
 from __future__ import annotations
 
+import functools
+import math
+import textwrap
+from fractions import Fraction
 from typing import Any
 
 import torch
@@ -34,7 +44,9 @@ from mlbook.transformer.models import GPT, GPTConfig, TransformerEncoderBlock
 from mlbook.transformer.positional import LearnedPositionalEmbedding
 
 __all__ = ["MODELS", "LABELS", "TinyEncoder", "lag_batch", "equivariance_gap", "probe_accuracy", "summary",
-           "format_table", "headline"]
+           "per_position", "format_table", "paired_accuracy", "expected_max_count", "bag_accuracy",
+           "causal_bag_curve", "bag_guesser_accuracy", "order_blind_baselines", "against_baseline",
+           "share_of_the_way", "comparisons", "format_comparisons", "claims_markdown", "verdict_line", "headline"]
 
 MODELS: tuple[str, ...] = ("encoder_none", "encoder_learned", "gpt_learned", "gpt_zeroed", "gpt_none")
 LABELS: dict[str, str] = {
@@ -231,20 +243,267 @@ def paired_accuracy(record: dict[str, Any], a: str, b: str) -> dict[str, Any]:
     return paired([s["accuracy"] for s in ms[a]["per_seed"]], [s["accuracy"] for s in ms[b]["per_seed"]])
 
 
+# -- order-blind baselines ---------------------------------------------------------------------
+
+
+def _check_count(name: str, value: object, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+    if value < minimum:
+        raise ValueError(f"{name} must be at least {minimum}, got {value}")
+    return value
+
+
+def expected_max_count(n_symbols: int, bag_size: int) -> Fraction:
+    """E[max_s c_s], exactly, for the counts c of `bag_size` i.i.d. uniform draws from `n_symbols` symbols.
+
+    E[max] = sum_{m=0}^{n-1} P(max > m), and P(max <= m) = n! / k^n [x^n] (sum_{j<=m} x^j / j!)^k
+    (n = bag_size, k = n_symbols; the exponential generating function of words in which no symbol
+    occurs more than m times). The coefficient times n! is that number of words, counted here in
+    integers by adding one symbol at a time: W_t(c) = sum_{j <= min(m, c)} C(c, j) W_{t-1}(c - j),
+    choosing the j of c slots the t-th symbol fills.
+    """
+    return _expected_max_count(_check_count("n_symbols", n_symbols, 1), _check_count("bag_size", bag_size, 1))
+
+
+@functools.lru_cache(maxsize=None)
+def _expected_max_count(k: int, n: int) -> Fraction:
+    total = Fraction(0)
+    for m in range(n):  # P(max > m) = 1 - W(k, n; m) / k^n
+        words = [1] + [0] * n  # W_0(c): only the empty word
+        for _ in range(k):
+            words = [sum(math.comb(c, j) * words[c - j] for j in range(min(m, c) + 1)) for c in range(n + 1)]
+        total += 1 - Fraction(words[n], k**n)
+    return total
+
+
+def bag_accuracy(n_symbols: int, bag_size: int) -> float:
+    """Accuracy of the best order-blind guess of a symbol drawn uniformly from a bag of `bag_size` i.i.d.
+    uniform symbols (out of `n_symbols`), when the guesser knows only the bag's counts: it names the most
+    frequent symbol and is right with probability E[max_s c_s] / bag_size (`expected_max_count`).
+
+    For the lag copy this is the order-blind ceiling: at position i a causal model's bag is x[0..i-1]
+    (bag_size = i; it also knows its own x[i], which is never the target), a bidirectional encoder's bag is
+    the other T - 1 symbols."""
+    return float(expected_max_count(n_symbols, bag_size) / bag_size)
+
+
+def causal_bag_curve(n_symbols: int, seq_len: int, lag: int) -> list[float | None]:
+    """The causal order-blind guesser's accuracy at each position i of the lag copy, bag_accuracy(n_symbols, i)
+    for i >= lag, None before (nothing is scored there): seq_len values."""
+    _check_count("seq_len", seq_len, 2)
+    if isinstance(lag, bool) or not isinstance(lag, int) or not 0 < lag < seq_len:
+        raise ValueError(f"lag must be an int in 1 .. seq_len - 1 = {seq_len - 1}, got {lag!r}")
+    return [None if i < lag else bag_accuracy(n_symbols, i) for i in range(seq_len)]
+
+
+def bag_guesser_accuracy(x: torch.Tensor, n_symbols: int, lag: int, causal: bool) -> list[float | None]:
+    """The order-blind guesser scored on given sequences x (N, T): at each position i >= lag, the mean over
+    sequences of P(correct) = [x[i - lag] is a most frequent symbol of the bag] / (number of most frequent
+    symbols), ties broken at random; the bag is x[0..i-1] (causal) or every symbol but x[i]. T values, None
+    before the lag. Its mean over sequences estimates `bag_accuracy`."""
+    N, T = x.shape
+    out: list[float | None] = [None] * T
+    for i in range(lag, T):
+        bag = x[:, :i] if causal else torch.cat([x[:, :i], x[:, i + 1 :]], 1)  # (N, n)
+        counts = torch.zeros(N, n_symbols, dtype=torch.float64).scatter_add_(
+            1, bag, torch.ones(bag.shape, dtype=torch.float64))  # (N, V)
+        best = counts == counts.max(1, keepdim=True).values  # (N, V) the most frequent symbols
+        hit = best.gather(1, x[:, i - lag : i - lag + 1]).squeeze(1)  # (N,) the target is one of them
+        out[i] = (hit.double() / best.sum(1).double()).mean().item()
+    return out
+
+
+@functools.lru_cache(maxsize=8)
+def _guessers_on_eval(n_symbols: int, seq_len: int, lag: int, n_eval: int, eval_seed: int) -> tuple[float, float]:
+    """Both guessers' mean accuracy over the scored positions of the held-out sequences `run` scores on,
+    regenerated from the same seed: (causal, bidirectional)."""
+    x, _ = lag_batch(n_eval, seq_len, n_symbols, lag, torch.Generator().manual_seed(eval_seed))  # (N, T)
+
+    def mean(values: list[float | None]) -> float:
+        v = [a for a in values if a is not None]
+        return sum(v) / len(v)
+
+    return (mean(bag_guesser_accuracy(x, n_symbols, lag, causal=True)),
+            mean(bag_guesser_accuracy(x, n_symbols, lag, causal=False)))
+
+
+def order_blind_baselines(record: dict[str, Any]) -> dict[str, Any]:
+    """The order-blind guessers for the record's task. "causal" (T values, None before the lag) and
+    "bidirectional": exact expected accuracy per position (`bag_accuracy`); "causal_mean": the mean over
+    the scored positions, which is what the models' overall accuracy averages; "on_eval": the same
+    guessers scored on the record's own held-out sequences (mean over scored positions), the level
+    models are compared with, on the same text."""
+    r = record["results"]
+    V, T, k = r["n_symbols"], r["seq_len"], r["lag"]
+    curve = causal_bag_curve(V, T, k)
+    scored = [v for v in curve if v is not None]
+    cfg = record["config"]
+    causal, bidirectional = _guessers_on_eval(V, T, k, cfg["n_eval"], cfg["eval_seed"])
+    return {"causal": curve, "causal_mean": sum(scored) / len(scored), "bidirectional": bag_accuracy(V, T - 1),
+            "on_eval": {"causal": causal, "bidirectional": bidirectional}}
+
+
+# Which guesser each model is measured against: the one that sees what the model sees.
+_GUESSER = {"encoder_none": "bidirectional", "encoder_learned": "bidirectional", "gpt_learned": "causal",
+            "gpt_zeroed": "causal", "gpt_none": "causal"}
+
+
+def _baseline_level(record: dict[str, Any], name: str, baselines: dict[str, Any] | None = None) -> float:
+    b = baselines or order_blind_baselines(record)
+    return b["on_eval"][_GUESSER[name]]
+
+
+def against_baseline(record: dict[str, Any], name: str, baselines: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Per-seed accuracy of model `name` minus its order-blind guesser's accuracy on the same held-out
+    sequences (a constant: the guesser is computed, not trained), with the 95% interval and verdict."""
+    acc = [s["accuracy"] for s in record["results"]["models"][name]["per_seed"]]
+    return paired(acc, [_baseline_level(record, name, baselines)] * len(acc))
+
+
+def share_of_the_way(record: dict[str, Any], name: str, baselines: dict[str, Any] | None = None) -> dict[str, Any]:
+    """How far model `name` gets from its order-blind guesser (0) to a solved probe (1): per seed
+    (accuracy - b) / (1 - b), with b the guesser on the same sequences; mean and 95% interval."""
+    b = _baseline_level(record, name, baselines)
+    share = [(s["accuracy"] - b) / (1.0 - b) for s in record["results"]["models"][name]["per_seed"]]
+    return paired(share, [0.0] * len(share))
+
+
+_PAIRS: tuple[tuple[str, str], ...] = (("encoder_learned", "encoder_none"), ("gpt_learned", "gpt_none"),
+                                       ("gpt_none", "gpt_zeroed"))
+_AGAINST_GUESSER: tuple[str, ...] = ("encoder_none", "gpt_none", "gpt_zeroed")
+
+
+def comparisons(record: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Every comparison the page reports, each a `paired` dict (mean, 95% interval, verdict): the three
+    model pairs, keyed "a - b", and three models against their order-blind guesser, keyed "a - guesser"."""
+    b = order_blind_baselines(record)
+    out = {f"{a} - {c}": paired_accuracy(record, a, c) for a, c in _PAIRS}
+    out.update({f"{a} - guesser": against_baseline(record, a, b) for a in _AGAINST_GUESSER})
+    return out
+
+
+def format_comparisons(record: dict[str, Any]) -> str:
+    """The comparisons as text: paired accuracy differences, mean [95% interval] and verdict, then each
+    position-free model against its order-blind guesser and the GPT without encoding's share of the way."""
+    r = record["results"]
+    b = order_blind_baselines(record)
+    cmp = comparisons(record)
+    lines = [wrap_text(f"probe accuracy, paired differences over {len(r['seeds'])} seeds on the same held-out "
+                       f"sequences: mean [95% interval] (verdict)")]
+    for a, c in _PAIRS:
+        d = cmp[f"{a} - {c}"]
+        lines.append(f"  {LABELS[a]} - {LABELS[c]}: {pm(d)} ({d['verdict']})")
+    lines.append(wrap_text(f"against the order-blind guesser that sees what the model sees, scored on the same "
+                           f"sequences (causal {b['on_eval']['causal']:.4f}, bidirectional "
+                           f"{b['on_eval']['bidirectional']:.4f}):"))
+    for a in _AGAINST_GUESSER:
+        d = cmp[f"{a} - guesser"]
+        lines.append(f"  {LABELS[a]} - {_GUESSER[a]} guesser: {pm(d)} ({d['verdict']})")
+    lines.append(f"  share of the way from the causal guesser to solved, {LABELS['gpt_none']}: "
+                 f"{pm(share_of_the_way(record, 'gpt_none', b))}")
+    return "\n".join(lines)
+
+
+_RELATION = {"higher": "above", "lower": "below", "indistinguishable": "indistinguishable from",
+             "n/a": "not comparable with"}
+
+
+def verdict_line(record: dict[str, Any]) -> str:
+    """One sentence: the verdict rule applied to every comparison of the page (each model pair, and each
+    position-free model against the order-blind guesser that sees what it sees), computed from the record."""
+    r = record["results"]
+    n = len(r["seeds"])
+    if n < 2:
+        return ("With one seed there is no 95% interval, so this record supports no verdict; read the comparisons "
+                "from the full-budget record.")
+    cmp = comparisons(record)
+
+    def rel(key: str, flip: bool = False) -> str:
+        v = cmp[key]["verdict"]
+        return _RELATION[{"higher": "lower", "lower": "higher"}.get(v, v) if flip else v]
+
+    return (f"In probe accuracy over {n} seeds (paired 95% intervals), the encoder with learned positions is "
+            f"{rel('encoder_learned - encoder_none')} the encoder without, and the GPT with learned positions is "
+            f"{rel('gpt_learned - gpt_none')} the GPT trained without; against an order-blind guesser that sees "
+            f"what the model sees, the position-free encoder is {rel('encoder_none - guesser')} the bidirectional "
+            f"guesser, the GPT trained without positions is {rel('gpt_none - guesser')} the causal guesser, and "
+            f"the GPT with its table zeroed is {rel('gpt_zeroed - guesser')} the causal guesser and "
+            f"{rel('gpt_none - gpt_zeroed', flip=True)} the GPT trained without positions.")
+
+
+def claims_markdown(record: dict[str, Any]) -> str:
+    """A markdown table: each claim the page tests, what was measured (accuracy mean ± sd, or the reversal
+    gap), the paired difference that decides it [95% interval] and the verdict, by the verdict rule."""
+    s = summary(record)
+    b = order_blind_baselines(record)
+    cmp = comparisons(record)
+
+    def acc(name: str) -> str:
+        return f"{LABELS[name]} {pm(s[name]['accuracy'])}"
+
+    def guesser(name: str) -> str:
+        return f"{_GUESSER[name]} guesser {b['on_eval'][_GUESSER[name]]:.3f}"
+
+    def says(key: str, yes: str, same: str, no: str) -> str:
+        return {"higher": yes, "indistinguishable": same, "lower": no}.get(cmp[key]["verdict"], "n/a")
+
+    gap = s["encoder_none"]["gap_max"]
+    mask_gaps = [s[n]["gap_mean"]["mean"] for n in ("gpt_none", "gpt_zeroed", "gpt_learned")]
+    rows = [
+        "| claim | measured | difference [95% CI] | verdict |", "|---|---|---|---|",
+        f"| attention with no positional information is permutation-equivariant ([1](01_why_position.ipynb)) | "
+        f"position-free encoder: $\\max\\lvert f(Rx) - R f(x)\\rvert$ = {gap:.1e} in float64 | — | "
+        f"{'agrees, to round-off' if gap < 1e-12 else 'disagrees'} |",
+        f"| so it cannot use word order | {acc('encoder_none')}; {guesser('encoder_none')} | "
+        f"{pm(cmp['encoder_none - guesser'])} | "
+        + says("encoder_none - guesser", "disagrees: above the guesser", "agrees: as good as a bag of symbols, no better",
+               "agrees: below the bag of symbols") + " |",
+        f"| a position table restores order | {acc('encoder_learned')}; {acc('encoder_none')} | "
+        f"{pm(cmp['encoder_learned - encoder_none'])} | "
+        + says("encoder_learned - encoder_none", "agrees", "not shown", "disagrees") + " |",
+        f"| the causal mask alone breaks exact equivariance "
+        f"([exercise 1](01_why_position.ipynb#exercise-measure-equivariance-yourself)) | mean logit change under "
+        f"reversal: {min(mask_gaps):.2g} to {max(mask_gaps):.2g} for the three GPTs | — | "
+        f"{'agrees, whether or not the model uses position' if min(mask_gaps) > 1e-4 else 'disagrees'} |",
+        f"| a decoder trained without positions learns position from the mask (Haviv et al., 2022) | "
+        f"{acc('gpt_none')}; {guesser('gpt_none')} | {pm(cmp['gpt_none - guesser'])} | "
+        + says("gpt_none - guesser", "agrees: above the order-blind guesser", "not shown: at the guesser's level",
+               "disagrees: below the guesser") + " |",
+        f"| with the table zeroed, some position survives through the mask | {acc('gpt_zeroed')}; "
+        f"{guesser('gpt_zeroed')} | {pm(cmp['gpt_zeroed - guesser'])} | "
+        + says("gpt_zeroed - guesser", "agrees: above the order-blind guesser",
+               "not shown: at the guesser's level", "no: below even the order-blind guesser") + " |",
+    ]
+    return "\n".join(rows)
+
+
 def headline(record: dict[str, Any]) -> str:
-    """Three lines: the encoders, the causal GPTs, and the reversal test."""
+    """The verdict sentence, then the accuracies (mean ± sd), every comparison with its 95% interval,
+    and the reversal test."""
     r = record["results"]
     s = summary(record)
     n = len(r["seeds"])
+    b = order_blind_baselines(record)
+    cmp = comparisons(record)
 
     def acc(name: str) -> str:
-        return pm(s[name]["accuracy"], 2)
+        return pm(s[name]["accuracy"], 3)
 
-    return findings([
-        f"Lag-{r['lag']} copy probe, chance {r['chance']:.3f} ({n} seeds, accuracy mean ± sd): a bidirectional encoder "
-        f"scores {acc('encoder_none')} with no positions and {acc('encoder_learned')} with learned positions.",
-        f"Causal GPT: learned positions {acc('gpt_learned')}; the same weights with the table zeroed "
-        f"{acc('gpt_zeroed')}; trained with no encoding, so that only the causal mask carries order, {acc('gpt_none')}.",
+    # The verdict is wrapped without breaking "order-blind" at its hyphen, so that it reads as the same sentence.
+    first = textwrap.fill(verdict_line(record), 78, initial_indent="- ", subsequent_indent="  ", break_on_hyphens=False)
+    return first + "\n" + findings([
+        f"Lag-{r['lag']} copy probe, chance {r['chance']:.3f} ({n} seeds, accuracy mean ± sd): encoder {acc('encoder_none')} "
+        f"with no positions, {acc('encoder_learned')} with learned positions; GPT {acc('gpt_learned')} with learned "
+        f"positions, {acc('gpt_zeroed')} with the same weights and the table zeroed, {acc('gpt_none')} trained with no "
+        f"encoding.",
+        "Paired differences [95% CI]: " + "; ".join(f"{LABELS[a]} minus {LABELS[c]} {pm(cmp[f'{a} - {c}'])}"
+                                                    for a, c in _PAIRS) + ".",
+        f"Order-blind guessers (exact expectation: causal {b['causal_mean']:.4f} averaged over positions, "
+        f"bidirectional {b['bidirectional']:.4f}), model minus guesser on the same sequences [95% CI]: "
+        + "; ".join(f"{LABELS[a]} {pm(cmp[f'{a} - guesser'])}" for a in _AGAINST_GUESSER)
+        + f"; the GPT trained with no encoding gets {pm(share_of_the_way(record, 'gpt_none', b))} of the way from the "
+          f"causal guesser to a solved probe.",
         f"Reversal test (exercise 1): the position-free encoder is equivariant to {s['encoder_none']['gap_max']:.1e} "
         f"(float64 round-off); the GPTs' logits differ by {s['gpt_zeroed']['gap_mean']['mean']:.2g} on average with the "
         f"table zeroed and {s['gpt_none']['gap_mean']['mean']:.2g} with no encoding: the mask alone makes them differ.",
