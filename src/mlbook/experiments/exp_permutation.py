@@ -389,17 +389,22 @@ def format_comparisons(record: dict[str, Any]) -> str:
     r = record["results"]
     b = order_blind_baselines(record)
     cmp = comparisons(record)
-    lines = [wrap_text(f"probe accuracy, paired differences over {len(r['seeds'])} seeds on the same held-out "
+    n = len(r["seeds"])
+    lines = [wrap_text(f"probe accuracy, paired differences over {n} seed{'s' if n != 1 else ''} on the same held-out "
                        f"sequences: mean [95% interval] (verdict)")]
+
+    def verdict(d: dict[str, Any]) -> str:
+        return d["verdict"] if d["ci95"] is not None else "one seed: no interval, no verdict"
+
     for a, c in _PAIRS:
         d = cmp[f"{a} - {c}"]
-        lines.append(f"  {LABELS[a]} - {LABELS[c]}: {pm(d)} ({d['verdict']})")
+        lines.append(f"  {LABELS[a]} - {LABELS[c]}: {pm(d)} ({verdict(d)})")
     lines.append(wrap_text(f"against the order-blind guesser that sees what the model sees, scored on the same "
                            f"sequences (causal {b['on_eval']['causal']:.4f}, bidirectional "
                            f"{b['on_eval']['bidirectional']:.4f}):"))
     for a in _AGAINST_GUESSER:
         d = cmp[f"{a} - guesser"]
-        lines.append(f"  {LABELS[a]} - {_GUESSER[a]} guesser: {pm(d)} ({d['verdict']})")
+        lines.append(f"  {LABELS[a]} - {_GUESSER[a]} guesser: {pm(d)} ({verdict(d)})")
     lines.append(f"  share of the way from the causal guesser to solved, {LABELS['gpt_none']}: "
                  f"{pm(share_of_the_way(record, 'gpt_none', b))}")
     return "\n".join(lines)
