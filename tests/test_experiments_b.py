@@ -215,9 +215,53 @@ def test_t5_record_keeps_every_seed_on_the_same_test_sequences(t5_record) -> Non
     assert len(exp_t5_length.per_position(t5_record, "t5", 16)["mean"]) == 16
     assert "cannot run" in exp_t5_length.format_table(t5_record)
     text = exp_t5_length.headline(t5_record)
-    assert text.count("\n- ") == 2 and "times the 1/16 chance rate" in text
+    assert " ".join(text.split()).startswith(exp_t5_length.verdict_line(t5_record))
+    assert text.count("\n- ") == 1 + len(exp_t5_length.comparisons(t5_record))  # the means, then one per comparison
     with pytest.raises(ValueError, match="exact_match"):
         exp_t5_length.metric(t5_record, "t5", 8, "bleu")
+
+
+def _t5_synthetic(tail_minus_t5_em: list[float], tail_minus_t5_tok: list[float]) -> dict:
+    """A t5_length record with chosen per-seed differences t5_tail - t5 at 16 (T5 defaults fixed)."""
+    def ev(em: float, tok: float) -> dict:
+        return {"runs": True, "exact_match": em, "token_accuracy": tok, "per_position": [tok] * 16}
+
+    seeds = list(range(len(tail_minus_t5_em)))
+    t5 = [{"seed": s, "eval": {"8": ev(0.95, 0.99), "12": ev(0.2, 0.4), "16": ev(0.05, 0.2 + 0.01 * s)}} for s in seeds]
+    tail = [{"seed": s, "eval": {"8": ev(0.99, 0.99), "12": ev(0.8, 0.9),
+                                 "16": ev(0.05 + e, 0.2 + 0.01 * s + t)}} for s, e, t in
+            zip(seeds, tail_minus_t5_em, tail_minus_t5_tok)]
+    l16 = [{"seed": s, "eval": {"8": ev(1.0, 1.0), "12": ev(0.0, 0.15), "16": ev(0.0, 0.1 + 0.02 * (s % 2))}}
+           for s in seeds]
+    no = {"runs": False, "reason": "cannot extrapolate"}
+    learned = [{"seed": s, "eval": {"8": ev(1.0, 1.0), "12": no, "16": no}} for s in seeds]
+    results = {"seeds": seeds, "n_symbols": 16, "chance": 1 / 16, "train_len": 8, "eval_lens": [8, 12, 16],
+               "n_eval": 4, "variants": {"t5": {"per_seed": t5}, "t5_tail": {"per_seed": tail},
+                                         "learned": {"per_seed": learned}, "learned16": {"per_seed": l16}}}
+    return {"name": "t5_length", "budget": "full", "config": {}, "results": results}
+
+
+def test_t5_verdict_line_follows_the_paired_interval_not_the_means() -> None:
+    # token accuracy higher on every seed; exact match differences of both signs with a positive
+    # mean: the interval spans 0, so "indistinguishable" although the mean favours t5_tail
+    rec = _t5_synthetic([0.6, -0.3, 0.7, -0.2, 0.5], [0.50, 0.55, 0.60, 0.52, 0.58])
+    c = exp_t5_length.comparisons(rec)
+    assert c["tail_vs_t5_em"]["mean"] > 0 and c["tail_vs_t5_em"]["verdict"] == "indistinguishable"
+    assert c["tail_vs_t5_tok"]["ci95"][0] > 0 and c["tail_vs_t5_tok"]["verdict"] == "higher"
+    line = exp_t5_length.verdict_line(rec)
+    assert "a higher token accuracy than the defaults" in line
+    assert "an exact match indistinguishable from the defaults" in line
+    assert "a lower exact match than at 8" in line  # 0.05 against 0.95 on every seed
+    assert "(5 seeds, paired 95% intervals)" in line and line.count(".") == 1 + line.count("0.")
+    # the same means from consistent differences: now an ordering
+    rec = _t5_synthetic([0.26, 0.25, 0.27, 0.26, 0.26], [0.50, 0.55, 0.60, 0.52, 0.58])
+    assert "a higher exact match than the defaults" in exp_t5_length.verdict_line(rec)
+    table = exp_t5_length.comparison_table(rec)
+    assert table.count("\n") == len(exp_t5_length.comparisons(rec)) + 1 and "[" in table.splitlines()[2]
+    claims = exp_t5_length.claims_table(rec)
+    assert "**agrees** once that condition holds" in claims and "cannot run at 16 on any seed" in claims
+    one = _t5_synthetic([0.3], [0.5])
+    assert "supports no verdict" in exp_t5_length.verdict_line(one)
 
 
 # -- passkey ---------------------------------------------------------------------------------

@@ -17,18 +17,20 @@ uses and whether training at length 8 ever touched it.
 
 from __future__ import annotations
 
+import textwrap
 from typing import Any
 
 import torch
 
-from mlbook.experiments.common import Timer, findings, last_mean, mean_sd, pm, seeds_of, wrap_text
+from mlbook.experiments.common import Timer, findings, last_mean, mean_sd, paired, pm, seeds_of, wrap_text
 from mlbook.experiments.registry import register
 from mlbook.experiments.train import TrainConfig, train
 from mlbook.transformer.models import T5Config, TinyT5
 from mlbook.transformer.positional import relative_position_bucket
 
 __all__ = ["BOS", "VARIANTS", "reverse_batch", "bucket_table", "build_model", "evaluate", "run", "metric",
-           "per_position", "format_table", "headline"]
+           "per_position", "format_table", "comparisons", "comparison_table", "claims_table", "verdict_line",
+           "headline"]
 
 BOS = 0  # decoder start token; symbols are 1 .. n_symbols
 
@@ -195,27 +197,173 @@ def format_table(record: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+_NAMES: dict[str, str] = {"t5": "T5 defaults", "t5_tail": "t5_tail", "learned": "learned (8 rows)",
+                          "learned16": "learned16"}
+_MEASURES: dict[str, str] = {"exact_match": "exact match", "token_accuracy": "token accuracy"}
+
+
+def _relation(d: dict[str, Any], measure: str, other: str) -> str:
+    """'a higher exact match than at 8' / 'a lower ...' / '... indistinguishable from ...' from a paired dict."""
+    if d["verdict"] == "higher":
+        return f"a higher {measure} than {other}"
+    if d["verdict"] == "lower":
+        return f"a lower {measure} than {other}"
+    if d["verdict"] == "indistinguishable":
+        return f"{'an' if measure[0] in 'aeiou' else 'a'} {measure} indistinguishable from {other}"
+    return f"no {measure} to compare with {other}"
+
+
+def comparisons(record: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Every comparison the page reports, at the longest test length n (16) unless named otherwise,
+    as `common.paired` dicts (per-seed differences a - b, mean, 95% t-interval, verdict) with
+    "a", "b", "measure" and "length" added. Keys (each present when the record has its variants):
+
+        t5_long_vs_train_em / _tok        T5 defaults at n minus at the training length
+        tail_long_vs_train_em / _tok      t5_tail at n minus at the training length
+        tail_vs_t5_em / _tok              t5_tail minus T5 defaults at n
+        t5_vs_learned16_em / _tok         T5 defaults minus the 16-row learned table at n
+        t5_vs_chance_tok, tail_vs_chance_tok, learned16_vs_chance_tok
+                                          token accuracy at n minus 1/n_symbols (a constant per seed)
+
+    The verdict follows common.VERDICT_RULE: an ordering only when the interval excludes 0."""
+    r = record["results"]
+    T, n = r["train_len"], r["eval_lens"][-1]
+    have = r["variants"]
+    short = {"exact_match": "em", "token_accuracy": "tok"}
+    out: dict[str, dict[str, Any]] = {}
+
+    def add(key: str, a: str, b: str, measure: str, va: list, vb: list, length: int) -> None:
+        out[key] = {"a": a, "b": b, "measure": _MEASURES[measure], "length": length, **paired(va, vb)}
+
+    for v, key in (("t5", "t5_long_vs_train"), ("t5_tail", "tail_long_vs_train")):
+        if v in have:
+            for what in ("exact_match", "token_accuracy"):
+                add(f"{key}_{short[what]}", f"{_NAMES[v]} at {n}", f"{_NAMES[v]} at {T}", what,
+                    metric(record, v, n, what), metric(record, v, T, what), n)
+    for a, b, key in (("t5_tail", "t5", "tail_vs_t5"), ("t5", "learned16", "t5_vs_learned16")):
+        if a in have and b in have:
+            for what in ("exact_match", "token_accuracy"):
+                add(f"{key}_{short[what]}", _NAMES[a], _NAMES[b], what, metric(record, a, n, what),
+                    metric(record, b, n, what), n)
+    for v, key in (("t5", "t5_vs_chance_tok"), ("t5_tail", "tail_vs_chance_tok"),
+                   ("learned16", "learned16_vs_chance_tok")):
+        if v in have:
+            acc = metric(record, v, n, "token_accuracy")
+            add(key, _NAMES[v], f"chance 1/{r['n_symbols']}", "token_accuracy", acc, [r["chance"]] * len(acc), n)
+    return out
+
+
+def comparison_table(record: dict[str, Any], digits: int = 3) -> str:
+    """The comparisons as a markdown table: a - b, the measure, the length, the mean paired
+    difference with its 95% t-interval (common.pm) and the verdict (common.VERDICT_RULE)."""
+    rows = ["| a − b | measure | at length | mean difference [95% interval] | verdict |", "|---|---|---|---|---|"]
+    for c in comparisons(record).values():
+        rows.append(f"| {c['a']} − {c['b']} | {c['measure']} | {c['length']} | {pm(c, digits)} | {c['verdict']} |")
+    return "\n".join(rows)
+
+
+def verdict_line(record: dict[str, Any]) -> str:
+    """One sentence: the record's answer to the page's question under common.VERDICT_RULE.
+
+    Built from `comparisons`: the T5 defaults at the longest length against the training length
+    and against the 16-row learned table, and t5_tail (every long offset in a trained bucket)
+    against the defaults. With fewer than 2 seeds there is no interval, hence no verdict."""
+    r = record["results"]
+    T, n, k = r["train_len"], r["eval_lens"][-1], len(r["seeds"])
+    if k < 2:
+        return (f"One seed gives no 95% interval, so this run supports no verdict: it is a smoke test of the code, "
+                f"and the comparisons come from the full-budget record.")
+    c = comparisons(record)
+    parts = []
+    if "t5_long_vs_train_em" in c:
+        clause = (f"T5's default buckets (32, max_distance 128) reach "
+                  f"{_relation(c['t5_long_vs_train_em'], 'exact match', f'at {T}')}")
+        if "t5_vs_learned16_tok" in c:
+            clause += f" and {_relation(c['t5_vs_learned16_tok'], 'token accuracy', 'the 16-row learned table')}"
+        parts.append(clause)
+    if "tail_vs_t5_tok" in c:
+        parts.append(f"with 8 buckets and max_distance 8, so that every long offset shares a trained bucket, the "
+                     f"model reaches {_relation(c['tail_vs_t5_tok'], 'token accuracy', 'the defaults')} and "
+                     f"{_relation(c['tail_vs_t5_em'], 'exact match', 'the defaults')}")
+    elif "tail_long_vs_train_em" in c:
+        parts.append(f"with 8 buckets and max_distance 8 the model reaches "
+                     f"{_relation(c['tail_long_vs_train_em'], 'exact match', f'at {T}')}")
+    if not parts:
+        return f"This record has none of the variants the verdict compares ({k} seeds)."
+    return (f"Tested at {n} after training at {T} ({k} seeds, paired 95% intervals), " + "; ".join(parts) + ".")
+
+
+def claims_table(record: dict[str, Any]) -> str:
+    """The claims the page tests, what the record measured (paired differences with 95%
+    intervals) and whether the claim holds under common.VERDICT_RULE, as a markdown table."""
+    r = record["results"]
+    T, n, k = r["train_len"], r["eval_lens"][-1], len(r["seeds"])
+    c = comparisons(record)
+    have = r["variants"]
+    rows = ["| claim | measured at length " + str(n) + " (mean difference [95% interval]) | verdict |", "|---|---|---|"]
+    if "t5_long_vs_train_em" in c:
+        d = c["t5_long_vs_train_em"]
+        verdict = (f"**disagrees** with T5's defaults: exact match is lower at {n} than at {T}; offsets {T} to "
+                   f"{n - 1} land in buckets no length-{T} sequence trains" if d["verdict"] == "lower" else
+                   f"**agrees**: exact match at {n} is {'higher than' if d['verdict'] == 'higher' else 'indistinguishable from'} "
+                   f"at {T}")
+        rows.append(f"| a T5-bias model trained on {T} still produces sensible output at {n} | T5 defaults, exact match at "
+                    f"{n} − at {T}: {pm(d, 2)}; token accuracy − chance: {pm(c['t5_vs_chance_tok'], 2)} | {verdict} |")
+    if "tail_vs_t5_em" in c:
+        em, tok = c["tail_vs_t5_em"], c["tail_vs_t5_tok"]
+        higher = [m for m, d in (("token accuracy", tok), ("exact match", em)) if d["verdict"] == "higher"]
+        lower = [m for m, d in (("token accuracy", tok), ("exact match", em)) if d["verdict"] == "lower"]
+        level = [m for m, d in (("token accuracy", tok), ("exact match", em)) if d["verdict"] == "indistinguishable"]
+        if lower:
+            verdict = f"**disagrees**: sharing trained buckets is lower in {' and '.join(lower)}"
+        elif higher:
+            verdict = (f"**agrees** once that condition holds: higher in {' and '.join(higher)}"
+                       + (f"; {' and '.join(level)} indistinguishable at {k} seeds" if level else ""))
+        else:
+            verdict = f"**not shown** at {k} seeds: both measures indistinguishable"
+        rows.append(f"| ... because long offsets fall into buckets trained on shorter ones | t5_tail − T5 defaults: "
+                    f"exact match {pm(em, 2)}, token accuracy {pm(tok, 2)} | {verdict} |")
+    if "tail_long_vs_train_em" in c:
+        em, tok = c["tail_long_vs_train_em"], c["tail_long_vs_train_tok"]
+        lower = [m for m, d in (("exact match", em), ("token accuracy", tok)) if d["verdict"] == "lower"]
+        verdict = (f"**disagrees**: lower at {n} than at {T} in {' and '.join(lower)}; trained buckets are "
+                   f"necessary, not sufficient" if lower else
+                   f"**not contradicted** at {k} seeds: neither measure is lower at {n} than at {T}")
+        rows.append(f"| (this page) trained tail buckets are enough: t5_tail does as well at {n} as at {T} | t5_tail at "
+                    f"{n} − at {T}: exact match {pm(em, 2)}, token accuracy {pm(tok, 2)} | {verdict} |")
+    if "learned16" in have:
+        em16 = [x for x in metric(record, "learned16", n) if x is not None]
+        cannot = "learned" in have and all(x is None for x in metric(record, "learned", n))
+        first = f"8 rows: cannot run at {n} on any seed; " if cannot else ""
+        right = ("no sequence right on any seed" if em16 and max(em16) == 0.0
+                 else f"exact match {pm(mean_sd(em16), 2)} (mean ± sd)")
+        d = c["learned16_vs_chance_tok"]
+        rows.append(f"| learned absolute positions give an index error or garbage | {first}16 rows: {right}; token "
+                    f"accuracy − chance {pm(d, 2)} | **agrees**{': the library refuses the 8-row table' if cannot else ''}"
+                    f"; the 16-row table has {_relation(d, 'token accuracy', 'chance')} and "
+                    f"{'no whole sequence right' if em16 and max(em16) == 0.0 else 'few whole sequences right'} |")
+    return "\n".join(rows)
+
+
 def headline(record: dict[str, Any]) -> str:
-    """Three lines: T5's defaults at the longest length, the tail setting there, learned positions."""
+    """`verdict_line`, then the means at the longest length and every comparison of `comparisons`
+    with its 95% interval and verdict (one bullet each)."""
     r = record["results"]
     T, n_long = r["train_len"], r["eval_lens"][-1]
     n = len(r["seeds"])
     have = r["variants"]
 
     def cell(v: str, length: int, name: str) -> str:
-        return pm(mean_sd(metric(record, v, length, name)), 2) if v in have else "n/a (not in this record)"
+        return pm(mean_sd(metric(record, v, length, name)), 2)
 
-    lines = []
-    if "t5" in have:
-        tok = mean_sd(metric(record, "t5", n_long, "token_accuracy"))
-        lines.append(f"Reversal trained at {T}, tested at {n_long} ({n} seeds, mean ± sd): T5's default buckets (32, "
-                     f"max_distance 128) reach exact match {cell('t5', n_long, 'exact_match')} and token accuracy "
-                     f"{cell('t5', n_long, 'token_accuracy')}, {tok['mean'] / r['chance']:.1f} times the "
-                     f"1/{r['n_symbols']} chance rate (at {T}: exact match {cell('t5', T, 'exact_match')}).")
-    lines.append(f"With 8 buckets and max_distance 8, so that every long offset shares a trained bucket: exact match "
-                 f"{cell('t5_tail', n_long, 'exact_match')}, token accuracy {cell('t5_tail', n_long, 'token_accuracy')} "
-                 f"at {n_long} (at {T}: exact match {cell('t5_tail', T, 'exact_match')}).")
-    lines.append(f"Learned positions: 8 rows cannot run at {n_long} (the library refuses); 16 rows with 8 never "
-                 f"trained: exact match {cell('learned16', n_long, 'exact_match')}, token accuracy "
-                 f"{cell('learned16', n_long, 'token_accuracy')}.")
-    return findings(lines)
+    means = [f"{_NAMES[v]} exact match {cell(v, n_long, 'exact_match')}, token accuracy "
+             f"{cell(v, n_long, 'token_accuracy')}" for v in have if mean_sd(metric(record, v, n_long))["n"]]
+    means += [f"{_NAMES[v]} cannot run (the library refuses)" for v in have if not mean_sd(metric(record, v, n_long))["n"]]
+    lines = [f"Reversal trained at {T}, tested at {n_long}, {n} seed{'s' if n != 1 else ''} (mean ± sd): "
+             + "; ".join(means) + "."]
+    for c in comparisons(record).values():
+        at = "" if c["length"] == n_long and " at " in c["a"] else f" at {c['length']}"
+        lines.append(f"{c['a']} − {c['b']}, {c['measure']}{at}: {pm(c, 2)} ({c['verdict']})")
+    # the verdict wrapped only at spaces, so that joining its lines gives verdict_line back
+    verdict = textwrap.fill(verdict_line(record), 78, break_on_hyphens=False, break_long_words=False)
+    return verdict + "\n" + findings(lines)
