@@ -314,10 +314,60 @@ def test_passkey_record_has_both_phases_for_every_method_and_seed(passkey_record
         g = exp_passkey.grid(passkey_record, phase, "rope")
         assert len(g["mean"]) == 3 and len(g["sd"][0]) == 2
     assert r["finetune"] == passkey_record["config"]["finetune"]
+    assert r["finetune_data"] == exp_passkey.finetune_mix(passkey_record) == "passkey and text, as in training"
+    assert "passkey and text" in exp_passkey.format_table(passkey_record, "finetuned")
     assert "@ depth 1" in exp_passkey.format_table(passkey_record, "finetuned")
-    assert exp_passkey.headline(passkey_record).count("\n- ") == 2
+    text = exp_passkey.headline(passkey_record)
+    assert " ".join(text.split()).startswith(exp_passkey.verdict_line(passkey_record))
+    assert text.count("\n- ") == 6  # set-up and retrieval at L, two length changes, two method lines, fine-tune
+    groups = {c["group"] for c in exp_passkey.comparisons(passkey_record)}
+    assert groups == {"length", "methods", "finetune", "depth"}
     with pytest.raises(ValueError, match="phase"):
         exp_passkey.grid(passkey_record, "later", "rope")
+    with pytest.raises(ValueError, match="group"):
+        exp_passkey.comparison_table(passkey_record, "seeds")
+
+
+def _passkey_synthetic(acc: dict[str, list[list[float]]], loss: dict[str, list[list[float]]]) -> dict:
+    """A passkey record (both phases alike) from per-method, per-seed accuracy and loss at lengths
+    [128, 512]; the accuracy is the same at both depths."""
+    methods = list(acc)
+    n = len(next(iter(acc.values())))
+    cells = {m: [{"seed": s, "accuracy": [[a, a] for a in acc[m][s]], "per_digit": [[a, a] for a in acc[m][s]],
+                  "loss": loss[m][s]} for s in range(n)] for m in methods}
+    results = {"train_len": 128, "lengths": [128, 512], "depths": [0.0, 1.0], "methods": methods,
+               "phases": ["zero_shot", "finetuned"], "seeds": list(range(n)), "n_eval": 2, "finetune_len": 512,
+               "finetune": {"steps": 3}, "labels": exp_passkey.LABELS,
+               "results": {p: copy.deepcopy(cells) for p in ("zero_shot", "finetuned")}}
+    return {"name": "passkey", "budget": "full", "config": {}, "results": results}
+
+
+def test_passkey_verdict_line_names_each_pattern_by_the_rule() -> None:
+    k = 5
+    rec = _passkey_synthetic(
+        acc={"rope": [[1.0, 0.0]] * k,                                          # retrieval falls ...
+             "rope_pi": [[0.0, 0.0]] * k,                                       # fails at L on every seed
+             "rope_yarn": [[1.0, 0.9], [1.0, 1.0], [0.0, 0.1], [1.0, 0.9], [1.0, 1.0]],  # seed 2 fails at L
+             "alibi": [[1.0, 0.2 + 0.1 * s] for s in range(k)]},               # falls with a flat loss
+        loss={"rope": [[1.4, 2.4 + 0.01 * s] for s in range(k)],               # ... as the loss rises
+              "rope_pi": [[3.0, 3.0]] * k,
+              "rope_yarn": [[1.5, 1.45 + 0.01 * s] for s in range(k)],
+              "alibi": [[1.4, 1.4 + (0.02 if s % 2 else -0.02)] for s in range(k)]})
+    assert exp_passkey.pattern(rec, "zero_shot", "rope") == "lower retrieval, higher loss"
+    assert exp_passkey.pattern(rec, "zero_shot", "rope_pi") == "fails at L"
+    assert exp_passkey.pattern(rec, "zero_shot", "rope_yarn") == "retrieval not lower"
+    assert exp_passkey.pattern(rec, "zero_shot", "alibi") == "flat loss, lower retrieval"
+    assert exp_passkey.failures_at_train_len(rec)["zero_shot"]["rope_yarn"] == [2]
+    line = exp_passkey.verdict_line(rec)
+    assert "did not rise for ALiBi, with and without the fine-tune" in line
+    assert "it fell as the loss rose for unscaled RoPE" in line
+    assert "no seed of RoPE + PI, with and without the fine-tune, retrieved even at 128" in line
+    assert "RoPE + YaRN seed 2 failed even at 128" in line and line.endswith(".")
+    assert exp_passkey.finetune_mix(rec) == "corpus text only"  # a record from before the passkey fine-tune
+    claims = exp_passkey.claims_table(rec)
+    assert "**agrees** for ALiBi" in claims and "here the loss warns too" in claims
+    one = _passkey_synthetic({"rope": [[1.0, 0.0]]}, {"rope": [[1.4, 2.4]]})
+    assert "supports no verdict" in exp_passkey.verdict_line(one)
 
 
 # -- figures ----------------------------------------------------------------------------------

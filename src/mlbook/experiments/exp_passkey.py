@@ -25,6 +25,7 @@ seed. Perplexity is the corpus loss on the first T characters of the same held-o
 from __future__ import annotations
 
 import random
+import textwrap
 from typing import Any
 
 import torch
@@ -48,8 +49,10 @@ from mlbook.experiments.registry import register
 from mlbook.experiments.train import TrainConfig, train
 from mlbook.transformer.models import GPT
 
-__all__ = ["METHODS", "METHOD_ROPE", "LABELS", "method_model", "digit_accuracy", "passkey_accuracy", "grid",
-           "summary", "format_table", "headline"]
+__all__ = ["METHODS", "METHOD_ROPE", "LABELS", "RETRIEVES", "method_model", "digit_accuracy", "passkey_accuracy",
+           "grid", "summary", "format_table", "finetune_mix", "accuracy_per_seed", "loss_per_seed", "paired_accuracy",
+           "failures_at_train_len", "failures_text", "length_change", "pattern", "comparisons", "comparison_table",
+           "claims_table", "verdict_line", "headline"]
 
 METHODS: tuple[str, ...] = ("rope", "rope_pi", "rope_yarn", "alibi")
 # RoPE options of each RoPE method for the extension factor s (filled in by method_model)
@@ -256,8 +259,7 @@ def format_table(record: dict[str, Any], phase: str = "zero_shot") -> str:
     r = record["results"]
     w = 13  # "0.59 ± 0.52" is 11 characters; two spaces between columns
     what = "without fine-tuning" if phase == "zero_shot" else (
-        f"after {r['finetune']['steps']} fine-tuning steps at {r['finetune_len']} on passkey samples and "
-        f"corpus text, alternating")
+        f"after {r['finetune']['steps']} fine-tuning steps at {r['finetune_len']} on {finetune_mix(record)}")
     head = (f"{'method':<12}{'length':>7}{'corpus loss':>{w + 3}}{'accuracy':>{w}}{'@ depth 0':>{w}}{'@ depth 1':>{w}}"
             f"{'per digit':>{w}}")
     lines = [findings([f"{what}; accuracy = all {PasskeyTask().n_digits} digits right (chance 1e-5), averaged over "
@@ -272,34 +274,276 @@ def format_table(record: dict[str, Any], phase: str = "zero_shot") -> str:
     return "\n".join(lines)
 
 
+# A seed "retrieves" at a length when at least this share of its test samples, averaged over
+# depths, has every digit right (guessing scores 1e-5).
+RETRIEVES = 0.5
+
+
+def finetune_mix(record: dict[str, Any]) -> str:
+    """What the brief fine-tune at 4L trained on: the record's "finetune_data", or "corpus text only"
+    for a record made before that key existed (the earlier design, whose fine-tune had no passkeys)."""
+    return record["results"].get("finetune_data", "corpus text only")
+
+
+def accuracy_per_seed(record: dict[str, Any], phase: str, method: str, length_index: int) -> list[float]:
+    """All-digits accuracy averaged over depths at lengths[length_index], one value per seed."""
+    seeds = record["results"]["results"][phase][method]
+    return [sum(s["accuracy"][length_index]) / len(s["accuracy"][length_index]) for s in seeds]
+
+
+def loss_per_seed(record: dict[str, Any], phase: str, method: str, length_index: int) -> list[float]:
+    """Corpus loss (nats/char) on the first lengths[length_index] characters, one value per seed."""
+    return [s["loss"][length_index] for s in record["results"]["results"][phase][method]]
+
+
 def paired_accuracy(record: dict[str, Any], a: tuple[str, str], b: tuple[str, str], length_index: int = -1
                     ) -> dict[str, Any]:
     """Per-seed difference of depth-averaged accuracy at one length between (phase, method) a and b."""
-    def vals(pm_: tuple[str, str]) -> list[float]:
-        seeds = record["results"]["results"][pm_[0]][pm_[1]]
-        return [sum(s["accuracy"][length_index]) / len(s["accuracy"][length_index]) for s in seeds]
+    return paired(accuracy_per_seed(record, *a, length_index), accuracy_per_seed(record, *b, length_index))
 
-    return paired(vals(a), vals(b))
+
+def failures_at_train_len(record: dict[str, Any]) -> dict[str, dict[str, list[int]]]:
+    """phase -> method -> the seeds that do not retrieve at the trained length L (depth-averaged
+    all-digits accuracy below RETRIEVES): a method that fails at L says nothing about extension."""
+    r = record["results"]
+    out: dict[str, dict[str, list[int]]] = {}
+    for phase in r["phases"]:
+        out[phase] = {}
+        for m in r["methods"]:
+            seeds = [s["seed"] for s in r["results"][phase][m]]
+            acc = accuracy_per_seed(record, phase, m, 0)
+            out[phase][m] = [seed for seed, a in zip(seeds, acc) if a < RETRIEVES]
+    return out
+
+
+def length_change(record: dict[str, Any], phase: str, method: str) -> dict[str, dict[str, Any]]:
+    """From L to the longest length: paired per-seed changes (at 4L minus at L) of the depth-averaged
+    accuracy and of the corpus loss, each a `common.paired` dict."""
+    return {"accuracy": paired(accuracy_per_seed(record, phase, method, -1), accuracy_per_seed(record, phase, method, 0)),
+            "loss": paired(loss_per_seed(record, phase, method, -1), loss_per_seed(record, phase, method, 0))}
+
+
+def pattern(record: dict[str, Any], phase: str, method: str) -> str:
+    """Which case (phase, method) is in, from L to 4L under common.VERDICT_RULE:
+
+        "fails at L"                 no seed retrieves at L (see RETRIEVES): nothing to extend
+        "flat loss, lower retrieval" accuracy lower, loss not higher: the case perplexity misses
+        "lower retrieval, higher loss" accuracy lower and the loss rises with it: perplexity warns
+        "retrieval not lower"        the accuracy interval does not put 4L below L
+    """
+    r = record["results"]
+    if len(failures_at_train_len(record)[phase][method]) == len(r["results"][phase][method]):
+        return "fails at L"
+    d = length_change(record, phase, method)
+    if d["accuracy"]["verdict"] != "lower":
+        return "retrieval not lower"
+    return "lower retrieval, higher loss" if d["loss"]["verdict"] == "higher" else "flat loss, lower retrieval"
+
+
+_PHASE = {"zero_shot": "zero-shot", "finetuned": "fine-tuned"}
+
+
+def comparisons(record: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every comparison the page reports, as `common.paired` dicts (per-seed differences a - b,
+    mean, 95% t-interval, verdict) with "group", "a", "b", "measure" added. Groups:
+
+        length     per phase and method, at 4L minus at L: accuracy, corpus loss
+        methods    per phase, at 4L: YaRN - PI, YaRN - RoPE, PI - RoPE, ALiBi - YaRN, ALiBi - RoPE
+        finetune   per method, fine-tuned minus zero-shot: accuracy at 4L and at L, loss at 4L
+        depth      per phase and method, at 4L: accuracy with the key at depth 0 minus at depth 1
+    """
+    r = record["results"]
+    L, T = r["lengths"][0], r["lengths"][-1]
+    methods = r["methods"]
+    out: list[dict[str, Any]] = []
+
+    def add(group: str, a: str, b: str, measure: str, d: dict[str, Any]) -> None:
+        out.append({"group": group, "a": a, "b": b, "measure": measure, **d})
+
+    for phase in r["phases"]:
+        for m in methods:
+            d = length_change(record, phase, m)
+            add("length", f"{SHORT[m]} {_PHASE[phase]} at {T}", f"at {L}", "accuracy", d["accuracy"])
+            add("length", f"{SHORT[m]} {_PHASE[phase]} at {T}", f"at {L}", "corpus loss", d["loss"])
+    pairs = [(a, b) for a, b in (("rope_yarn", "rope_pi"), ("rope_yarn", "rope"), ("rope_pi", "rope"),
+                                 ("alibi", "rope_yarn"), ("alibi", "rope")) if a in methods and b in methods]
+    for phase in r["phases"]:
+        for a, b in pairs:
+            add("methods", f"{SHORT[a]} {_PHASE[phase]} at {T}", SHORT[b], "accuracy",
+                paired_accuracy(record, (phase, a), (phase, b)))
+    for m in methods:
+        add("finetune", f"{SHORT[m]} fine-tuned at {T}", "zero-shot", "accuracy",
+            paired_accuracy(record, ("finetuned", m), ("zero_shot", m)))
+        add("finetune", f"{SHORT[m]} fine-tuned at {L}", "zero-shot", "accuracy",
+            paired_accuracy(record, ("finetuned", m), ("zero_shot", m), 0))
+        add("finetune", f"{SHORT[m]} fine-tuned at {T}", "zero-shot", "corpus loss",
+            paired(loss_per_seed(record, "finetuned", m, -1), loss_per_seed(record, "zero_shot", m, -1)))
+    for phase in r["phases"]:
+        for m in methods:
+            seeds = r["results"][phase][m]
+            add("depth", f"{SHORT[m]} {_PHASE[phase]} at {T}, key at depth {r['depths'][0]:g}",
+                f"at depth {r['depths'][-1]:g}", "accuracy",
+                paired([s["accuracy"][-1][0] for s in seeds], [s["accuracy"][-1][-1] for s in seeds]))
+    return out
+
+
+def comparison_table(record: dict[str, Any], group: str | None = None, digits: int = 2) -> str:
+    """The comparisons (of one `group`, or all) as a markdown table: a − b, the measure, the mean
+    paired difference with its 95% t-interval (common.pm) and the verdict (common.VERDICT_RULE)."""
+    groups = ("length", "methods", "finetune", "depth")
+    if group is not None and group not in groups:
+        raise ValueError(f"group must be one of {', '.join(groups)} or None, got {group!r}")
+    rows = ["| a − b | measure | mean difference [95% interval] | verdict |", "|---|---|---|---|"]
+    for c in comparisons(record):
+        if group is None or c["group"] == group:
+            rows.append(f"| {c['a']} − {c['b']} | {c['measure']} | {pm(c, digits)} | {c['verdict']} |")
+    return "\n".join(rows)
+
+
+def _join(items: list[str]) -> str:
+    return "" if not items else items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+_NAME = {"rope": "unscaled RoPE", "rope_pi": "RoPE + PI", "rope_yarn": "RoPE + YaRN", "alibi": "ALiBi"}
+
+
+def _who(record: dict[str, Any], cases: list[tuple[str, str]]) -> str:
+    """'RoPE + YaRN and ALiBi, with and without the fine-tune' from (phase, method) pairs."""
+    r = record["results"]
+    groups: dict[str, list[str]] = {}
+    for m in r["methods"]:
+        phases = [p for p in r["phases"] if (p, m) in cases]
+        if phases:
+            when = ("with and without the fine-tune" if len(phases) == len(r["phases"]) else
+                    "without fine-tuning" if phases == ["zero_shot"] else "after the fine-tune")
+            groups.setdefault(when, []).append(_NAME[m])
+    return _join([f"{_join(names)}, {when}" for when, names in groups.items()])
+
+
+def verdict_line(record: dict[str, Any]) -> str:
+    """One sentence: for which methods a flat corpus loss hid falling retrieval from L to 4L, by
+    `pattern` (paired 95% intervals, common.VERDICT_RULE), and which seeds fail at L itself; with
+    fewer than 2 seeds, no verdict."""
+    r = record["results"]
+    L, T, k = r["lengths"][0], r["lengths"][-1], len(r["seeds"])
+    if k < 2:
+        return ("One seed gives no 95% interval, so this run supports no verdict: it is a smoke test of the code, "
+                "and the comparisons come from the full-budget record.")
+    cases: dict[str, list[tuple[str, str]]] = {}
+    for phase in r["phases"]:
+        for m in r["methods"]:
+            cases.setdefault(pattern(record, phase, m), []).append((phase, m))
+    text = (f"From the trained length {L} to {T} ({k} seeds, paired 95% intervals), passkey retrieval fell while the "
+            f"corpus loss did not rise for {_who(record, cases.get('flat loss, lower retrieval', [])) or 'no method'}")
+    if cases.get("lower retrieval, higher loss"):
+        text += f"; it fell as the loss rose for {_who(record, cases['lower retrieval, higher loss'])}"
+    if cases.get("retrieval not lower"):
+        text += f"; it did not fall for {_who(record, cases['retrieval not lower'])}"
+    if cases.get("fails at L"):
+        text += f"; no seed of {_who(record, cases['fails at L'])}, retrieved even at {L}"
+    fails = failures_at_train_len(record)
+    some = {m: sorted({s for p in r["phases"] if (p, m) not in cases.get("fails at L", []) for s in fails[p][m]})
+            for m in r["methods"]}
+    some = {m: seeds for m, seeds in some.items() if seeds}
+    if some:
+        text += "; " + _join([f"{_NAME[m]} seed{'s' if len(seeds) > 1 else ''} {_join([str(x) for x in seeds])}"
+                              for m, seeds in some.items()]) + f" failed even at {L}"
+    return text + "."
+
+
+def failures_text(record: dict[str, Any]) -> str:
+    """The per-seed failures at L in words: 'none' or 'RoPE + YaRN zero-shot seed 2; ...'."""
+    fails = failures_at_train_len(record)
+    items = [f"{SHORT[m]} {_PHASE[p]} seed{'s' if len(seeds) > 1 else ''} {', '.join(map(str, seeds))}"
+             for p, by in fails.items() for m, seeds in by.items() if seeds]
+    return "; ".join(items) if items else "none"
+
+
+def claims_table(record: dict[str, Any]) -> str:
+    """The claims the page tests, what the record measured (paired differences, mean [95%
+    interval]) and the verdict under common.VERDICT_RULE, as a markdown table."""
+    r = record["results"]
+    L, T, k = r["lengths"][0], r["lengths"][-1], len(r["seeds"])
+    methods = r["methods"]
+    rows = ["| claim | measured (mean difference [95% interval]) | verdict |", "|---|---|---|"]
+    flat = [(p, m) for p in r["phases"] for m in methods if pattern(record, p, m) == "flat loss, lower retrieval"]
+    measured = "; ".join(f"{SHORT[m]} {_PHASE[p]}, {T} − {L}: accuracy {pm(length_change(record, p, m)['accuracy'], 2)}, "
+                         f"loss {pm(length_change(record, p, m)['loss'], 2)}" for p, m in flat)
+    rows.append(f"| retrieval can fail while perplexity looks fine ([section 4](10_systems.ipynb)) | "
+                f"{measured or 'no method and phase with a lower accuracy and a loss that is not higher'} | "
+                + (f"**agrees** for {_who(record, flat)}" if flat else f"**not shown** at {k} seeds") + " |")
+    d = length_change(record, "zero_shot", "rope")
+    rows.append(f"| unmodified RoPE fails past $L$ | RoPE zero-shot, {T} − {L}: accuracy {pm(d['accuracy'], 2)}, loss "
+                f"{pm(d['loss'], 2)} | "
+                + ("**agrees**" + ("; here the loss warns too" if d["loss"]["verdict"] == "higher" else "")
+                   if d["accuracy"]["verdict"] == "lower" else f"**not shown** at {k} seeds") + " |")
+    if "alibi" in methods:
+        depth = {c["a"]: c for c in comparisons(record) if c["group"] == "depth" and c["a"].startswith("ALiBi ")}
+        far = [c for c in depth.values() if c["verdict"] == "lower"]
+        measured = "; ".join(f"{c['a'].split(' at ')[0]}: {pm(c, 2)}" for c in depth.values())
+        beats = paired_accuracy(record, ("zero_shot", "alibi"), ("zero_shot", "rope"))
+        rows.append(f"| ALiBi's recency prior hurts retrieval from far back ([section 2.5](06_alibi.ipynb)) | at {T}, key at "
+                    f"depth {r['depths'][0]:g} (farthest) − depth {r['depths'][-1]:g} (nearest): {measured} | "
+                    + (f"**agrees in direction**: far keys are retrieved less ({_join([c['a'].split(' at ')[0] for c in far])})"
+                       if far else f"**not shown** at {k} seeds: far and near keys indistinguishable")
+                    + f"; ALiBi − unmodified RoPE at {T} zero-shot: {pm(beats, 2)} ({beats['verdict']}) |")
+    if "rope_pi" in methods:
+        acc = paired_accuracy(record, ("finetuned", "rope_pi"), ("zero_shot", "rope_pi"))
+        loss = paired(loss_per_seed(record, "finetuned", "rope_pi", -1), loss_per_seed(record, "zero_shot", "rope_pi", -1))
+        at_l = "fails at L" == pattern(record, "zero_shot", "rope_pi")
+        rows.append(f"| PI needs its short fine-tune ([section 2.6](07_context_extension.ipynb)) | RoPE + PI at {T}, "
+                    f"fine-tuned − zero-shot: accuracy {pm(acc, 2)}, loss {pm(loss, 2)}"
+                    + (f"; zero-shot it retrieves on no seed even at {L}" if at_l else "") + " | "
+                    + ("**agrees**: retrieval is higher after the fine-tune" if acc["verdict"] == "higher" else
+                       f"**partly**: the fine-tune lowers the loss; retrieval {acc['verdict']}" if loss["verdict"] == "lower"
+                       else f"**not shown** at {k} seeds: loss {loss['verdict']}, retrieval {acc['verdict']}")
+                    + " |")
+    if "rope_pi" in methods and "rope_yarn" in methods:
+        loss_l = paired(loss_per_seed(record, "zero_shot", "rope_yarn", 0), loss_per_seed(record, "zero_shot", "rope_pi", 0))
+        acc_t = paired_accuracy(record, ("zero_shot", "rope_yarn"), ("zero_shot", "rope_pi"))
+        rows.append(f"| YaRN keeps local resolution where PI loses it ([section 2.6](07_context_extension.ipynb)) | "
+                    f"zero-shot, YaRN − PI: loss at {L} {pm(loss_l, 2)}, accuracy at {T} {pm(acc_t, 2)} | "
+                    + ("**agrees**: YaRN's loss at L is lower" if loss_l["verdict"] == "lower" else
+                       f"**not shown** at {k} seeds: YaRN's loss at L is {loss_l['verdict']}")
+                    + f"; retrieval at {T}: "
+                    + ("indistinguishable at this number of seeds" if acc_t["verdict"] == "indistinguishable"
+                       else f"{acc_t['verdict']} for YaRN") + " |")
+    return "\n".join(rows)
 
 
 def headline(record: dict[str, Any]) -> str:
-    """Three lines: retrieval at L, YaRN zero-shot at 4L beside its loss, and after the fine-tune."""
+    """`verdict_line`, then retrieval at L with the seeds that fail there, the changes from L to 4L,
+    the methods against each other at 4L and the fine-tune's effect, each paired difference with its
+    95% interval and verdict."""
     r = record["results"]
-    L, T = r["train_len"], r["lengths"][-1]
+    L, T = r["lengths"][0], r["lengths"][-1]
     n = len(r["seeds"])
-    z = {m: summary(record, "zero_shot", m) for m in r["methods"]}
-    f = {m: summary(record, "finetuned", m) for m in r["methods"]}
-    if "alibi" not in z:  # a record without an ALiBi model (the quick budget)
-        z["alibi"] = f["alibi"] = {k: [{"mean": None, "sd": None}] * len(r["lengths"]) for k in ("accuracy", "loss")}
-    return findings([
-        f"Passkey retrieval, all digits right ({n} seeds, mean ± sd): at the trained length {L}, RoPE "
-        f"{pm(z['rope']['accuracy'][0], 2)}, ALiBi {pm(z['alibi']['accuracy'][0], 2)}; at {T} without fine-tuning, "
-        f"RoPE {pm(z['rope']['accuracy'][-1], 2)}, PI {pm(z['rope_pi']['accuracy'][-1], 2)}, "
-        f"YaRN {pm(z['rope_yarn']['accuracy'][-1], 2)}, ALiBi {pm(z['alibi']['accuracy'][-1], 2)}.",
-        f"Corpus loss from {L} to {T} without fine-tuning: YaRN {pm(z['rope_yarn']['loss'][0], 2)} -> "
-        f"{pm(z['rope_yarn']['loss'][-1], 2)}, ALiBi {pm(z['alibi']['loss'][0], 2)} -> {pm(z['alibi']['loss'][-1], 2)}, "
-        f"RoPE {pm(z['rope']['loss'][0], 2)} -> {pm(z['rope']['loss'][-1], 2)} nats/char.",
-        f"After the same {r['finetune']['steps']}-step fine-tune at {r['finetune_len']} as in the context-extension "
-        f"experiment, accuracy at {T}: RoPE {pm(f['rope']['accuracy'][-1], 2)}, PI {pm(f['rope_pi']['accuracy'][-1], 2)}, "
-        f"YaRN {pm(f['rope_yarn']['accuracy'][-1], 2)}, ALiBi {pm(f['alibi']['accuracy'][-1], 2)}.",
-    ])
+    methods = r["methods"]
+    z = {m: summary(record, "zero_shot", m) for m in methods}
+
+    def d(x: dict[str, Any]) -> str:
+        return f"{pm(x, 2)} ({x['verdict']})"
+
+    lines = [
+        f"{n} seed{'s' if n != 1 else ''}; fine-tune: {r['finetune']['steps']} steps at {r['finetune_len']} on "
+        f"{finetune_mix(record)}. Retrieval at the trained length {L}, all digits right (mean ± sd), zero-shot: "
+        + ", ".join(f"{SHORT[m]} {pm(z[m]['accuracy'][0], 2)}" for m in methods)
+        + f". Seeds below {RETRIEVES:g} at {L}: {failures_text(record)}.",
+    ]
+    for phase in r["phases"]:
+        ch = {m: length_change(record, phase, m) for m in methods}
+        lines.append(f"{T} minus {L}, {_PHASE[phase]}, mean [95% interval]: accuracy "
+                     + "; ".join(f"{SHORT[m]} {d(ch[m]['accuracy'])}" for m in methods) + "; corpus loss "
+                     + "; ".join(f"{SHORT[m]} {d(ch[m]['loss'])}" for m in methods) + ".")
+    pairs = [(a, b) for a, b in (("rope_yarn", "rope_pi"), ("rope_yarn", "rope"), ("alibi", "rope_yarn"),
+                                 ("alibi", "rope")) if a in methods and b in methods]
+    for phase in r["phases"]:
+        lines.append(f"Accuracy at {T}, {_PHASE[phase]}: " + "; ".join(
+            f"{SHORT[a]} − {SHORT[b]} {d(paired_accuracy(record, (phase, a), (phase, b)))}" for a, b in pairs) + ".")
+    lines.append(f"Fine-tuned − zero-shot accuracy at {T}: " + "; ".join(
+        f"{SHORT[m]} {d(paired_accuracy(record, ('finetuned', m), ('zero_shot', m)))}" for m in methods)
+        + f"; at {L}: " + "; ".join(
+        f"{SHORT[m]} {d(paired_accuracy(record, ('finetuned', m), ('zero_shot', m), 0))}" for m in methods) + ".")
+    # the verdict wrapped only at spaces, so that joining its lines gives verdict_line back
+    verdict = textwrap.fill(verdict_line(record), 78, break_on_hyphens=False, break_long_words=False)
+    return verdict + "\n" + findings(lines)

@@ -258,6 +258,13 @@ def fig_stream_loss(record: dict[str, Any], setting: str = "text_bos") -> go.Fig
 # -- experiment 6: passkey --------------------------------------------------------------------
 
 
+def _passkey_finetune(record: dict[str, Any]) -> str:
+    """'after 30 steps at 512 on passkey and text' (or 'on text only', the earlier design)."""
+    r = record["results"]
+    mix = "passkey and text" if "passkey" in _pk.finetune_mix(record) else "text only"
+    return f"after {r['finetune']['steps']} steps at {r['finetune_len']} on {mix}"
+
+
 def fig_passkey_heatmaps(record: dict[str, Any], phase: str = "zero_shot") -> go.Figure:
     """All-digits passkey accuracy on the (context length x key depth) grid, one panel per method,
     mean over seeds (hover: ± sd)."""
@@ -280,7 +287,7 @@ def fig_passkey_heatmaps(record: dict[str, Any], phase: str = "zero_shot") -> go
                                                "<extra></extra>"), row=1, col=c)
         fig.update_xaxes(title="key depth", tickangle=0, row=1, col=c)
     fig.update_yaxes(title="context length (tokens)", row=1, col=1)
-    what = "no fine-tuning" if phase == "zero_shot" else f"after {r['finetune']['steps']} steps at {r['finetune_len']}"
+    what = "no fine-tuning" if phase == "zero_shot" else _passkey_finetune(record)
     return _layout(fig, height=420, title="Passkey accuracy, all five digits right",
                    subtitle=f"{what}; mean over {_n_seeds(r)}; key depth 0 = start of the context, 1 = next to the question")
 
@@ -305,6 +312,6 @@ def fig_passkey_vs_loss(record: dict[str, Any], phase: str = "zero_shot") -> go.
         fig.update_xaxes(title="context length (tokens)", tickvals=r["lengths"], row=1, col=c)
     fig.update_yaxes(title="loss (nats per character)", row=1, col=1)
     fig.update_yaxes(title="accuracy (fraction)", range=[0, 1.05], row=1, col=2)
-    what = "no fine-tuning" if phase == "zero_shot" else f"after {r['finetune']['steps']} steps at {r['finetune_len']}"
+    what = "no fine-tuning" if phase == "zero_shot" else _passkey_finetune(record)
     return _layout(fig, height=440, title="Corpus loss and passkey retrieval against length",
                    subtitle=f"{what}; mean ± sd over {_n_seeds(r)}")
