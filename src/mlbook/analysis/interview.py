@@ -60,17 +60,18 @@ class WavelengthSpan:
     def __repr__(self) -> str:
         return (f"d_head = {self.d_head}, base = {self.base:,g}:\n"
                 f"  pair 0 turns every {self.shortest:,.3f} tokens, pair {self.d_head // 2 - 1} every "
-                f"{self.longest:,.0f} tokens\n"
-                f"  2 pi * base = {self.limit:,.0f} tokens, the d_head -> infinity limit, is "
+                f"{float(f'{self.longest:.4g}'):,.0f} tokens\n"
+                f"  2 pi * base = {float(f'{self.limit:.4g}'):,.0f} tokens, the d_head -> infinity limit, is "
                 f"{self.limit / self.longest - 1:.1%} more\n"
-                f"  (the longest wavelength is {self.shortfall:.1%} below it)")
+                f"  (the longest wavelength is {self.shortfall:.1%} below it; wavelengths to 4 significant figures, as everywhere "
+                f"in the book)")
 
 
 def rope_wavelength_span(d_head: int = 128, base: float = 10000.0) -> WavelengthSpan:
     """Wavelengths 2 pi / theta_i, theta_i = base^(-2i/d_head), at i = 0 and i = d_head/2 - 1, and 2 pi * base.
 
-    The last pair's wavelength is 2 pi * base^((d-2)/d); "2 pi * base" (about 63,000 tokens for
-    base 10000) is its d -> infinity limit. From `pair_wavelengths` (the library's frequencies).
+    The last pair's wavelength is 2 pi * base^((d-2)/d); "2 pi * base" (62,830 tokens to 4 significant
+    figures for base 10000, the "about 63,000" often quoted) is its d -> infinity limit. From `pair_wavelengths` (the library's frequencies).
     """
     _check_even_d("d_head", d_head)
     base = _check_positive_float("base", base, above=1.0)
