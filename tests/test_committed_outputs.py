@@ -1,0 +1,322 @@
+"""The committed-outputs check's own judgement (tools/notebook_outputs.py), on made-up outputs.
+
+`make outputs-check` compares the outputs committed in notebooks/*.ipynb with the site
+build's executions; `make outputs` writes fresh ones. These tests execute no notebook: they
+feed the comparison outputs as nbclient stores them and check that it lets through exactly
+what legitimately varies between two runs (timings, dates, how streams are split, float64
+round-off, a figure's layout) and catches the rest (a changed number in text or in a
+figure, a missing figure, a committed error).
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib.util
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+_spec = importlib.util.spec_from_file_location("notebook_outputs", ROOT / "tools" / "notebook_outputs.py")
+assert _spec and _spec.loader
+tool = importlib.util.module_from_spec(_spec)
+sys.modules["notebook_outputs"] = tool  # dataclasses look their module up by name
+_spec.loader.exec_module(tool)
+
+v4 = nbformat.v4
+
+
+def stream(text: str, name: str = "stdout") -> Any:
+    return v4.new_output("stream", name=name, text=text)
+
+
+def notebook(*cells_outputs: list[Any], sources: list[str] | None = None) -> Any:
+    """A notebook with a markdown cell, then one code cell per list of outputs."""
+    nb = v4.new_notebook()
+    nb.cells.append(v4.new_markdown_cell("# Title", id="md0"))
+    for i, outs in enumerate(cells_outputs):
+        src = sources[i] if sources else f"print({i})"
+        nb.cells.append(v4.new_code_cell(src, id=f"c{i}", outputs=list(outs), execution_count=i + 1))
+    return nb
+
+
+def compare(committed: list[Any], fresh: list[Any]) -> list[str]:
+    return tool.compare_notebooks(notebook(committed), notebook(fresh), "notebooks/99_x.ipynb")
+
+
+def record(elapsed: float, per_seed: list[float], created: str) -> dict[str, Any]:
+    return {"budget": "quick", "results": {"seeds": list(range(len(per_seed))), "seconds_per_seed": per_seed},
+            "device": "cpu", "threads": 1, "elapsed_s": elapsed, "created": created,
+            "mlbook_version": "0.1.0", "torch_version": "2.13.0+cpu"}
+
+
+# --- sanitisers ------------------------------------------------------------------------------
+@pytest.mark.parametrize("s", tool.SANITISERS, ids=[s.name for s in tool.SANITISERS])
+def test_each_sanitiser_rewrites_what_it_covers(s: Any) -> None:
+    assert s.covers and s.pattern.search(s.example), f"{s.name}: its example does not match"
+    assert s.pattern.sub(s.replacement, s.example) != s.example
+    assert tool.sanitise(s.example) != s.example
+
+
+def test_sanitiser_names_are_unique() -> None:
+    names = [s.name for s in tool.SANITISERS]
+    assert len(names) == len(set(names))
+
+
+@pytest.mark.parametrize("text", [
+    "loss@64 2.183 ± 0.012, tail@256 2.294 ± 0.006",
+    "The saved full-budget run of 'extrapolation' took 521 s (about 9 min) on cpu",  # from a committed record
+    "float32/half            8 MB  2.09 ms      0.99x",  # a committed benchmark record
+    "rope_apply, full budget, measured 2026-11-30 in 77 s",
+    "per-offset table, T = 512, 8 heads:      8,184 per stack",
+    "j - i: [-90, -91, -127] -> buckets [14, 15, 15]",
+])
+def test_sanitisers_leave_results_alone(text: str) -> None:
+    """Numbers that come from code or committed records are compared exactly."""
+    assert tool.sanitise(text) == text
+
+
+# --- text ----------------------------------------------------------------------------------------
+def test_a_timing_and_date_change_is_not_caught_even_when_it_rewraps_the_line() -> None:
+    from mlbook.experiments.registry import describe_record
+
+    a = describe_record(record(532.6, [168.2, 179.5, 184.9], "2026-11-30T06:58:47+00:00"))
+    b = describe_record(record(1532.6, [1168.2, 1179.5, 1184.9], "2027-01-02T23:59:59+00:00"))
+    assert len(a.splitlines()[0].split()) != len(b.splitlines()[0].split()), "the test needs a re-wrap"
+    assert compare([stream(a + "\nscheme loss 2.183\n")], [stream(b + "\nscheme loss 2.183\n")]) == []
+
+
+def test_a_changed_number_is_caught_with_notebook_cell_id_and_diff() -> None:
+    (problem,) = compare([stream("with positions:  dog 1.49, bites 0.03\n")],
+                         [stream("with positions:  dog 1.50, bites 0.03\n")])
+    assert problem.startswith("notebooks/99_x.ipynb, cell 1 (id c0)")
+    assert "-with positions:  dog 1.49, bites 0.03" in problem
+    assert "+with positions:  dog 1.50, bites 0.03" in problem
+
+
+def test_a_changed_number_next_to_a_timing_is_caught() -> None:
+    from mlbook.experiments.registry import describe_record
+
+    a = describe_record(record(88.0, [87.5], "2026-11-30T05:16:41+00:00"))
+    b = describe_record(record(90.1, [89.9], "2026-11-30T06:00:00+00:00"))
+    assert compare([stream(a + "\n2.240\n")], [stream(b + "\n2.241\n")])
+    assert compare([stream(a)], [stream(b.replace("seeds [0]", "seeds [0, 1]"))])
+
+
+def test_only_whitespace_near_a_masked_value_may_move() -> None:
+    """Re-wrapping is allowed where a sanitiser rewrote the text, nowhere else."""
+    assert compare([stream("a table\ncol  1.0\n")], [stream("a table\ncol 1.0\n")])
+
+
+def test_how_the_kernel_split_the_streams_does_not_matter() -> None:
+    one = [stream("line 1\nline 2\n"), stream("warning\n", "stderr")]
+    split = [stream("line 1\n"), stream("warning\n", "stderr"), stream("line 2\n")]
+    assert compare(one, split) == []
+    assert compare(one, [stream("line 1\nline 2\n")])  # a missing stderr line is caught
+
+
+def test_progress_bars_and_carriage_returns_are_ignored() -> None:
+    bar = "train:  10%|#         | 12/120 [00:01<00:09, 11.2it/s]\rtrain:  50%|#####     | 60/120 [00:05<00:05]\r"
+    assert compare([stream("done\n")], [stream(bar + "\n"), stream("done\n")]) == []
+
+
+def test_a_committed_error_output_fails_even_where_the_run_fails_alike() -> None:
+    err = v4.new_output("error", ename="ValueError", evalue="boom", traceback=["..."])
+    problems = compare([stream("x\n"), err], [stream("x\n"), err])
+    assert len(problems) == 1 and "hold an error" in problems[0] and "ValueError: boom" in problems[0]
+    assert "cell 1 (id c0)" in problems[0]
+
+
+def test_changed_code_is_not_compared_as_if_it_were_the_same() -> None:
+    a = notebook([stream("1\n")], sources=["print(1)"])
+    b = notebook([stream("1\n")], sources=["print(2)"])
+    (problem,) = tool.compare_notebooks(a, b, "n.ipynb")
+    assert "not of this notebook's current code" in problem
+
+
+# --- figures -------------------------------------------------------------------------------------
+def figure(y: list[float], *, title: str = "t", caption: str = "What to notice.", div_id: str = "fig-a",
+           frames: list[float] | None = None) -> Any:
+    """A display_data output as mlbook.viz.show makes it in static mode."""
+    from mlbook.viz.core import figure_html
+
+    fig = {"data": [{"type": "scatter", "x": list(range(len(y))), "y": y, "uid": div_id}],
+           "layout": {"title": {"text": title}, "template": {"layout": {"font": {"size": 12}}}}}
+    if frames is not None:
+        fig["frames"] = [{"name": "1", "data": [{"type": "scatter", "y": frames}]}]
+    html = figure_html(fig, caption=caption, alt="A line.", div_id=div_id, static=True)
+    return v4.new_output("display_data", data={"text/html": html, "text/plain": f"Figure: {caption}"})
+
+
+def test_a_figure_with_the_same_data_but_another_layout_and_id_is_equal() -> None:
+    assert compare([figure([1.0, 2.0], title="old", div_id="fig-1")],
+                   [figure([1.0, 2.0], title="new", div_id="fig-2")]) == []
+
+
+def test_a_changed_figure_value_is_caught() -> None:
+    (problem,) = compare([figure([1.0, 2.0, 3.0])], [figure([1.0, 2.01, 3.0])])
+    assert "-data[0].y = [1.0, 2.0, 3.0]" in problem and "+data[0].y = [1.0, 2.01, 3.0]" in problem
+
+
+def test_a_changed_slider_frame_is_caught() -> None:
+    assert compare([figure([1.0], frames=[0.5, 0.6])], [figure([1.0], frames=[0.5, 0.7])])
+
+
+def test_figure_data_is_compared_to_four_significant_digits_and_round_off_as_zero() -> None:
+    assert compare([figure([1.23456, 2.2e-16])], [figure([1.23461, 4.4e-16])]) == []
+    assert compare([figure([1.2345])], [figure([1.2355])])
+
+
+def test_a_missing_figure_or_a_changed_caption_is_caught() -> None:
+    assert compare([figure([1.0]), figure([2.0])], [figure([1.0])])
+    assert compare([figure([1.0], caption="Old caption.")], [figure([1.0], caption="New caption.")])
+
+
+def test_images_are_compared_by_type_and_count() -> None:
+    def png(data: str) -> Any:
+        return v4.new_output("display_data", data={"image/png": data, "text/plain": "<Figure>"})
+
+    assert compare([png("iVBORw0KGgoAAAA")], [png("iVBORw0KGgoBBBB")]) == []
+    assert compare([png("iVBORw0KGgoAAAA")], [])
+
+
+# --- make outputs: writing back --------------------------------------------------------------------
+def test_refresh_keeps_outputs_that_differ_only_in_timings_so_the_file_is_byte_identical() -> None:
+    committed = notebook([stream("quick run: 88.0 s in all; created 2026-11-30T05:16:41+00:00\n")])
+    committed.cells[1].metadata["execution"] = {"iopub.status.idle": "2026-11-29T14:30:31.962229Z"}
+    run = notebook([stream("quick run: 91.3 s in all; created 2026-12-01T10:00:00+00:00\n")])
+    merged, changed = tool.merge_outputs(committed, run)
+    assert changed == [] and merged.cells[1].outputs == committed.cells[1].outputs
+    assert "execution" not in merged.cells[1].metadata
+    again, _ = tool.merge_outputs(merged, run)
+    assert nbformat.writes(again) == nbformat.writes(merged)
+
+
+def test_refresh_writes_changed_outputs_and_merges_streams() -> None:
+    committed = notebook([stream("No saved full-budget record for 'x'\n")])
+    run = notebook([stream("Trained at L = 64:\n"), stream("0.03 ± 0.01\n")])
+    merged, changed = tool.merge_outputs(committed, run)
+    assert changed == [1]
+    assert [o.text for o in merged.cells[1].outputs] == ["Trained at L = 64:\n0.03 ± 0.01\n"]
+    assert merged.cells[0].source == "# Title"
+
+
+def test_refresh_refuses_a_notebook_whose_code_changed_while_it_ran() -> None:
+    with pytest.raises(tool.ChangedMeanwhile):
+        tool.merge_outputs(notebook([stream("1\n")], sources=["print(1)"]),
+                           notebook([stream("2\n")], sources=["print(2)"]))
+
+
+# --- the check against a jupyter-cache (as the site build leaves it) ----------------------------
+def test_check_reads_the_site_builds_cache(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from jupyter_cache import get_cache
+    from jupyter_cache.base import CacheBundleIn
+
+    cache_dir = tmp_path / "cache"
+    committed = notebook([stream("dog 1.49\n")], [figure([1.0, 2.0])])
+    path = tmp_path / "99_x.ipynb"
+    nbformat.write(committed, path)
+    executed = notebook([stream("dog 1.50\n")], [figure([1.0, 2.0], title="other layout")])
+    get_cache(str(cache_dir)).cache_notebook_bundle(CacheBundleIn(executed, str(path)), check_validity=False)
+
+    assert tool.check([path], cache_dir) == 1
+    err = capsys.readouterr().err
+    assert "cell 1 (id c0)" in err and "+dog 1.50" in err and "cell 2" not in err
+    assert 'make outputs NOTEBOOKS="' in err and "99_x.ipynb" in err
+
+    nbformat.write(notebook([stream("dog 1.50\n")], [figure([1.0, 2.0])]), path)
+    assert tool.check([path], cache_dir) == 0
+
+    nbformat.write(notebook([stream("dog 1.50\n")], [figure([1.0, 2.0])], sources=["print(1)", "edited()"]), path)
+    assert tool.check([path], cache_dir) == 1
+    assert "no executed copy" in capsys.readouterr().err
+
+
+def test_check_without_a_cache_says_what_to_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "99_x.ipynb"
+    nbformat.write(notebook([stream("1\n")]), path)
+    assert tool.check([path], tmp_path / "nothing") == 2
+    assert "site build" in capsys.readouterr().err
+    assert not (tmp_path / "nothing").exists()
+
+
+def test_the_kernel_environment_is_the_site_builds() -> None:
+    env = tool.kernel_env(Path("/r"))
+    assert env["MLBOOK_STATIC"] == "1" and env["MLBOOK_RESULTS"] == "/r"
+    assert env["OMP_NUM_THREADS"] == env["MKL_NUM_THREADS"] == "1"
+    assert "MLBOOK_BUDGET" not in env
+
+
+def test_the_outputs_the_notebooks_hold_can_be_compared() -> None:
+    """Every output in the committed notebooks turns into items that equal themselves (no
+    sanitiser or parser trips over what the notebooks really hold), and each figure of
+    mlbook.viz is compared by its data."""
+    figures = 0
+    for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        nb = nbformat.read(path, as_version=4)
+        for _, cell in tool._code_cells(nb):
+            items = tool.output_items(cell.get("outputs", []))
+            assert tool.items_match(items, tool.output_items(copy.deepcopy(cell.get("outputs", [])))), path.name
+            figures += sum(it.label.endswith("figure data") for it in items)
+            html = sum("mlbook-figure" in "".join(o.get("data", {}).get("text/html", ""))
+                       for o in cell.get("outputs", []))
+            assert sum(it.label.endswith("figure data") for it in items) >= html, (path.name, cell.get("id"))
+    assert figures > 0
+
+
+@pytest.mark.parametrize("output", [
+    stream("No saved full-budget record for 't5_length'; make one with:\n  python -m mlbook.experiments run ...\n"),
+    v4.new_output("execute_result", data={"text/plain": "'No saved full-budget record for x'"}, execution_count=1),
+])
+def test_a_committed_missing_full_budget_record_fails_even_where_the_build_prints_it_too(output: Any) -> None:
+    (problem,) = compare([output], [output])
+    assert "cell 1 (id c0)" in problem and "src/mlbook/results/full/" in problem
+
+
+def test_a_quick_budget_message_is_not_a_missing_full_record() -> None:
+    out = stream("No saved quick-budget record for 'x'\n")
+    assert compare([out], [out]) == []
+
+
+def test_refresh_writes_back_then_leaves_the_file_alone_and_refuses_a_missing_record(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """`make outputs` end to end, with the kernel replaced by canned outputs."""
+    import jupyter_cache.executors.utils as executors
+
+    for key in ("MLBOOK_STATIC", "MLBOOK_RESULTS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        monkeypatch.setenv(key, "restored after the test")
+    monkeypatch.delenv("MLBOOK_BUDGET", raising=False)
+    printed = {"text": "took 1.0 s in all; created 2026-11-30T05:16:41+00:00\nloss 2.183\n"}
+    seen_env: dict[str, str] = {}
+
+    def run(nb: Any, cwd: str, **kw: Any) -> Any:
+        seen_env.update(os.environ)
+        for i, (_, cell) in enumerate(tool._code_cells(nb)):
+            cell.outputs, cell.execution_count = [stream(printed["text"])], i + 1
+        return executors.ExecutionResult(nb, cwd, 0.1)
+
+    monkeypatch.setattr(executors, "single_nb_execution", run)
+    path = tmp_path / "99_x.ipynb"
+    stale = notebook([stream("No saved full-budget record for 'x'\n")])
+    stale.cells[1].metadata["execution"] = {"iopub.status.idle": "2026-11-29T14:30:31.962229Z"}
+    nbformat.write(stale, path)
+
+    assert tool.refresh([path], tmp_path / "results") == 0
+    assert seen_env["MLBOOK_STATIC"] == "1" and seen_env["OMP_NUM_THREADS"] == "1"
+    assert seen_env["MLBOOK_RESULTS"] == str((tmp_path / "results").resolve())
+    first = path.read_bytes()
+    cell = nbformat.read(path, as_version=4).cells[1]
+    assert cell.outputs[0].text == printed["text"] and "execution" not in cell.metadata
+    assert first.decode() == nbformat.writes(nbformat.reads(first.decode(), as_version=4)) + "\n"
+
+    printed["text"] = "took 93.4 s in all; created 2026-12-01T08:00:00+00:00\nloss 2.183\n"  # timings only
+    assert tool.refresh([path], tmp_path / "results") == 0
+    assert path.read_bytes() == first, "an unchanged notebook must stay byte-identical"
+
+    printed["text"] = "No saved full-budget record for 'x'; make one with: ...\n"
+    assert tool.refresh([path], tmp_path / "results") == 1
+    assert path.read_bytes() == first and "nothing written" in capsys.readouterr().err
