@@ -51,11 +51,14 @@ $(STAMP): requirements.txt pyproject.toml
 
 venv: $(STAMP)
 
-# Executed notebooks are cached by their code; outputs also depend on the library,
-# so the cache (and this build's experiment records) is dropped whenever src/,
-# requirements.txt or pyproject.toml change.
+# Executed notebooks are cached by their code; outputs also depend on the library and on
+# the records it ships (the full-budget and benchmark records the pages print), so the cache
+# (and this build's experiment records) is dropped whenever src/ (its Python files and those
+# records), requirements.txt or pyproject.toml change.
 cache-check:
-	@h=$$(cat requirements.txt pyproject.toml $$(find src -name '*.py' -not -path '*/__pycache__/*' | sort) | sha256sum | cut -c1-16); \
+	@h=$$(cat requirements.txt pyproject.toml $$(find src -not -path '*/__pycache__/*' \( -name '*.py' \
+	  -o -path 'src/mlbook/results/full/*.json' -o -path 'src/mlbook/results/bench/*.json' \) | sort) \
+	  | sha256sum | cut -c1-16); \
 	if [ "$$(cat _build/.mlbook-src-hash 2>/dev/null)" != "$$h" ]; then \
 	  echo "library or requirements changed: notebooks will be executed afresh"; \
 	  rm -rf $(CACHE) $(RESULTS); mkdir -p _build; echo "$$h" > _build/.mlbook-src-hash; \
