@@ -29,13 +29,15 @@ define pytest_allow_empty
 	rc=0; $(1) || rc=$$?; if [ $$rc -eq 5 ]; then echo "(no tests collected)"; elif [ $$rc -ne 0 ]; then exit $$rc; fi
 endef
 
-.PHONY: help venv book test test-lib test-notebooks colab-check site-strict test-browser chromium screenshot \
-        setup-cells bench cache-check clean
+.PHONY: help venv book test test-lib test-notebooks colab-check site-strict outputs-check outputs test-browser \
+        chromium screenshot setup-cells bench cache-check clean
 
 help:
 	@echo "make book         create .venv, install, execute every notebook, build the site into $(SITE)"
 	@echo "make test         library tests, the Colab check (nbval over every notebook), strict site build,"
-	@echo "                  browser check"
+	@echo "                  committed outputs check, browser check"
+	@echo "make outputs      re-execute the notebooks as the site build does and write their outputs back"
+	@echo "                  into notebooks/*.ipynb (NOTEBOOKS='notebooks/01_x.ipynb ...' for some)"
 	@echo "make colab-check  every notebook run as in Colab (NOTEBOOKS='notebooks/01_x.ipynb ...' for some)"
 	@echo "make setup-cells  rewrite every notebook's setup cell from the repository URL in _config.yml"
 	@echo "make bench        re-measure the committed benchmark records (quiet machine, ~20 min)"
@@ -101,6 +103,21 @@ colab-check: $(STAMP) $(COLAB_STAMP) cache-check
 	$(BIN)/python tools/colab_check.py --venv $(COLAB_VENV) --results $(RESULTS) \
 	  --times _build/colab-times.json $(NOTEBOOKS)
 
+# The committed outputs of every notebook are what the current code prints. They are made as
+# the site build runs the notebooks (static mode; `make outputs`), so they are compared with
+# the site build's own executions, read from its jupyter-cache: nothing runs twice.
+# See tools/notebook_outputs.py (the sanitisers for what varies between runs are listed there).
+outputs-check: site-strict
+	$(BIN)/python tools/notebook_outputs.py check --cache $(CACHE) $(NOTEBOOKS)
+
+# Re-execute the notebooks (NOTEBOOKS='notebooks/01_x.ipynb ...' for some) exactly as the site
+# build does (static mode, one torch thread, this build's quick experiment records, the
+# full-budget records shipped in src/mlbook/results/full/) and write their outputs back into
+# notebooks/*.ipynb. Cells whose outputs differ only in what the check ignores (timings, dates)
+# keep the committed ones, so an unchanged notebook's file stays byte-identical.
+outputs: $(STAMP) cache-check
+	$(BIN)/python tools/notebook_outputs.py refresh --results $(RESULTS) $(NOTEBOOKS)
+
 test-browser: $(STAMP) chromium
 	MLBOOK_CHROMIUM=$(CHROMIUM) $(BIN)/python -m pytest tests/test_site.py -m browser -s -p no:cacheprovider
 
@@ -109,10 +126,12 @@ test-browser: $(STAMP) chromium
 # run as soon as .venv is ready (beside the Colab one if it is still installing); then the Colab
 # check and the site build run side by side, one torch thread each (they share this build's
 # quick experiment records: whichever reaches an experiment first trains it, the other waits
-# for the record); the browser check reads the finished site. -O keeps each job's output whole.
+# for the record), and the committed outputs are compared with the site build's executions
+# (outputs-check, after site-strict); the browser check reads the finished site. -O keeps each
+# job's output whole.
 test:
 	$(MAKE) --no-print-directory -j2 -O test-lib $(COLAB_STAMP)
-	OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(MAKE) --no-print-directory -j2 -O colab-check site-strict
+	OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(MAKE) --no-print-directory -j2 -O colab-check outputs-check
 	$(MAKE) --no-print-directory test-browser
 
 chromium:
