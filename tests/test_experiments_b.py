@@ -215,7 +215,7 @@ def test_t5_record_keeps_every_seed_on_the_same_test_sequences(t5_record) -> Non
     assert len(exp_t5_length.per_position(t5_record, "t5", 16)["mean"]) == 16
     assert "cannot run" in exp_t5_length.format_table(t5_record)
     text = exp_t5_length.headline(t5_record)
-    assert " ".join(text.split()).startswith(exp_t5_length.verdict_line(t5_record))
+    assert " ".join(text.split()).startswith("- " + exp_t5_length.verdict_line(t5_record))  # the same sentence, wrapped
     assert text.count("\n- ") == 1 + len(exp_t5_length.comparisons(t5_record))  # the means, then one per comparison
     with pytest.raises(ValueError, match="exact_match"):
         exp_t5_length.metric(t5_record, "t5", 8, "bleu")
@@ -318,7 +318,7 @@ def test_passkey_record_has_both_phases_for_every_method_and_seed(passkey_record
     assert "passkey and text" in exp_passkey.format_table(passkey_record, "finetuned")
     assert "@ depth 1" in exp_passkey.format_table(passkey_record, "finetuned")
     text = exp_passkey.headline(passkey_record)
-    assert " ".join(text.split()).startswith(exp_passkey.verdict_line(passkey_record))
+    assert " ".join(text.split()).startswith("- " + exp_passkey.verdict_line(passkey_record))  # wrapped, not split
     assert text.count("\n- ") == 6  # set-up and retrieval at L, two length changes, two method lines, fine-tune
     groups = {c["group"] for c in exp_passkey.comparisons(passkey_record)}
     assert groups == {"length", "methods", "finetune", "depth"}

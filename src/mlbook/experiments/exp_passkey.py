@@ -544,6 +544,8 @@ def headline(record: dict[str, Any]) -> str:
         f"{SHORT[m]} {d(paired_accuracy(record, ('finetuned', m), ('zero_shot', m)))}" for m in methods)
         + f"; at {L}: " + "; ".join(
         f"{SHORT[m]} {d(paired_accuracy(record, ('finetuned', m), ('zero_shot', m), 0))}" for m in methods) + ".")
-    # the verdict wrapped only at spaces, so that joining its lines gives verdict_line back
-    verdict = textwrap.fill(verdict_line(record), 78, break_on_hyphens=False, break_long_words=False)
+    # the verdict first, as on the other experiment pages, wrapped only at spaces so that joining
+    # its lines gives verdict_line back
+    verdict = textwrap.fill(verdict_line(record), 78, initial_indent="- ", subsequent_indent="  ",
+                            break_on_hyphens=False, break_long_words=False)
     return verdict + "\n" + findings(lines)

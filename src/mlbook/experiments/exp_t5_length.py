@@ -364,6 +364,8 @@ def headline(record: dict[str, Any]) -> str:
     for c in comparisons(record).values():
         at = "" if c["length"] == n_long and " at " in c["a"] else f" at {c['length']}"
         lines.append(f"{c['a']} − {c['b']}, {c['measure']}{at}: {pm(c, 2)} ({c['verdict']})")
-    # the verdict wrapped only at spaces, so that joining its lines gives verdict_line back
-    verdict = textwrap.fill(verdict_line(record), 78, break_on_hyphens=False, break_long_words=False)
+    # the verdict first, as on the other experiment pages, wrapped only at spaces so that joining
+    # its lines gives verdict_line back
+    verdict = textwrap.fill(verdict_line(record), 78, initial_indent="- ", subsequent_indent="  ",
+                            break_on_hyphens=False, break_long_words=False)
     return verdict + "\n" + findings(lines)
