@@ -16,7 +16,8 @@ import math
 
 import torch
 
-from mlbook.transformer.positional import _check_int, _check_positive_float, alibi_bias, alibi_slopes
+from mlbook.transformer.positional import alibi_bias, alibi_slopes
+from mlbook.transformer.validate import check_int, check_positive_float
 
 __all__ = ["slope_provenance", "naive_slopes", "alibi_penalty", "weight_ratio", "effective_window", "mpt_slopes"]
 
@@ -24,7 +25,7 @@ __all__ = ["slope_provenance", "naive_slopes", "alibi_penalty", "weight_ratio", 
 def slope_provenance(n_heads: int) -> list[str]:
     """Per head, "power of two" (the n = 2^floor(log2 H) slopes 2^(-8h/n)) or "interleaved" (the
     extra heads of a non-power-of-two H, taken from every other slope of the 2n-head sequence)."""
-    _check_int("n_heads", n_heads, 1)
+    check_int("n_heads", n_heads, 1)
     n = 2 ** int(math.floor(math.log2(n_heads)))
     return ["power of two"] * n + ["interleaved"] * (n_heads - n)
 
@@ -35,7 +36,7 @@ def naive_slopes(n_heads: int) -> torch.Tensor:
     Equal to `alibi_slopes` when H is a power of two; for other H it is a different set (for
     H = 12 it starts at 2^(-2/3) and ends at 2^(-8)), not the paper's recipe.
     """
-    _check_int("n_heads", n_heads, 1)
+    check_int("n_heads", n_heads, 1)
     h = torch.arange(1, n_heads + 1, dtype=torch.float64)  # (H,)
     return 2.0 ** (-8.0 * h / n_heads)  # (H,)
 
@@ -46,8 +47,8 @@ def alibi_penalty(n_heads: int, distance: int) -> torch.Tensor:
     Read off the library's bias, -alibi_bias(H, 1, distance + 1)[0, h, 0, 0] (the query sits at
     position `distance`, the key at 0). Returns (H,) float64.
     """
-    _check_int("n_heads", n_heads, 1)
-    _check_int("distance", distance, 0)
+    check_int("n_heads", n_heads, 1)
+    check_int("distance", distance, 0)
     return -alibi_bias(n_heads, 1, distance + 1)[0, :, 0, 0].double()  # (H,)
 
 
@@ -63,8 +64,8 @@ def effective_window(n_heads: int, nats: float = 3.0) -> torch.Tensor:
     At `nats` = 3 a key that far back needs a content score 3 nats higher (e^3 = 20 times the
     weight) to compete with the query's own position. Returns (H,) int64.
     """
-    _check_int("n_heads", n_heads, 1)
-    nats = _check_positive_float("nats", nats)
+    check_int("n_heads", n_heads, 1)
+    nats = check_positive_float("nats", nats)
     slopes = alibi_slopes(n_heads).double()  # (H,)
     return torch.ceil(nats / slopes - 1e-9).long()  # (H,) guard against nats / m landing a hair above an integer
 
@@ -78,8 +79,8 @@ def mpt_slopes(n_heads: int, alibi_bias_max: float = 8.0) -> torch.Tensor:
     MPT-7B-StoryWriter-65k+'s config sets 16, so its 32 heads run from 2^-0.5 down to 2^-16 and
     its gentlest head charges 1 nat for a key 65,536 tokens back.
     """
-    _check_int("n_heads", n_heads, 1)
-    alibi_bias_max = _check_positive_float("alibi_bias_max", alibi_bias_max)
+    check_int("n_heads", n_heads, 1)
+    alibi_bias_max = check_positive_float("alibi_bias_max", alibi_bias_max)
     n = 2 ** math.ceil(math.log2(n_heads))
     h = torch.arange(1, n + 1, dtype=torch.float64)  # (n,)
     slopes = 2.0 ** (-alibi_bias_max * h / n)  # (n,)

@@ -32,13 +32,12 @@ import torch
 from mlbook.transformer.positional import (
     ROPE_SCALINGS,
     RotaryEmbedding,
-    _check_int,
-    _check_positive_float,
     _ntk_base,
     _RopeParams,
     rope_inv_freq,
     yarn_ramp,
 )
+from mlbook.transformer.validate import check_int, check_positive_float
 from mlbook.viz.absolute import _sig, first_pair_exceeding, pair_wavelengths
 
 __all__ = [
@@ -158,11 +157,11 @@ def angle_coverage(
 
     L' = target_len, or round(factor * L) when target_len is None.
     """
-    _check_int("original_max_len", original_max_len, 1)
+    check_int("original_max_len", original_max_len, 1)
     if target_len is None:
-        factor = _check_positive_float("factor", factor)
+        factor = check_positive_float("factor", factor)
         target_len = int(round(factor * original_max_len))
-    _check_int("target_len", target_len, 1)
+    check_int("target_len", target_len, 1)
     theta = _theta(d_head, base)
     return AngleCoverage(d_head, float(base), original_max_len, target_len, theta,
                          original_max_len * theta, (target_len - 1) * theta)
@@ -198,9 +197,9 @@ def scaled_inv_freq(
     _check_method(method)
     if method == "dynamic":
         if seq_len is None:
-            factor = _check_positive_float("factor", factor)
+            factor = check_positive_float("factor", factor)
             seq_len = int(round(factor * original_max_len))
-        _check_int("seq_len", seq_len, 1)
+        check_int("seq_len", seq_len, 1)
         rope = RotaryEmbedding(d_head, base, "dynamic", dynamic_factor, original_max_len=original_max_len)
         return rope.inv_freq_at(seq_len).clone(), rope.attention_factor
     return rope_inv_freq(
@@ -253,7 +252,7 @@ def angle_overshoot(
     (`AngleCoverage.unwrapped`) are harmed by an overshoot; the others have seen every phase.
     """
     if seq_len is None:
-        seq_len = int(round(_check_positive_float("factor", factor) * original_max_len))
+        seq_len = int(round(check_positive_float("factor", factor) * original_max_len))
     ratio = frequency_ratios(d_head, base, factor, original_max_len=original_max_len, methods=(method,),
                              seq_len=seq_len, **options)[method]
     target = seq_len if method == "dynamic" else int(round(factor * original_max_len))
@@ -342,12 +341,12 @@ def ntk_factor_needed(
     NTK-aware scaling is run with s set above the ratio it is meant to reach (Peng et al., section 3.1).
     i_0 = 0 (L below 2 pi) is never satisfied: pair 0 is not slowed at all (inf). No never-wrapped pair: 1.
     """
-    _check_int("original_max_len", original_max_len, 1)
+    check_int("original_max_len", original_max_len, 1)
     values = (targets,) if isinstance(targets, (int, float)) else tuple(targets)
     if not values:
         raise ValueError("targets is empty; give at least one target ratio L'/L >= 1")
     for r in values:
-        _check_positive_float("target ratio L'/L", r)
+        check_positive_float("target ratio L'/L", r)
         if r < 1:
             raise ValueError(f"a target ratio L'/L must be >= 1 (an extension), got {r}")
     L = original_max_len
@@ -525,7 +524,7 @@ def method_wavelength_table(
     for m in methods:
         _check_method(m)
     if seq_len is None:
-        seq_len = int(round(_check_positive_float("factor", factor) * original_max_len))
+        seq_len = int(round(check_positive_float("factor", factor) * original_max_len))
     ratios = frequency_ratios(d_head, base, factor, original_max_len=original_max_len, methods=methods,
                               seq_len=seq_len, **options)
     lam = pair_wavelengths(d_head, base)
@@ -590,8 +589,8 @@ def fit_attention_score(
     (float64 normal equations). The ridge term only makes the solve well defined: nothing in the
     data on [0, L) limits how large the slow pairs' coefficients may grow.
     """
-    _check_int("original_max_len", original_max_len, 2)
-    _check_int("n_points", n_points, 1)
+    check_int("original_max_len", original_max_len, 2)
+    check_int("n_points", n_points, 1)
     if n_points > original_max_len:
         raise ValueError(f"n_points ({n_points}) must be <= original_max_len ({original_max_len}): one target per integer distance")
     if isinstance(ridge, bool) or not isinstance(ridge, (int, float)) or not math.isfinite(ridge) or ridge < 0:
@@ -650,7 +649,7 @@ class BoundRatio:
 
     def count_below(self, value: float) -> int:
         """How many of the distances have a bound ratio below `value` (e.g. Chen et al.'s 600)."""
-        return int((self.ratio < _check_positive_float("value", value)).sum())
+        return int((self.ratio < check_positive_float("value", value)).sum())
 
     def __repr__(self) -> str:
         b, r = self.b_over_d, self.ratio
@@ -664,8 +663,8 @@ class BoundRatio:
 
 def bound_ratio(d_head: int = 128, base: float = 10000.0, original_max_len: int = 2048, factor: float = 4.0) -> BoundRatio:
     """B(D)/d for every integer distance D in [L, s L): the distances only extrapolation reaches."""
-    _check_int("original_max_len", original_max_len, 1)
-    hi = int(round(_check_positive_float("factor", factor) * original_max_len))
+    check_int("original_max_len", original_max_len, 1)
+    hi = int(round(check_positive_float("factor", factor) * original_max_len))
     s = np.arange(original_max_len, hi, dtype=np.float64)
     return BoundRatio(d_head, float(base), original_max_len, hi, extrapolation_sum(s, d_head, base) / d_head)
 
@@ -693,7 +692,7 @@ class FitComparison:
 
 def compare_fit(fit: ScoreFit, factor: float = 4.0) -> FitComparison:
     """Extrapolate a fitted score to [L, sL) and interpolate it at m/s (PI), with the theorem's bound."""
-    factor = _check_positive_float("factor", factor, above=1.0)
+    factor = check_positive_float("factor", factor, above=1.0)
     L = fit.original_max_len
     hi = int(round(factor * L))
     grid = np.arange(L + 1, dtype=np.float64)  # integers 0..L

@@ -37,12 +37,10 @@ from mlbook.transformer.models import GPT, GPTConfig
 from mlbook.transformer.positional import (
     LearnedPositionalEmbedding,
     RotaryEmbedding,
-    _check_choice,
-    _check_int,
-    _check_positive_float,
     convert_rotary_weights,
     sinusoidal_positional_encoding,
 )
+from mlbook.transformer.validate import check_choice, check_int, check_positive_float
 
 __all__ = [
     "DecodeResetReport",
@@ -89,8 +87,8 @@ def decode_reset_check(scheme: str = "learned", T: int = 24, seed: int = 0) -> D
     The check asserts cached logits equal full-forward logits at every step (`decode_logit_drift`);
     a correct cache gives float rounding, the planted bug a difference from the second step on.
     """
-    _check_choice("scheme", scheme, DECODE_BUG_SCHEMES)
-    _check_int("T", T, 3)
+    check_choice("scheme", scheme, DECODE_BUG_SCHEMES)
+    check_int("T", T, 3)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         model = GPT(GPTConfig(vocab_size=64, d_model=32, n_heads=2, n_layers=2, max_len=T, positional=scheme))
@@ -149,10 +147,10 @@ def extrapolation_check(
     Experiment 2 (notebooks/21_exp_extrapolation) evaluates each scheme at 1x, 1.5x, 2x and 4x
     its training length.
     """
-    _check_int("trained_len", trained_len, 1)
+    check_int("trained_len", trained_len, 1)
     rows = []
     for f in factors:
-        f = _check_positive_float("factor", f)
+        f = check_positive_float("factor", f)
         T = int(round(f * trained_len))
         table = LearnedPositionalEmbedding(trained_len, 2)
         error = None
@@ -202,9 +200,9 @@ def ported_q_check(d_model: int = 64, n_heads: int = 2, T: int = 16, base: float
     are and after `convert_rotary_weights(..., to="half")`. The converted port's channels are a
     permutation of the reference's; the comparison maps them back before subtracting.
     """
-    _check_int("d_model", d_model, 2)
-    _check_int("n_heads", n_heads, 1)
-    _check_int("T", T, 2)
+    check_int("d_model", d_model, 2)
+    check_int("n_heads", n_heads, 1)
+    check_int("T", T, 2)
     if d_model % n_heads or (d_model // n_heads) % 2:
         raise ValueError(f"d_model ({d_model}) must be n_heads ({n_heads}) times an even d_head")
     d_head = d_model // n_heads
@@ -290,10 +288,10 @@ def shuffle_check(
     norm_zeroed  a per-position scalar added to every feature   -> zero: LayerNorm subtracts the mean
     none      no encoding                                       -> zero
     """
-    _check_int("T", T, 2)
-    _check_int("d_model", d_model, 2)
-    _check_int("n_heads", n_heads, 1)
-    tolerance = _check_positive_float("tolerance", tolerance)
+    check_int("T", T, 2)
+    check_int("d_model", d_model, 2)
+    check_int("n_heads", n_heads, 1)
+    tolerance = check_positive_float("tolerance", tolerance)
     if d_model % n_heads or (d_model // n_heads) % 2:
         raise ValueError(f"d_model ({d_model}) must be n_heads ({n_heads}) times an even d_head")
     gen = torch.Generator().manual_seed(seed)

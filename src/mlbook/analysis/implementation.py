@@ -15,7 +15,8 @@ import torch
 
 from mlbook.transformer.attention import MultiHeadAttention
 from mlbook.transformer.cache import KVCache
-from mlbook.transformer.positional import RotaryEmbedding, _check_int
+from mlbook.transformer.positional import RotaryEmbedding
+from mlbook.transformer.validate import check_int
 
 __all__ = ["CachedKeysReport", "cached_keys_check"]
 
@@ -47,9 +48,9 @@ def cached_keys_check(T: int = 6, d_model: int = 32, n_heads: int = 4, seed: int
     positions 0 .. T-1 (`RotaryEmbedding.rotate`), and with the same keys unrotated; and the
     step-by-step outputs with one full forward pass. Seeded weights; the caller's RNG is untouched.
     """
-    _check_int("T", T, 1)
-    _check_int("d_model", d_model, 1)
-    _check_int("n_heads", n_heads, 1)
+    check_int("T", T, 1)
+    check_int("d_model", d_model, 1)
+    check_int("n_heads", n_heads, 1)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         attn = MultiHeadAttention(d_model, n_heads, rotary=RotaryEmbedding(d_model // n_heads)).double().eval()

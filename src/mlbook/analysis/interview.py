@@ -21,7 +21,7 @@ import math
 from dataclasses import dataclass
 
 from mlbook.analysis.systems import format_bytes, kv_cache_bytes
-from mlbook.transformer.positional import _check_even_d, _check_int, _check_positive_float
+from mlbook.transformer.validate import check_even_d, check_int, check_positive_float
 from mlbook.viz.absolute import pair_wavelengths
 
 __all__ = [
@@ -73,8 +73,8 @@ def rope_wavelength_span(d_head: int = 128, base: float = 10000.0) -> Wavelength
     The last pair's wavelength is 2 pi * base^((d-2)/d); "2 pi * base" (62,830 tokens to 4 significant
     figures for base 10000, the "about 63,000" often quoted) is its d -> infinity limit. From `pair_wavelengths` (the library's frequencies).
     """
-    _check_even_d("d_head", d_head)
-    base = _check_positive_float("base", base, above=1.0)
+    check_even_d("d_head", d_head)
+    base = check_positive_float("base", base, above=1.0)
     w = pair_wavelengths(d_head, base)  # (d/2,)
     return WavelengthSpan(d_head, base, float(w[0]), float(w[-1]), 2 * math.pi * base)
 
@@ -128,8 +128,8 @@ def decoder_param_count(
     """
     for name, value in (("d_model", d_model), ("n_layers", n_layers), ("d_ff", d_ff), ("vocab_size", vocab_size),
                         ("n_heads", n_heads)):
-        _check_int(name, value, 1)
-    n_kv_heads = n_heads if n_kv_heads is None else _check_int("n_kv_heads", n_kv_heads, 1)
+        check_int(name, value, 1)
+    n_kv_heads = n_heads if n_kv_heads is None else check_int("n_kv_heads", n_kv_heads, 1)
     if d_model % n_heads or n_heads % n_kv_heads:
         raise ValueError(f"d_model ({d_model}) must be divisible by n_heads ({n_heads}), and n_heads by "
                          f"n_kv_heads ({n_kv_heads})")
@@ -178,7 +178,7 @@ def prefill_flops(
                 causal mask (a kernel that skips the masked half), T^2 without. q k^T and A v each cost
                 2 d per pair. Defaults: LLaMA-7B.
     """
-    _check_int("T", T, 1)
+    check_int("T", T, 1)
     params = decoder_param_count(d_model, n_layers, d_ff, vocab_size, n_heads, n_kv_heads, tied_embeddings=False)
     matmul_params = params - vocab_size * d_model - (2 * n_layers + 1) * d_model  # drop embedding lookup and norms
     pairs = T * (T + 1) / 2 if causal else float(T) * T
@@ -193,5 +193,5 @@ def sequences_that_fit(memory_bytes: float, weights_bytes: float, per_sequence_b
     """
     for name, value in (("memory_bytes", memory_bytes), ("weights_bytes", weights_bytes),
                         ("per_sequence_bytes", per_sequence_bytes)):
-        _check_positive_float(name, value)
+        check_positive_float(name, value)
     return max(0, int((memory_bytes - weights_bytes) // per_sequence_bytes))

@@ -33,7 +33,8 @@ from typing import Iterator, Sequence
 import torch
 
 from mlbook.transformer.models import GPT, GPTConfig
-from mlbook.transformer.positional import _check_int, _check_positive_float, sinusoidal_positional_encoding
+from mlbook.transformer.positional import sinusoidal_positional_encoding
+from mlbook.transformer.validate import check_int, check_positive_float
 
 __all__ = [
     "learned_table_params",
@@ -71,8 +72,8 @@ def learned_table_params(T_max: int, d_model: int) -> int:
     GPT-2 small (T_max = 1024, d = 768) has 786,432; a 128k-context table at d = 8192 has
     131,072 * 8192 = 1,073,741,824.
     """
-    _check_int("T_max", T_max, 1)
-    _check_int("d_model", d_model, 1)
+    check_int("T_max", T_max, 1)
+    check_int("d_model", d_model, 1)
     return T_max * d_model
 
 
@@ -88,9 +89,9 @@ def gpt2_param_count(
     The defaults (GPT-2 small) give 124,439,808.
     """
     for name, value in (("n_layers", n_layers), ("d_model", d_model), ("vocab_size", vocab_size), ("n_ctx", n_ctx)):
-        _check_int(name, value, 1)
+        check_int(name, value, 1)
     d = d_model
-    f = 4 * d if d_ff is None else _check_int("d_ff", d_ff, 1)
+    f = 4 * d if d_ff is None else check_int("d_ff", d_ff, 1)
     per_layer = 4 * d + (4 * d * d + 4 * d) + (2 * d * f + f + d)
     return vocab_size * d + learned_table_params(n_ctx, d) + n_layers * per_layer + 2 * d
 
@@ -106,9 +107,9 @@ def short_length_distribution(T_max: int, mean_len: float, min_len: int = 2) -> 
 
     Most mass sits on short lengths, as in a corpus of short documents that is not packed.
     """
-    _check_int("T_max", T_max, 1)
-    mean_len = _check_positive_float("mean_len", mean_len)
-    _check_int("min_len", min_len, 1)
+    check_int("T_max", T_max, 1)
+    mean_len = check_positive_float("mean_len", mean_len)
+    check_int("min_len", min_len, 1)
     if min_len > T_max:
         raise ValueError(f"min_len ({min_len}) must be <= T_max ({T_max})")
     lengths = torch.arange(T_max + 1, dtype=torch.float64)  # (T_max + 1,)
@@ -143,16 +144,16 @@ def expected_row_updates(length_probs: torch.Tensor, steps: int, batch_size: int
     length_probs: (T_max + 1,), entry l = P(L = l). Returns (T_max,) float64.
     """
     p = _check_length_probs(length_probs)
-    _check_int("steps", steps, 0)
-    _check_int("batch_size", batch_size, 1)
+    check_int("steps", steps, 0)
+    check_int("batch_size", batch_size, 1)
     return steps * (1.0 - (1.0 - _reach(p)) ** batch_size)  # (T_max,)
 
 
 def expected_row_examples(length_probs: torch.Tensor, steps: int, batch_size: int) -> torch.Tensor:
     """Expected number of training sequences that reach row p: steps * B * P(L > p). (T_max,) float64."""
     p = _check_length_probs(length_probs)
-    _check_int("steps", steps, 0)
-    _check_int("batch_size", batch_size, 1)
+    check_int("steps", steps, 0)
+    check_int("batch_size", batch_size, 1)
     return steps * batch_size * _reach(p)  # (T_max,)
 
 
@@ -184,12 +185,12 @@ class TailRowReport:
 
     def updates(self, step: int | None = None) -> torch.Tensor:
         """Steps (among the first `step`, default all) in which each row got a gradient: (T_max,) int64."""
-        s = self.steps if step is None else _check_int("step", step, 0)
+        s = self.steps if step is None else check_int("step", step, 0)
         return self.row_used[:s].sum(0)  # (T_max,)
 
     def examples(self, step: int | None = None) -> torch.Tensor:
         """Training sequences (among the first `step` steps) that reached each row: (T_max,) int64."""
-        s = self.steps if step is None else _check_int("step", step, 0)
+        s = self.steps if step is None else check_int("step", step, 0)
         positions = torch.arange(self.T_max)  # (T_max,)
         return (self.lengths[:s, :, None] > positions).sum((0, 1))  # (T_max,)
 
@@ -225,10 +226,10 @@ def train_tail_rows(
     from mlbook.experiments.data import TOKENIZER, corpus_text
     from mlbook.experiments.train import TrainConfig, cpu_threads, train
 
-    _check_int("T_max", T_max, 2)
-    _check_int("steps", steps, 1)
-    _check_int("batch_size", batch_size, 1)
-    _check_int("corpus_chars", corpus_chars, T_max + 2)
+    check_int("T_max", T_max, 2)
+    check_int("steps", steps, 1)
+    check_int("batch_size", batch_size, 1)
+    check_int("corpus_chars", corpus_chars, T_max + 2)
     length_probs = short_length_distribution(T_max, mean_len)  # (T_max + 1,)
     tokens = TOKENIZER.encode(corpus_text()[:corpus_chars])  # (N,)
     lengths: list[torch.Tensor] = []
@@ -270,8 +271,8 @@ def held_out_sequences(batch_size: int, length: int, *, seed: int = 0, start_cha
     `train_tail_rows` (which reads its first 60,000 characters by default) never trains on."""
     from mlbook.experiments.data import TOKENIZER, corpus_text, random_windows
 
-    _check_int("start_char", start_char, 0)
-    _check_int("n_chars", n_chars, length + 2)
+    check_int("start_char", start_char, 0)
+    check_int("n_chars", n_chars, length + 2)
     tokens = TOKENIZER.encode(corpus_text()[start_char : start_char + n_chars])  # (n_chars,)
     x, _ = random_windows(tokens, batch_size, length, torch.Generator().manual_seed(seed))  # (B, length)
     return x
@@ -325,7 +326,7 @@ def _check_tokens(model: GPT, tokens: object, n_prompt: int) -> torch.Tensor:
     if not isinstance(tokens, torch.Tensor) or tokens.dim() != 2 or tokens.is_floating_point():
         raise TypeError("tokens must be an integer tensor of token ids with shape (B, T)")
     T = tokens.shape[1]
-    _check_int("n_prompt", n_prompt, 1)
+    check_int("n_prompt", n_prompt, 1)
     if n_prompt > T:
         raise ValueError(f"n_prompt ({n_prompt}) must be <= the number of tokens ({T})")
     if model.config.positional == "learned" and T > model.config.max_len:
@@ -393,7 +394,7 @@ def decode_logit_drift(
 
 def cached_matches_full(model: GPT, tokens: torch.Tensor, *, n_prompt: int = 1, atol: float = 1e-4) -> bool:
     """The check: cached decoding reproduces the full forward pass's logits at every step, within atol."""
-    atol = _check_positive_float("atol", atol)
+    atol = check_positive_float("atol", atol)
     return bool(decode_logit_drift(model, tokens, reset_positions=False, n_prompt=n_prompt).max() <= atol)
 
 
@@ -426,7 +427,7 @@ class GreedyDivergence:
 def greedy_divergence(model: GPT, prompt: torch.Tensor, max_new_tokens: int) -> GreedyDivergence:
     """Generate greedily from a (B, T) prompt with `model.generate`, without and with the bug."""
     prompt = _check_tokens(model, prompt, 1)
-    _check_int("max_new_tokens", max_new_tokens, 1)
+    check_int("max_new_tokens", max_new_tokens, 1)
     if model.config.positional == "learned" and prompt.shape[1] + max_new_tokens > model.config.max_len:
         raise ValueError(
             f"prompt ({prompt.shape[1]}) + max_new_tokens ({max_new_tokens}) exceeds the learned table's "
@@ -488,7 +489,7 @@ def left_pad(prompts: Sequence[torch.Tensor], pad_id: int = 0) -> tuple[torch.Te
     for i, p in enumerate(prompts):
         if not isinstance(p, torch.Tensor) or p.dim() != 1 or p.is_floating_point() or p.numel() == 0:
             raise TypeError(f"prompts[{i}] must be a non-empty 1-D integer tensor of token ids")
-    _check_int("pad_id", pad_id, 0)
+    check_int("pad_id", pad_id, 0)
     T = max(p.numel() for p in prompts)
     idx = torch.full((len(prompts), T), pad_id, dtype=torch.long)  # (B, T)
     mask = torch.zeros(len(prompts), T, dtype=torch.long)  # (B, T)

@@ -25,7 +25,8 @@ from dataclasses import dataclass
 
 import torch
 
-from mlbook.transformer.positional import RelativePositionBias2D, _check_int, _check_positive_float, relative_position_bucket
+from mlbook.transformer.positional import RelativePositionBias2D, relative_position_bucket
+from mlbook.transformer.validate import check_int, check_positive_float
 
 __all__ = [
     "BucketLayout",
@@ -148,8 +149,8 @@ def untrained_offsets(
     past the trained range is harmless iff it shares a bucket with a trained offset, which holds
     for all of them once train_len - 1 reaches the final bucket's first distance.
     """
-    _check_int("train_len", train_len, 1)
-    _check_int("eval_len", eval_len, 1)
+    check_int("train_len", train_len, 1)
+    check_int("eval_len", eval_len, 1)
 
     def offsets(T: int) -> torch.Tensor:
         return torch.arange(-(T - 1), T if bidirectional else 1)  # (n,) j - i
@@ -165,16 +166,16 @@ def relative_bias_params(num_buckets: int = 32, n_heads: int = 8, n_stacks: int 
 
     num_buckets * H * n_stacks. An encoder-decoder has two stacks (T5-small: 32 * 8 * 2 = 512).
     """
-    _check_int("num_buckets", num_buckets, 1)
-    _check_int("n_heads", n_heads, 1)
-    _check_int("n_stacks", n_stacks, 1)
+    check_int("num_buckets", num_buckets, 1)
+    check_int("n_heads", n_heads, 1)
+    check_int("n_stacks", n_stacks, 1)
     return num_buckets * n_heads * n_stacks
 
 
 def per_distance_params(T: int, n_heads: int = 8) -> int:
     """Parameters of an unbucketed relative bias over length T: one per signed offset and head, (2T - 1) * H."""
-    _check_int("T", T, 1)
-    _check_int("n_heads", n_heads, 1)
+    check_int("T", T, 1)
+    check_int("n_heads", n_heads, 1)
     return (2 * T - 1) * n_heads
 
 
@@ -189,7 +190,7 @@ def t5_param_count(
     """
     for name, value in (("vocab_size", vocab_size), ("d_model", d_model), ("d_kv", d_kv), ("n_heads", n_heads),
                         ("d_ff", d_ff), ("n_layers", n_layers), ("num_buckets", num_buckets)):
-        _check_int(name, value, 1)
+        check_int(name, value, 1)
     d, attn = d_model, 4 * d_model * n_heads * d_kv
     encoder = n_layers * (attn + 2 * d * d_ff + 2 * d)
     decoder = n_layers * (2 * attn + 2 * d * d_ff + 3 * d)
@@ -202,11 +203,11 @@ def bias_bytes(n_heads: int, T_q: int, T_k: int, bytes_per_value: float = 4.0, b
     T5's bias is shared over the batch (batch = 1); the attention scores it is added to are
     batch * H * T_q * T_k values per layer on the unfused path. H = 8, T = 4096, fp32: 512 MiB.
     """
-    _check_int("n_heads", n_heads, 1)
-    _check_int("T_q", T_q, 1)
-    _check_int("T_k", T_k, 1)
-    bytes_per_value = _check_positive_float("bytes_per_value", bytes_per_value)
-    _check_int("batch", batch, 1)
+    check_int("n_heads", n_heads, 1)
+    check_int("T_q", T_q, 1)
+    check_int("T_k", T_k, 1)
+    bytes_per_value = check_positive_float("bytes_per_value", bytes_per_value)
+    check_int("batch", batch, 1)
     return int(round(batch * n_heads * T_q * T_k * bytes_per_value))
 
 
@@ -235,7 +236,7 @@ def swin_table_entries(window: int) -> int:
     """Rows of Swin's relative bias table for a window x window window: (2w - 1)^2 offsets (dy, dx),
     each coordinate in [-(w - 1), w - 1]. w = 7: 169. One table over Swin's whole stage-1 grid of a
     224 x 224 image (56 x 56 patches, see `patch_grid`): 12,321; over its 224 x 224 pixels: 199,809."""
-    _check_int("window", window, 1)
+    check_int("window", window, 1)
     return (2 * window - 1) ** 2
 
 
@@ -243,8 +244,8 @@ def patch_grid(image_size: int = 224, patch_size: int = 4) -> int:
     """Side of the token grid of an image_size x image_size image cut into patch_size x patch_size
     patches: image_size / patch_size. Swin's tokens at stage 1 are 4 x 4 patches (Liu et al., 2021),
     so a 224 x 224 image is a 56 x 56 grid of 3,136 tokens, cut into 8 x 8 windows of 7 x 7."""
-    _check_int("image_size", image_size, 1)
-    _check_int("patch_size", patch_size, 1)
+    check_int("image_size", image_size, 1)
+    check_int("patch_size", patch_size, 1)
     if image_size % patch_size:
         raise ValueError(f"image_size={image_size} is not a multiple of patch_size={patch_size}; "
                          "pad or resize the image to a multiple of the patch size")
@@ -254,14 +255,14 @@ def patch_grid(image_size: int = 224, patch_size: int = 4) -> int:
 def window_pairs(window: int) -> int:
     """(query cell, key cell) pairs in a window x window window: (w^2)^2. A bias with a parameter per
     pair (no sharing by offset) would need this many per head: 2,401 for w = 7."""
-    _check_int("window", window, 1)
+    check_int("window", window, 1)
     return (window * window) ** 2
 
 
 def swin_index(window: int) -> torch.Tensor:
     """The (w^2, w^2) long tensor of table rows used by `RelativePositionBias2D(window, H)`:
     index[q, k] = (dy + w - 1)(2w - 1) + (dx + w - 1), (dy, dx) = cell q minus cell k, cells row-major."""
-    _check_int("window", window, 1)
+    check_int("window", window, 1)
     if window > 32:
         raise ValueError(f"window={window} would build a {window ** 2} x {window ** 2} index; use window <= 32")
     with torch.random.fork_rng(devices=[]):  # the module initialises a table we do not need
@@ -270,7 +271,7 @@ def swin_index(window: int) -> torch.Tensor:
 
 def swin_pair(window: int, query: tuple[int, int], key: tuple[int, int]) -> tuple[int, int]:
     """Flat (row-major) indices of the query cell (y, x) and key cell (y, x) in a w x w window."""
-    _check_int("window", window, 1)
+    check_int("window", window, 1)
     for name, cell in (("query", query), ("key", key)):
         if len(cell) != 2 or not all(isinstance(c, int) and 0 <= c < window for c in cell):
             raise ValueError(f"{name} must be a cell (y, x) with 0 <= y, x < window={window}, got {cell!r}")
@@ -300,8 +301,8 @@ def offset_range_growth(old_window: int, new_window: int, log_spaced: bool = Tru
 
     Window 8 -> 16: 8 / 7 = 1.14 on raw offsets, ln 16 / ln 8 - 1 = 0.33 log-spaced.
     """
-    _check_int("old_window", old_window, 2)
-    _check_int("new_window", new_window, 2)
+    check_int("old_window", old_window, 2)
+    check_int("new_window", new_window, 2)
     if log_spaced:
         old, new = float(log_spaced_offset(old_window - 1)), float(log_spaced_offset(new_window - 1))
     else:

@@ -28,15 +28,8 @@ import torch
 
 from mlbook.transformer.attention import MultiHeadAttention
 from mlbook.transformer.models import GPT, GPTConfig
-from mlbook.transformer.positional import (
-    ROPE_PAIRINGS,
-    RotaryEmbedding,
-    _check_choice,
-    _check_even_d,
-    _check_int,
-    _check_positive_float,
-    convert_rotary_weights,
-)
+from mlbook.transformer.positional import ROPE_PAIRINGS, RotaryEmbedding, convert_rotary_weights
+from mlbook.transformer.validate import check_choice, check_even_d, check_int, check_positive_float
 
 __all__ = [
     "PRECISIONS",
@@ -106,9 +99,9 @@ def rotate_at(x: torch.Tensor, m: int, *, base: float = 10000.0, pairing: str = 
         raise TypeError(f"x must be a floating-point torch.Tensor of shape (..., d_head), got {type(x).__name__}")
     if x.dim() < 1:
         raise ValueError("x must have at least one dimension (d_head,)")
-    d_head = _check_even_d("x.shape[-1] (d_head)", x.shape[-1])
-    _check_int("m", m, 0)
-    rope = _rope(d_head, base, _check_choice("pairing", pairing, ROPE_PAIRINGS))
+    d_head = check_even_d("x.shape[-1] (d_head)", x.shape[-1])
+    check_int("m", m, 0)
+    rope = _rope(d_head, base, check_choice("pairing", pairing, ROPE_PAIRINGS))
     return rope.rotate(x.unsqueeze(-2), offset=m).squeeze(-2)  # (..., d_head)
 
 
@@ -121,7 +114,7 @@ def rope_score(
     """
     q = _check_vector("q", q)
     k = _check_vector("k", k, q.numel())
-    _check_int("n", n, 0)
+    check_int("n", n, 0)
     return float((rotate_at(q, m, base=base, pairing=pairing) * rotate_at(k, n, base=base, pairing=pairing)).sum())
 
 
@@ -133,7 +126,7 @@ def rotation_matrix(
     Block-diagonal up to the pair layout: one 2x2 rotation [[cos m theta_i, -sin m theta_i],
     [sin m theta_i, cos m theta_i]] on the dims of pair i, zeros elsewhere.
     """
-    _check_even_d("d_head", d_head)
+    check_even_d("d_head", d_head)
     eye = torch.eye(d_head, dtype=dtype)  # (d_head, d_head) row j = e_j
     return rotate_at(eye, m, base=base, pairing=pairing).T  # (d_head, d_head) column j = R_m e_j
 
@@ -179,8 +172,8 @@ def rotation_checks(
     if not positions:
         raise ValueError("positions must hold at least one (m, n) pair")
     for m, n in positions:
-        _check_int("m", m, 0)
-        _check_int("n", n, 0)
+        check_int("m", m, 0)
+        check_int("n", n, 0)
         if n < m:
             raise ValueError(
                 f"each (m, n) needs n >= m so that R_(n-m) is a position the library can build; got ({m}, {n})"
@@ -214,8 +207,8 @@ def as_complex(x: torch.Tensor, pairing: str = "half") -> torch.Tensor:
     """
     if not isinstance(x, torch.Tensor) or not x.is_floating_point():
         raise TypeError("x must be a real floating-point torch.Tensor of shape (..., d_head)")
-    d = _check_even_d("x.shape[-1] (d_head)", x.shape[-1])
-    _check_choice("pairing", pairing, ROPE_PAIRINGS)
+    d = check_even_d("x.shape[-1] (d_head)", x.shape[-1])
+    check_choice("pairing", pairing, ROPE_PAIRINGS)
     if pairing == "half":
         return torch.complex(x[..., : d // 2], x[..., d // 2 :])  # (..., d/2)
     return torch.complex(x[..., 0::2], x[..., 1::2])  # (..., d/2)
@@ -231,8 +224,8 @@ def complex_score(
     """
     q = _check_vector("q", q)
     k = _check_vector("k", k, q.numel())
-    _check_int("m", m, 0)
-    _check_int("n", n, 0)
+    check_int("m", m, 0)
+    check_int("n", n, 0)
     theta = _rope(q.numel(), base, pairing).inv_freq.double()  # (d/2,)
     phase = torch.polar(torch.ones_like(theta), (m - n) * theta)  # (d/2,) e^{i (m-n) theta_i}
     zq, zk = as_complex(q.double(), pairing), as_complex(k.double(), pairing)  # (d/2,) each
@@ -290,7 +283,7 @@ def _pair_dims(pair: int, d_head: int, pairing: str) -> tuple[int, int]:
 
 
 def _check_pair(pair: int, d_head: int) -> None:
-    _check_int("pair", pair, 0)
+    check_int("pair", pair, 0)
     if pair >= d_head // 2:
         raise ValueError(f"pair must be in 0..{d_head // 2 - 1} for d_head={d_head}, got {pair}")
 
@@ -312,11 +305,11 @@ def pair_rotation(
     q_m = R(m theta_i) q, k_n = R(n theta_i) k, score = q_m . k_n = |q||k| cos(angle from q_m to k_n).
     """
     qv, kv = _check_2d("q", q), _check_2d("k", k)
-    _check_even_d("d_head", d_head)
+    check_even_d("d_head", d_head)
     _check_pair(pair, d_head)
-    _check_int("m", m, 0)
-    _check_int("n", n, 0)
-    rope = _rope(d_head, base, _check_choice("pairing", pairing, ROPE_PAIRINGS))
+    check_int("m", m, 0)
+    check_int("n", n, 0)
+    rope = _rope(d_head, base, check_choice("pairing", pairing, ROPE_PAIRINGS))
     a, b = _pair_dims(pair, d_head, pairing)
     qm = rope.rotate(_pair_vector(qv, pair, d_head, pairing)[None], offset=m)[0]  # (d_head,)
     kn = rope.rotate(_pair_vector(kv, pair, d_head, pairing)[None], offset=n)[0]  # (d_head,)
@@ -335,13 +328,13 @@ def pair_score_curve(
     Measured at m = max(0, -min(offsets)) so that every n = m + offset is a valid position; by the
     relative property any other m gives the same curve.
     """
-    offsets = [_check_int("offset", o, -(2**62)) for o in offsets]
+    offsets = [check_int("offset", o, -(2**62)) for o in offsets]
     if not offsets:
         raise ValueError("offsets must not be empty")
     qv, kv = _check_2d("q", q), _check_2d("k", k)
-    _check_even_d("d_head", d_head)
+    check_even_d("d_head", d_head)
     _check_pair(pair, d_head)
-    rope = _rope(d_head, base, _check_choice("pairing", pairing, ROPE_PAIRINGS))
+    rope = _rope(d_head, base, check_choice("pairing", pairing, ROPE_PAIRINGS))
     m = max(0, -min(offsets))
     lo, hi = m + min(offsets), m + max(offsets)
     qm = rope.rotate(_pair_vector(qv, pair, d_head, pairing)[None], offset=m)[0]  # (d_head,)
@@ -383,8 +376,8 @@ class FrequencyBands:
 
 def frequency_bands(d_head: int = 64, T: int = 64, base: float = 10000.0) -> FrequencyBands:
     """m theta_i for m = 0..T-1 and i = 0..d/2-1, theta_i = base^(-2i/d_head)."""
-    _check_int("T", T, 1)
-    rope = _rope(_check_even_d("d_head", d_head), base, "half")
+    check_int("T", T, 1)
+    rope = _rope(check_even_d("d_head", d_head), base, "half")
     angle = rope.angles(torch.arange(T)).T.contiguous()  # (d/2, T)
     return FrequencyBands(d_head, float(base), rope.inv_freq.clone(), angle)
 
@@ -406,7 +399,7 @@ def pairing_permutation(d_head: int) -> torch.Tensor:
     Read off `convert_rotary_weights` applied to the channel indices 0..d_head-1, so it is the
     exact permutation the library uses to port q/k projection weights.
     """
-    _check_even_d("d_head", d_head)
+    check_even_d("d_head", d_head)
     index = torch.arange(d_head, dtype=torch.float64)  # (d_head,) channel ids as a one-head "bias"
     return convert_rotary_weights(index, 1, "interleaved").long()  # (d_head,)
 
@@ -419,7 +412,7 @@ def pairing_equivalence_error(
     The first is rounding: the two layouts are one model up to a fixed channel permutation. The
     second is O(1): the same weights do not mean the same thing in the other layout.
     """
-    _check_even_d("d_head", d_head)
+    check_even_d("d_head", d_head)
     gen = torch.Generator().manual_seed(seed)
     x = torch.randn(d_head, generator=gen, dtype=torch.float64)  # (d_head,) a half-layout vector
     perm = pairing_permutation(d_head)
@@ -487,10 +480,10 @@ def porting_bug(
     same weights as they are, then with q_proj and k_proj passed through
     `convert_rotary_weights(..., to="half")`.
     """
-    _check_int("d_model", d_model, 2)
-    _check_int("n_heads", n_heads, 1)
-    _check_int("T", T, 2)
-    base = _check_positive_float("base", base, above=1.0)
+    check_int("d_model", d_model, 2)
+    check_int("n_heads", n_heads, 1)
+    check_int("T", T, 2)
+    base = check_positive_float("base", base, above=1.0)
     if d_model % n_heads or (d_model // n_heads) % 2:
         raise ValueError(f"d_model ({d_model}) must be n_heads ({n_heads}) times an even d_head")
     d_head = d_model // n_heads
@@ -544,7 +537,7 @@ def relative_check(
     *, seed: int = 0,
 ) -> RelativeCheck:
     """Scores <R_m q, R_n k> at each (m, n), one seeded random q and k in float64."""
-    _check_even_d("d_head", d_head)
+    check_even_d("d_head", d_head)
     gen = torch.Generator().manual_seed(seed)
     q = torch.randn(d_head, generator=gen, dtype=torch.float64)  # (d_head,)
     k = torch.randn(d_head, generator=gen, dtype=torch.float64)  # (d_head,)
@@ -582,8 +575,8 @@ def decay_curve(
     of cos(D theta_i) with weights |q_i|^2 / |q|^2. For independent q and k the expected score
     is 0 at every distance: the decay is a statement about a query meeting a key that resembles it.
     """
-    _check_even_d("d_head", d_head)
-    _check_int("n_samples", n_samples, 1)
+    check_even_d("d_head", d_head)
+    check_int("n_samples", n_samples, 1)
     D = torch.arange(1024) if distances is None else torch.as_tensor(distances)  # (D,)
     if D.dim() != 1 or D.numel() == 0 or D.is_floating_point() or int(D.min()) < 0:
         raise ValueError("distances must be a non-empty 1-D sequence of integers >= 0")
@@ -616,11 +609,11 @@ def angle_error(
         bfloat16            positions, inv_freq and their product all in bfloat16
     An error of pi means the angle is as good as random.
     """
-    _check_choice("precision", precision, PRECISIONS)
+    check_choice("precision", precision, PRECISIONS)
     m = torch.as_tensor(positions)
     if m.dim() != 1 or m.is_floating_point() or m.numel() == 0 or int(m.min()) < 0:
         raise ValueError("positions must be a non-empty 1-D sequence of integers >= 0")
-    rope = _rope(_check_even_d("d_head", d_head), base, "half")
+    rope = _rope(check_even_d("d_head", d_head), base, "half")
     inv_freq = rope.inv_freq  # (d/2,) float32, as the library keeps it
     cols = slice(None)
     if pair is not None:
@@ -650,7 +643,7 @@ def cached_decode_error(T: int = 24, *, seed: int = 0, d_model: int = 64, n_head
     Each key is rotated once, when it is written to the cache at its own position; later queries
     reuse it as it is.
     """
-    _check_int("T", T, 1)
+    check_int("T", T, 1)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         cfg = GPTConfig(vocab_size=64, d_model=d_model, n_heads=n_heads, n_layers=n_layers, max_len=max(T, 1),
@@ -671,7 +664,7 @@ def fused_attention_error(T: int = 32, *, seed: int = 0, d_model: int = 64, n_he
     RoPE changes q and k only, so the fused kernel needs no bias tensor: `MultiHeadAttention`
     takes its fused path without return_weights and the explicit softmax(q k^T / sqrt(d)) path with it.
     """
-    _check_int("T", T, 1)
+    check_int("T", T, 1)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         attn = MultiHeadAttention(d_model, n_heads, rotary=RotaryEmbedding(d_model // n_heads)).double().eval()

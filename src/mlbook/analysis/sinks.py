@@ -23,7 +23,7 @@ import numpy as np
 import torch
 
 from mlbook.transformer.cache import SinkCache
-from mlbook.transformer.positional import _check_int
+from mlbook.transformer.validate import check_int
 
 __all__ = [
     "PARKING_TOKENS",
@@ -175,9 +175,9 @@ def cache_contents(scheme: str, t: int, n_sink: int = 4, window: int = 12) -> Ca
     """
     if scheme not in SCHEMES:
         raise ValueError(f"unknown scheme {scheme!r}; valid values are {', '.join(repr(s) for s in SCHEMES)}")
-    _check_int("t", t, 1)
-    _check_int("n_sink", n_sink, 0)
-    _check_int("window", window, 1)
+    check_int("t", t, 1)
+    check_int("n_sink", n_sink, 0)
+    check_int("window", window, 1)
     if scheme == "full":
         kept = tuple(range(t))
     elif scheme == "window":
@@ -219,7 +219,7 @@ def cache_report(t: int, n_sink: int = 4, window: int = 12, trained_len: int | N
                  schemes: Sequence[str] = SCHEMES) -> CacheReport:
     """`cache_contents` for each scheme; trained_len defaults to the cache's memory n_sink + window."""
     L = n_sink + window if trained_len is None else trained_len
-    _check_int("trained_len", L, 2)
+    check_int("trained_len", L, 2)
     return CacheReport(tuple(cache_contents(s, t, n_sink, window) for s in schemes), L)
 
 

@@ -13,7 +13,7 @@ import textwrap
 from dataclasses import dataclass
 
 from mlbook.analysis.relative import bias_bytes
-from mlbook.transformer.positional import _check_choice, _check_int, _check_positive_float
+from mlbook.transformer.validate import check_choice, check_int, check_positive_float
 
 __all__ = [
     "format_bytes",
@@ -62,12 +62,12 @@ def kv_cache_bytes(
     524,288 bytes = 0.5 MiB per token. Grouped-query attention divides it by n_heads / n_kv_heads;
     an 8-bit cache (bytes_per_value = 1) halves it.
     """
-    _check_int("n_layers", n_layers, 1)
-    _check_int("n_kv_heads", n_kv_heads, 1)
-    _check_int("d_head", d_head, 1)
-    bytes_per_value = _check_positive_float("bytes_per_value", bytes_per_value)
-    _check_int("context_len", context_len, 0)
-    _check_int("batch", batch, 0)
+    check_int("n_layers", n_layers, 1)
+    check_int("n_kv_heads", n_kv_heads, 1)
+    check_int("d_head", d_head, 1)
+    bytes_per_value = check_positive_float("bytes_per_value", bytes_per_value)
+    check_int("context_len", context_len, 0)
+    check_int("batch", batch, 0)
     per_token = 2 * n_layers * n_kv_heads * d_head * bytes_per_value
     return int(round(per_token * context_len * batch))
 
@@ -80,11 +80,11 @@ COST_SCHEMES: tuple[str, ...] = ("sinusoidal", "learned", "rope", "t5", "alibi",
 
 
 def _check_heads(d_model: int, n_heads: int, n_kv_heads: int | None) -> int:
-    _check_int("d_model", d_model, 1)
-    _check_int("n_heads", n_heads, 1)
+    check_int("d_model", d_model, 1)
+    check_int("n_heads", n_heads, 1)
     if d_model % n_heads:
         raise ValueError(f"d_model ({d_model}) must be divisible by n_heads ({n_heads})")
-    n_kv = n_heads if n_kv_heads is None else _check_int("n_kv_heads", n_kv_heads, 1)
+    n_kv = n_heads if n_kv_heads is None else check_int("n_kv_heads", n_kv_heads, 1)
     if n_heads % n_kv:
         raise ValueError(f"n_heads ({n_heads}) must be divisible by n_kv_heads ({n_kv})")
     return n_kv
@@ -116,8 +116,8 @@ def attention_flops(
     scores      = 2 B P d, mix = 2 B P d: P = T^2 query-key pairs, or T (T + 1) / 2 when a causal
                   kernel skips the masked half.
     """
-    _check_int("B", B, 1)
-    _check_int("T", T, 1)
+    check_int("B", B, 1)
+    check_int("T", T, 1)
     n_kv = _check_heads(d_model, n_heads, n_kv_heads)
     d_kv = n_kv * (d_model // n_heads)
     pairs = T * (T + 1) / 2 if causal else float(T) * T
@@ -154,11 +154,11 @@ def position_cost(
                          add, 3 FLOPs per score, no tensor and no extra traffic.
     Future keys are counted as well (no causal halving), as in the B H T^2 of the text.
     """
-    _check_choice("scheme", scheme, COST_SCHEMES)
-    _check_int("B", B, 1)
-    _check_int("T", T, 1)
+    check_choice("scheme", scheme, COST_SCHEMES)
+    check_int("B", B, 1)
+    check_int("T", T, 1)
     n_kv = _check_heads(d_model, n_heads, n_kv_heads)
-    bytes_per_value = _check_positive_float("bytes_per_value", bytes_per_value)
+    bytes_per_value = check_positive_float("bytes_per_value", bytes_per_value)
     d_kv = n_kv * (d_model // n_heads)
     scores = B * n_heads * T * T
     if scheme in ("sinusoidal", "learned"):
@@ -204,11 +204,11 @@ def bias_memory(n_heads: int, T: int, n_layers: int, *, B: int = 1, bytes_per_va
     A fused kernel that computes the bias from the indices (ALiBi in FlashAttention's
     `alibi_slopes`, a FlexAttention `score_mod`) holds and reads none of it.
     """
-    _check_int("n_heads", n_heads, 1)
-    _check_int("T", T, 1)
-    _check_int("n_layers", n_layers, 1)
-    _check_int("B", B, 1)
-    bytes_per_value = _check_positive_float("bytes_per_value", bytes_per_value)
+    check_int("n_heads", n_heads, 1)
+    check_int("T", T, 1)
+    check_int("n_layers", n_layers, 1)
+    check_int("B", B, 1)
+    bytes_per_value = check_positive_float("bytes_per_value", bytes_per_value)
     held = bias_bytes(n_heads, T, T, bytes_per_value)
     traffic = int(round(n_layers * B * n_heads * T * T * bytes_per_value))
     return BiasMemory(n_heads, T, n_layers, B, bytes_per_value, held, traffic)
@@ -238,11 +238,11 @@ def kv_cache_options(
     """`kv_cache_bytes` for every (KV heads, bytes per value) pair: n_kv_heads = n_heads is multi-head
     attention, 1 < n_kv_heads < n_heads grouped-query, 1 multi-query; 2 bytes is fp16/bf16, 1 an
     8-bit cache, 0.5 a 4-bit one (scales and zero points left out). relative = total / the first."""
-    _check_int("n_heads", n_heads, 1)
+    check_int("n_heads", n_heads, 1)
     if not kv_heads or not bytes_per_value:
         raise ValueError("kv_heads and bytes_per_value must each list at least one value")
     for h in kv_heads:
-        _check_int("kv_heads entry", h, 1)
+        check_int("kv_heads entry", h, 1)
         if n_heads % h:
             raise ValueError(f"each kv_heads entry must divide n_heads ({n_heads}), got {h}")
     out: list[KVCacheOption] = []
@@ -309,7 +309,7 @@ def device_fit(parts: dict[str, float], label: float = 80.0) -> DeviceFit:
         if not math.isfinite(n) or n < 0:
             raise ValueError(f"parts[{name!r}] must be a finite number of bytes >= 0, got {n!r}")
         checked.append((str(name), int(round(n))))
-    label = _check_positive_float("label", label)
+    label = check_positive_float("label", label)
     return DeviceFit(tuple(checked), label)
 
 
@@ -356,8 +356,8 @@ def extension_plan(
     Qwen2, arXiv 2407.10671). Always evaluate with retrieval probes, not perplexity, and re-run the
     short-context benchmarks to catch regressions.
     """
-    _check_int("trained_len", trained_len, 1)
-    _check_int("target_len", target_len, 1)
+    check_int("trained_len", trained_len, 1)
+    check_int("target_len", target_len, 1)
     if not isinstance(can_finetune, bool) or not isinstance(local_resolution_matters, bool):
         raise TypeError("can_finetune and local_resolution_matters must be True or False")
     s = target_len / trained_len

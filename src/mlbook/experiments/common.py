@@ -23,7 +23,8 @@ import torch.nn.functional as F
 from mlbook.experiments.data import TOKENIZER, corpus_tokens, random_windows, split_tokens
 from mlbook.experiments.train import TrainConfig, train
 from mlbook.transformer.models import GPT, GPTConfig
-from mlbook.transformer.positional import _check_int, rope_inv_freq, yarn_ramp
+from mlbook.transformer.positional import rope_inv_freq, yarn_ramp
+from mlbook.transformer.validate import check_int
 
 __all__ = [
     "CORPUS",
@@ -125,8 +126,8 @@ def nested_windows(tokens: torch.Tensor, n: int, T_max: int, seed: int) -> tuple
 
     Evaluating at a length T <= T_max uses the first T columns, so every length sees the same
     documents: the text at positions 0..T-1 is identical at every length."""
-    _check_int("n", n, 1)
-    _check_int("T_max", T_max, 1)
+    check_int("n", n, 1)
+    check_int("T_max", T_max, 1)
     return random_windows(tokens, n, T_max, torch.Generator().manual_seed(seed))
 
 
@@ -146,7 +147,7 @@ def per_position_loss(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, 
 
 def binned(curve: torch.Tensor | Sequence[float], width: int) -> dict[str, list[float]]:
     """Average a per-position curve over bins of `width` positions (keeps the JSON and plots small)."""
-    _check_int("width", width, 1)
+    check_int("width", width, 1)
     c = torch.as_tensor(curve, dtype=torch.float64)
     T = c.shape[0] // width * width
     loss = c[:T].view(-1, width).mean(1)  # (T / width,)
@@ -210,7 +211,7 @@ def t_quantile(p: float, df: int) -> float:
     (to 1e-12); tested against scipy.stats.t.ppf."""
     if not 0.5 <= p < 1.0:
         raise ValueError(f"p must be in [0.5, 1), got {p!r}")
-    _check_int("df", df, 1)
+    check_int("df", df, 1)
 
     def upper_tail(t: float) -> float:  # P(T > t) for t >= 0
         return 0.5 * _betainc(df / 2.0, 0.5, df / (df + t * t))

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import torch
 
-from mlbook.transformer.positional import _check_int
+from mlbook.transformer.validate import check_int
 
 __all__ = ["CharTokenizer", "TOKENIZER", "corpus_text", "corpus_tokens", "split_tokens", "random_windows",
            "PasskeyTask"]
@@ -67,8 +67,8 @@ def split_tokens(tokens: torch.Tensor, val_fraction: float = 0.1) -> tuple[torch
 
 def random_windows(tokens: torch.Tensor, batch_size: int, length: int, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
     """A batch of (inputs, targets), each (batch_size, length), shifted by one character."""
-    _check_int("batch_size", batch_size, 1)
-    _check_int("length", length, 1)
+    check_int("batch_size", batch_size, 1)
+    check_int("length", length, 1)
     if len(tokens) <= length + 1:
         raise ValueError(f"length ({length}) must be shorter than the token stream ({len(tokens)})")
     start = torch.randint(0, len(tokens) - length - 1, (batch_size,), generator=generator)  # (B,)

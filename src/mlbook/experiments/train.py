@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from mlbook.transformer.positional import _check_int
+from mlbook.transformer.validate import check_int
 
 __all__ = ["TrainConfig", "pick_device", "cpu_threads", "seed_everything", "lr_at", "train", "evaluate_loss", "BatchFn"]
 
@@ -35,9 +35,9 @@ class TrainConfig:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        _check_int("steps", self.steps, 1)
-        _check_int("batch_size", self.batch_size, 1)
-        _check_int("warmup_steps", self.warmup_steps, 0)
+        check_int("steps", self.steps, 1)
+        check_int("batch_size", self.batch_size, 1)
+        check_int("warmup_steps", self.warmup_steps, 0)
         if not self.lr > 0:
             raise ValueError(f"lr must be > 0, got {self.lr}")
 

@@ -21,7 +21,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from mlbook.transformer.cache import KVCache, SinkCache
-from mlbook.transformer.positional import RotaryEmbedding, _check_int
+from mlbook.transformer.positional import RotaryEmbedding
+from mlbook.transformer.validate import check_int
 
 __all__ = ["MultiHeadAttention", "causal_mask", "PositionBias"]
 
@@ -59,8 +60,8 @@ class MultiHeadAttention(nn.Module):
         dropout: float = 0.0,
     ) -> None:
         super().__init__()
-        _check_int("d_model", d_model, 1)
-        _check_int("n_heads", n_heads, 1)
+        check_int("d_model", d_model, 1)
+        check_int("n_heads", n_heads, 1)
         if d_model % n_heads != 0:
             raise ValueError(f"d_model ({d_model}) must be divisible by n_heads ({n_heads})")
         self.d_model, self.n_heads, self.d_head = d_model, n_heads, d_model // n_heads

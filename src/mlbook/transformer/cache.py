@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import torch
 
-from mlbook.transformer.positional import _check_int
+from mlbook.transformer.validate import check_int
 
 __all__ = ["KVCache", "SinkCache"]
 
@@ -36,7 +36,7 @@ class KVCache:
     rotates_on_read = False
 
     def __init__(self, capacity: int) -> None:
-        self.capacity = _check_int("capacity", capacity, 1)
+        self.capacity = check_int("capacity", capacity, 1)
         self.k: torch.Tensor | None = None  # (B, H, length, d_head)
         self.v: torch.Tensor | None = None  # (B, H, length, d_head)
 
@@ -79,8 +79,8 @@ class SinkCache:
     rotates_on_read = True
 
     def __init__(self, n_sink: int, window: int) -> None:
-        self.n_sink = _check_int("n_sink", n_sink, 0)
-        self.window = _check_int("window", window, 1)
+        self.n_sink = check_int("n_sink", n_sink, 0)
+        self.window = check_int("window", window, 1)
         self.capacity = n_sink + window
         self.k: torch.Tensor | None = None  # (B, H, length, d_head), unrotated
         self.v: torch.Tensor | None = None

@@ -28,12 +28,11 @@ from mlbook.transformer.positional import (
     LearnedPositionalEmbedding,
     RelativePositionBias,
     RotaryEmbedding,
-    _check_choice,
-    _check_int,
     alibi_bias,
     convert_rotary_weights,
     sinusoidal_positional_encoding,
 )
+from mlbook.transformer.validate import check_choice, check_int
 
 __all__ = [
     "POSITIONAL_SCHEMES",
@@ -73,7 +72,7 @@ class MLP(nn.Module):
 
     def __init__(self, d_model: int, d_ff: int, kind: str = "swiglu", bias: bool = False) -> None:
         super().__init__()
-        self.kind = _check_choice("mlp", kind, ("swiglu", "gelu"))
+        self.kind = check_choice("mlp", kind, ("swiglu", "gelu"))
         self.up = nn.Linear(d_model, d_ff, bias=bias)
         self.gate = nn.Linear(d_model, d_ff, bias=bias) if kind == "swiglu" else None
         self.down = nn.Linear(d_ff, d_model, bias=bias)
@@ -97,8 +96,8 @@ class TransformerEncoderBlock(nn.Module):
         norm_eps: float = 1e-5,
     ) -> None:
         super().__init__()
-        d_ff = 4 * d_model if d_ff is None else _check_int("d_ff", d_ff, 1)
-        _check_choice("norm", norm, ("layer", "rms"))
+        d_ff = 4 * d_model if d_ff is None else check_int("d_ff", d_ff, 1)
+        check_choice("norm", norm, ("layer", "rms"))
         self.norm1, self.norm2 = _norm(norm, d_model, norm_eps), _norm(norm, d_model, norm_eps)
         self.attn = MultiHeadAttention(d_model, n_heads, causal=False, rotary=rotary, bias=bias)
         self.mlp = MLP(d_model, d_ff, mlp, bias)
@@ -164,12 +163,12 @@ class GPTConfig:
 
     def __post_init__(self) -> None:
         for name in ("vocab_size", "d_model", "n_heads", "n_layers", "max_len"):
-            _check_int(name, getattr(self, name), 1)
+            check_int(name, getattr(self, name), 1)
         if self.d_model % self.n_heads != 0:
             raise ValueError(f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads})")
-        _check_choice("positional", self.positional, POSITIONAL_SCHEMES)
-        _check_choice("norm", self.norm, ("rms", "layer"))
-        _check_choice("mlp", self.mlp, ("swiglu", "gelu"))
+        check_choice("positional", self.positional, POSITIONAL_SCHEMES)
+        check_choice("norm", self.norm, ("rms", "layer"))
+        check_choice("mlp", self.mlp, ("swiglu", "gelu"))
         if not isinstance(self.rope, dict):
             raise TypeError(f"rope must be a dict of RotaryEmbedding options, got {type(self.rope).__name__}")
         if self.rope and self.positional != "rope":
@@ -283,7 +282,7 @@ class GPT(nn.Module):
     def new_caches(self, kind: str = "kv", *, capacity: int | None = None, n_sink: int = 4,
                    window: int | None = None) -> list[KVCache | SinkCache]:
         """One cache per layer: kind="kv" (capacity tokens) or "sink" (n_sink + window tokens)."""
-        _check_choice("kind", kind, ("kv", "sink"))
+        check_choice("kind", kind, ("kv", "sink"))
         if kind == "kv":
             cap = capacity if capacity is not None else self.config.max_len
             return [KVCache(cap) for _ in self.blocks]
@@ -308,7 +307,7 @@ class GPT(nn.Module):
         temperature=0 is greedy. cache="kv" keeps everything (up to the prompt plus the new
         tokens); cache="sink" streams with n_sink sinks and a sliding window.
         """
-        _check_int("max_new_tokens", max_new_tokens, 0)
+        check_int("max_new_tokens", max_new_tokens, 0)
         if temperature < 0:
             raise ValueError(f"temperature must be >= 0, got {temperature}")
         caches = self.new_caches(cache, capacity=idx.shape[1] + max_new_tokens, n_sink=n_sink, window=window)
@@ -342,7 +341,7 @@ class GPT(nn.Module):
         pairing="interleaved" converts the q and k projections with `convert_rotary_weights`,
         so the model computes the same attention scores in the other RoPE layout.
         """
-        _check_choice("pairing", pairing, ("half", "interleaved"))
+        check_choice("pairing", pairing, ("half", "interleaved"))
         hc = hf_model.config
         n_kv = getattr(hc, "num_key_value_heads", None) or hc.num_attention_heads
         if n_kv != hc.num_attention_heads:
@@ -420,8 +419,8 @@ class T5Config:
 
     def __post_init__(self) -> None:
         for name in ("vocab_size", "d_model", "n_heads", "n_encoder_layers", "n_decoder_layers", "max_len"):
-            _check_int(name, getattr(self, name), 1)
-        _check_choice("positional", self.positional, ("t5", "learned", "sinusoidal", "none"))
+            check_int(name, getattr(self, name), 1)
+        check_choice("positional", self.positional, ("t5", "learned", "sinusoidal", "none"))
 
 
 class TinyT5(nn.Module):
@@ -486,7 +485,7 @@ class TinyT5(nn.Module):
     @torch.no_grad()
     def generate(self, src: torch.Tensor, max_new_tokens: int, bos_id: int = 0) -> torch.Tensor:
         """Greedy decoding: returns (B, max_new_tokens) ids, the start token excluded."""
-        _check_int("max_new_tokens", max_new_tokens, 0)
+        check_int("max_new_tokens", max_new_tokens, 0)
         memory = self.encode(src)
         out = torch.full((src.shape[0], 1), bos_id, dtype=torch.long, device=src.device)
         for _ in range(max_new_tokens):

@@ -22,6 +22,8 @@ from typing import Callable, Iterator, NamedTuple
 import torch
 from torch import nn
 
+from mlbook.transformer.validate import check_choice, check_even_d, check_int, check_positive_float
+
 __all__ = [
     "sinusoidal_positional_encoding",
     "LearnedPositionalEmbedding",
@@ -41,39 +43,7 @@ __all__ = [
     "alibi_bias",
 ]
 
-
-# ---------------------------------------------------------------------------
-# Validation helpers: every public function fails early, naming the argument.
-# ---------------------------------------------------------------------------
-
-
-def _check_int(name: str, value: object, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__} ({value!r})")
-    if value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value}")
-    return value
-
-
-def _check_positive_float(name: str, value: object, *, above: float = 0.0) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"{name} must be a number, got {type(value).__name__} ({value!r})")
-    if not math.isfinite(value) or value <= above:
-        raise ValueError(f"{name} must be a finite number > {above}, got {value}")
-    return float(value)
-
-
-def _check_choice(name: str, value: object, choices: tuple[str, ...]) -> str:
-    if value not in choices:
-        raise ValueError(f"unknown {name} {value!r}; valid values are {', '.join(repr(c) for c in choices)}")
-    return value  # type: ignore[return-value]
-
-
-def _check_even_d(name: str, value: object) -> int:
-    _check_int(name, value, 2)
-    if value % 2 != 0:  # type: ignore[operator]
-        raise ValueError(f"{name} must be even (dimensions are rotated or encoded in pairs), got {value}")
-    return value  # type: ignore[return-value]
+_check_int = check_int  # alias until experiments/exp_sinks.py is updated
 
 
 # ---------------------------------------------------------------------------
@@ -90,9 +60,9 @@ def sinusoidal_positional_encoding(T: int, d_model: int, base: float = 10000.0) 
     (sin, cos) pair turns by the angle k * w_i when t moves to t + k, PE[t + k] is a fixed
     linear map (a rotation per pair) of PE[t].
     """
-    _check_int("T", T, 0)
-    _check_even_d("d_model", d_model)
-    _check_positive_float("base", base, above=1.0)
+    check_int("T", T, 0)
+    check_even_d("d_model", d_model)
+    check_positive_float("base", base, above=1.0)
     omega = _inv_freq_base(d_model, base)  # (d_model/2,) w_i
     t = torch.arange(T, dtype=torch.float32)  # (T,)
     angle = torch.outer(t, omega)  # (T, d_model/2) t * w_i
@@ -110,14 +80,14 @@ class LearnedPositionalEmbedding(nn.Module):
 
     def __init__(self, T_max: int, d_model: int) -> None:
         super().__init__()
-        self.T_max = _check_int("T_max", T_max, 1)
-        self.d_model = _check_int("d_model", d_model, 1)
+        self.T_max = check_int("T_max", T_max, 1)
+        self.d_model = check_int("d_model", d_model, 1)
         self.table = nn.Embedding(T_max, d_model)  # (T_max, d_model)
 
     def forward(self, T: int, offset: int = 0) -> torch.Tensor:
         """Returns (1, T, d_model): the rows for positions offset .. offset + T - 1."""
-        _check_int("T", T, 0)
-        _check_int("offset", offset, 0)
+        check_int("T", T, 0)
+        check_int("offset", offset, 0)
         if offset + T > self.T_max:
             raise ValueError(
                 f"learned positions cannot extrapolate: positions {offset}..{offset + T - 1} were asked for, "
@@ -154,7 +124,7 @@ def relative_position_bucket(
         raise TypeError(f"relative_position must be a torch.Tensor, got {type(relative_position).__name__}")
     if relative_position.is_floating_point() or relative_position.is_complex():
         raise TypeError(f"relative_position must hold integers, got dtype {relative_position.dtype}")
-    _check_int("num_buckets", num_buckets, 1)
+    check_int("num_buckets", num_buckets, 1)
     per_direction = num_buckets // 2 if bidirectional else num_buckets
     exact = per_direction // 2
     if exact < 1:
@@ -162,7 +132,7 @@ def relative_position_bucket(
             f"num_buckets={num_buckets} is too few: need at least {4 if bidirectional else 2} "
             f"({'bidirectional' if bidirectional else 'causal'}) so that distance 0 has an exact bucket"
         )
-    _check_int("max_distance", max_distance, 1)
+    check_int("max_distance", max_distance, 1)
     if max_distance <= exact:
         raise ValueError(
             f"max_distance must be greater than the exact range ({exact} = num_buckets // "
@@ -190,7 +160,7 @@ class RelativePositionBias(nn.Module):
 
     def __init__(self, n_heads: int, num_buckets: int = 32, max_distance: int = 128, bidirectional: bool = True) -> None:
         super().__init__()
-        self.n_heads = _check_int("n_heads", n_heads, 1)
+        self.n_heads = check_int("n_heads", n_heads, 1)
         # validates num_buckets and max_distance once, at construction
         relative_position_bucket(torch.zeros(1, dtype=torch.long), bidirectional, num_buckets, max_distance)
         self.num_buckets, self.max_distance, self.bidirectional = num_buckets, max_distance, bidirectional
@@ -202,13 +172,13 @@ class RelativePositionBias(nn.Module):
         By default the queries are the last T_q of the T_k positions (query_offset = T_k - T_q),
         which is what cached decoding needs; with T_q == T_k that is position i for row i.
         """
-        _check_int("T_q", T_q, 0)
-        _check_int("T_k", T_k, 0)
+        check_int("T_q", T_q, 0)
+        check_int("T_k", T_k, 0)
         if query_offset is None:
             if T_q > T_k:
                 raise ValueError(f"T_q ({T_q}) > T_k ({T_k}): pass query_offset to say where the queries sit")
             query_offset = T_k - T_q
-        _check_int("query_offset", query_offset, 0)
+        check_int("query_offset", query_offset, 0)
         device = self.table.weight.device
         q_pos = torch.arange(query_offset, query_offset + T_q, device=device)[:, None]  # (T_q, 1)
         k_pos = torch.arange(T_k, device=device)[None, :]  # (1, T_k)
@@ -227,8 +197,8 @@ class RelativePositionBias2D(nn.Module):
 
     def __init__(self, window: int, n_heads: int) -> None:
         super().__init__()
-        self.window = _check_int("window", window, 1)
-        self.n_heads = _check_int("n_heads", n_heads, 1)
+        self.window = check_int("window", window, 1)
+        self.n_heads = check_int("n_heads", n_heads, 1)
         span = 2 * window - 1
         self.table = nn.Parameter(torch.zeros(span * span, n_heads))  # ((2w-1)^2, H)
         nn.init.trunc_normal_(self.table, std=0.02)
@@ -330,11 +300,11 @@ def yarn_ramp(
     that turns beta times in L: i_beta = d_head ln(L / (2 pi beta)) / (2 ln base). Defaults are
     the paper's beta_fast = 32, beta_slow = 1. Returns (d_head/2,) float32.
     """
-    _check_even_d("d_head", d_head)
-    base = _check_positive_float("base", base, above=1.0)
-    _check_int("original_max_len", original_max_len, 1)
-    beta_fast = _check_positive_float("beta_fast", beta_fast)
-    beta_slow = _check_positive_float("beta_slow", beta_slow)
+    check_even_d("d_head", d_head)
+    base = check_positive_float("base", base, above=1.0)
+    check_int("original_max_len", original_max_len, 1)
+    beta_fast = check_positive_float("beta_fast", beta_fast)
+    beta_slow = check_positive_float("beta_slow", beta_slow)
     if beta_fast <= beta_slow:
         raise ValueError(f"beta_fast ({beta_fast}) must be greater than beta_slow ({beta_slow})")
     return _yarn_ramp(_RopeParams(d_head, base, 1.0, original_max_len, beta_fast, beta_slow, 1.0, 4.0))
@@ -390,10 +360,10 @@ def rope_inv_freq(
                  < L / high_freq_factor, a linear blend in L / wavelength between
     Returns (inv_freq of shape (d_head/2,), float32; attention_factor).
     """
-    _check_even_d("d_head", d_head)
-    base = _check_positive_float("base", base, above=1.0)
-    _check_choice("scaling", scaling, ROPE_SCALINGS)
-    factor = _check_positive_float("factor", factor)
+    check_even_d("d_head", d_head)
+    base = check_positive_float("base", base, above=1.0)
+    check_choice("scaling", scaling, ROPE_SCALINGS)
+    factor = check_positive_float("factor", factor)
     if scaling != "none" and factor < 1.0:
         raise ValueError(
             f"factor must be >= 1 with scaling={scaling!r} (it is the context-extension ratio L'/L), got {factor}"
@@ -401,15 +371,15 @@ def rope_inv_freq(
     if scaling in _NEEDS_ORIGINAL_LEN:
         if original_max_len is None:
             raise ValueError(f"scaling={scaling!r} needs original_max_len, the context length the model was trained at")
-        _check_int("original_max_len", original_max_len, 1)
+        check_int("original_max_len", original_max_len, 1)
     elif original_max_len is not None:
-        _check_int("original_max_len", original_max_len, 1)
-    beta_fast = _check_positive_float("beta_fast", beta_fast)
-    beta_slow = _check_positive_float("beta_slow", beta_slow)
+        check_int("original_max_len", original_max_len, 1)
+    beta_fast = check_positive_float("beta_fast", beta_fast)
+    beta_slow = check_positive_float("beta_slow", beta_slow)
     if scaling == "yarn" and beta_fast <= beta_slow:
         raise ValueError(f"beta_fast ({beta_fast}) must be greater than beta_slow ({beta_slow})")
-    low_freq_factor = _check_positive_float("low_freq_factor", low_freq_factor)
-    high_freq_factor = _check_positive_float("high_freq_factor", high_freq_factor)
+    low_freq_factor = check_positive_float("low_freq_factor", low_freq_factor)
+    high_freq_factor = check_positive_float("high_freq_factor", high_freq_factor)
     if scaling == "llama3" and high_freq_factor <= low_freq_factor:
         raise ValueError(f"high_freq_factor ({high_freq_factor}) must be greater than low_freq_factor ({low_freq_factor})")
     params = _RopeParams(
@@ -491,7 +461,7 @@ def _rotary_kernel_mode() -> str:
 def _rotary_kernel(mode: str) -> Iterator[None]:
     """Within the block apply_rotary uses kernel `mode` ("auto", "fused" or "readable")."""
     global _rotary_kernel_override
-    _check_choice("mode", mode, _ROTARY_KERNELS)
+    check_choice("mode", mode, _ROTARY_KERNELS)
     previous, _rotary_kernel_override = _rotary_kernel_override, mode
     try:
         yield
@@ -552,7 +522,7 @@ def apply_rotary(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, pairing:
     into one fused kernel by torch.compile, where that works; the environment variable
     MLBOOK_ROPE_KERNEL=readable forces the eager expression, =fused forces the kernel at any size.
     """
-    _check_choice("pairing", pairing, ROPE_PAIRINGS)
+    check_choice("pairing", pairing, ROPE_PAIRINGS)
     if not isinstance(x, torch.Tensor) or not isinstance(cos, torch.Tensor) or not isinstance(sin, torch.Tensor):
         raise TypeError("x, cos and sin must be torch.Tensors")
     if cos.shape != sin.shape or cos.dim() != 2:
@@ -594,7 +564,7 @@ class RotaryEmbedding(nn.Module):
         high_freq_factor: float = 4.0,
     ) -> None:
         super().__init__()
-        self.pairing = _check_choice("pairing", pairing, ROPE_PAIRINGS)
+        self.pairing = check_choice("pairing", pairing, ROPE_PAIRINGS)
         inv_freq, attention_factor = rope_inv_freq(
             d_head, base, scaling, factor, original_max_len=original_max_len, beta_fast=beta_fast,
             beta_slow=beta_slow, low_freq_factor=low_freq_factor, high_freq_factor=high_freq_factor,
@@ -631,8 +601,8 @@ class RotaryEmbedding(nn.Module):
 
     def forward(self, T: int, offset: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
         """cos and sin for positions offset .. offset + T - 1, each (T, d_head) float32."""
-        _check_int("T", T, 0)
-        _check_int("offset", offset, 0)
+        check_int("T", T, 0)
+        check_int("offset", offset, 0)
         positions = torch.arange(offset, offset + T, device=self.inv_freq.device)  # (T,)
         angle = self.angles(positions, seq_len=offset + T)  # (T, d_head/2)
         if self.pairing == "half":
@@ -659,8 +629,8 @@ def convert_rotary_weights(weight: torch.Tensor, n_heads: int, to: str) -> torch
     """
     if not isinstance(weight, torch.Tensor):
         raise TypeError(f"weight must be a torch.Tensor, got {type(weight).__name__}")
-    _check_choice("to", to, ROPE_PAIRINGS)
-    _check_int("n_heads", n_heads, 1)
+    check_choice("to", to, ROPE_PAIRINGS)
+    check_int("n_heads", n_heads, 1)
     rows = weight.shape[0]
     if rows % n_heads != 0 or (rows // n_heads) % 2 != 0:
         raise ValueError(
@@ -691,7 +661,7 @@ def alibi_slopes(n_heads: int) -> torch.Tensor:
     with n the largest power of two below H, the paper takes the n slopes for n heads and adds
     every other slope of the 2n-head sequence until there are H. Returns (H,) float32.
     """
-    _check_int("n_heads", n_heads, 1)
+    check_int("n_heads", n_heads, 1)
     n = 2 ** math.floor(math.log2(n_heads))
     slopes = _power_of_two_slopes(n)
     if n < n_heads:
@@ -706,9 +676,9 @@ def alibi_bias(n_heads: int, T_q: int, T_k: int, device: torch.device | str | No
     cached decoding. Future keys get 0 rather than a bonus; the causal mask removes them.
     Returns (1, H, T_q, T_k) float32 on `device` (default: CPU).
     """
-    _check_int("n_heads", n_heads, 1)
-    _check_int("T_q", T_q, 0)
-    _check_int("T_k", T_k, 0)
+    check_int("n_heads", n_heads, 1)
+    check_int("T_q", T_q, 0)
+    check_int("T_k", T_k, 0)
     if T_q > T_k:
         raise ValueError(f"T_q ({T_q}) must be <= T_k ({T_k}): the queries are the last T_q of the T_k key positions")
     q_pos = torch.arange(T_k - T_q, T_k, device=device)[:, None]  # (T_q, 1)

@@ -15,7 +15,7 @@ import plotly.graph_objects as go
 from mlbook.analysis.interview import format_bytes
 from mlbook.analysis.systems import kv_cache_bytes, kv_cache_options
 from mlbook.data.model_families import MODEL_FAMILIES, ModelFamily, positional_summary
-from mlbook.transformer.positional import _check_choice
+from mlbook.transformer.validate import check_choice
 from mlbook.viz.core import LINE_COLORS, grid_slider, live_sliders
 from mlbook.viz.systems import _light_figure
 
@@ -46,7 +46,7 @@ KV_LAYOUTS: dict[str, tuple[int, float]] = {
 
 def kv_layout(label: str) -> tuple[int, float]:
     """(n_kv_heads, bytes_per_value) of a KV_LAYOUTS label such as 'GQA-8, 8-bit'."""
-    _check_choice("layout", label, tuple(KV_LAYOUTS))
+    check_choice("layout", label, tuple(KV_LAYOUTS))
     return KV_LAYOUTS[label]
 
 

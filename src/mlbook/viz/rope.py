@@ -32,7 +32,7 @@ from mlbook.analysis.rope import (
     porting_bug,
     PortingReport,
 )
-from mlbook.transformer.positional import _check_even_d, _check_int
+from mlbook.transformer.validate import check_even_d, check_int
 from mlbook.viz.absolute import BASES, _fmt_base, _int_slider, _knob_figure, _log_slider, _round
 from mlbook.viz.core import LINE_COLORS, SEQUENTIAL, live_sliders
 
@@ -74,7 +74,7 @@ _TEMPLATE = "plotly_white"
 
 def band_pairs(d_head: int) -> tuple[int, ...]:
     """Five pairs spread over a head: 0, d/8, d/4, 3d/8 and the last, d/2 - 1 (0, 8, 16, 24, 31 at 64)."""
-    _check_even_d("d_head", d_head)
+    check_even_d("d_head", d_head)
     half = d_head // 2
     return tuple(sorted({min(j * half // 4, half - 1) for j in range(5)}))
 
@@ -123,8 +123,8 @@ def _rotation(
     curve_offsets: Sequence[int] | None = None,
 ) -> go.Figure:
     """Left: q at m and k at n as arrows in pair i's plane. Right: this pair's score against n - m."""
-    _check_int("m", m, 0)
-    _check_int("n", n, 0)
+    check_int("m", m, 0)
+    check_int("n", n, 0)
     now = pair_rotation(q, k, m, n, pair=pair, d_head=d_head, base=base)
     rm, rn = reference or (m, n)
     ref = pair_rotation(q, k, rm, rn, pair=pair, d_head=d_head, base=base)
@@ -206,7 +206,7 @@ def fig_rotation_offset(
 
     Offsets must keep n = m + offset >= 0. The dotted arrows show (m, m + 1).
     """
-    _check_int("m", m, 0)
+    check_int("m", m, 0)
     bad = [o for o in ([offset] + list(offsets or [])) if m + o < 0]
     if bad:
         raise ValueError(f"offsets {bad} put the key before position 0 (m = {m}); keep m + offset >= 0")
@@ -317,7 +317,7 @@ def _arc(x0: float, x1: float, y: float, height: float, n: int = 12) -> tuple[li
 
 
 def _pairings(d_head: int) -> go.Figure:
-    _check_even_d("d_head", d_head)
+    check_even_d("d_head", d_head)
     half = d_head // 2
     perm = pairing_permutation(d_head).tolist()  # x_interleaved[s] = x_half[perm[s]]
     pos = lambda j: round((j + 0.5) / d_head, 4)  # noqa: E731  column j drawn at (j + 0.5) / d
@@ -390,7 +390,7 @@ def live_pairings(
 
 
 def _porting(head: int, report: PortingReport) -> go.Figure:
-    _check_int("head", head, 0)
+    check_int("head", head, 0)
     if head >= report.n_heads:
         raise ValueError(f"head must be in 0..{report.n_heads - 1}, got {head}")
     ref, raw, conv = report.curve_reference[head], report.curve_unconverted[head], report.curve_converted[head]
@@ -452,8 +452,8 @@ def live_porting_bug(
 
 def decay_distances(max_distance: int = 16384, n: int = 240) -> np.ndarray:
     """Distances for the decay figure: every integer up to 64, then about n log-spaced ones up to max_distance."""
-    _check_int("max_distance", max_distance, 1)
-    _check_int("n", n, 2)
+    check_int("max_distance", max_distance, 1)
+    check_int("n", n, 2)
     dense = np.arange(0, min(64, max_distance) + 1)
     sparse = np.unique(np.round(np.geomspace(min(64, max_distance), max_distance, n)).astype(np.int64))
     return np.unique(np.concatenate([dense, sparse]))
@@ -536,8 +536,8 @@ def _running_max(error: np.ndarray, n_points: int) -> tuple[np.ndarray, np.ndarr
 
 def _angle_error(pair: int, d_head: int = 64, base: float = 10000.0, max_position: int = 65536,
                  n_points: int = 60, floor: float = 1e-9) -> go.Figure:
-    _check_even_d("d_head", d_head)
-    _check_int("max_position", max_position, 16)
+    check_even_d("d_head", d_head)
+    check_int("max_position", max_position, 16)
     positions = torch.arange(max_position + 1)
     theta = float(frequency_bands(d_head, 1, base).theta[min(pair, d_head // 2 - 1)])
     data = []
