@@ -11,7 +11,7 @@ import torch
 import torch.nn.functional as F
 
 from mlbook.experiments import exp_passkey, exp_sinks, exp_t5_length, registry
-from mlbook.experiments.common import TUNED_BETAS, build_gpt
+from mlbook.experiments.common import TUNED_BETAS, build_gpt, pm
 from mlbook.experiments.data import TOKENIZER, PasskeyTask
 from mlbook.transformer.models import GPT, GPTConfig
 from mlbook.viz import grid_slider
@@ -172,7 +172,66 @@ def test_sinks_record_keeps_every_seed_and_summarises_with_paired_differences(si
         per = [p["stream"]["loss_past_window"]["window"] - p["stream"]["loss_past_window"]["sink4"] for p in st["per_seed"]]
         assert d["per_seed"] == pytest.approx(per)
     assert "window minus 4 sinks" in exp_sinks.format_tables(sinks_record)
-    assert exp_sinks.headline(sinks_record).count("\n- ") == 2
+
+
+def test_sinks_headline_opens_with_the_verdict_line_and_gives_every_comparison_an_interval(sinks_record) -> None:
+    head = exp_sinks.headline(sinks_record)
+    flat = " ".join(head.split())
+    assert flat.startswith("- " + exp_sinks.verdict_line(sinks_record))  # the same sentence, wrapped
+    assert head.count("\n- ") == 3
+    for name in sinks_record["results"]["settings"]:
+        s = exp_sinks.summary(sinks_record, name)
+        for key in ("window_minus_sink4", "window_minus_sink1", "drop_first_early", "drop_first_late"):
+            assert s[key]["ci95"] is not None and pm(s[key], 3) in flat, (name, key)
+
+
+def _shifted(record: dict, deltas: dict[str, list[float]]) -> dict:
+    """A copy in which, per setting, the sliding window's loss past the window is the 4-sink cache's plus
+    deltas[setting][seed], and deleting the first token adds the same delta at every position."""
+    out = copy.deepcopy(record)
+    for name, ds in deltas.items():
+        for s, d in zip(out["results"]["settings"][name]["per_seed"], ds):
+            past = s["stream"]["loss_past_window"]
+            past["window"] = past["sink4"] + d
+            s["truncate_curve"]["first_dropped"] = [v + d for v in s["truncate_curve"]["intact"]]
+    return out
+
+
+def test_sinks_verdict_line_names_each_setting_by_its_paired_interval(sinks_record) -> None:
+    rec = _shifted(sinks_record, {"text": [0.010, 0.0101],  # the window loses more: sinks lower the loss
+                                  "text_bos": [-0.01, 0.01],  # spans 0
+                                  "repetitive": [-0.010, -0.0101]})  # the window loses less (t(0.975, 1) = 12.7)
+    line = exp_sinks.verdict_line(rec)
+    assert [exp_sinks.summary(rec, n)["window_minus_sink4"]["verdict"] for n in ("text", "text_bos", "repetitive")] \
+        == ["higher", "indistinguishable", "lower"]
+    assert line.startswith("Over 2 seeds") and line.count(";") == 1 and line.endswith(".")
+    assert "lowers the loss past the window for text, raises it for the repetitive corpus and leaves it " \
+           "indistinguishable for text with a fixed first token;" in line
+    early = exp_sinks.summary(rec, "text")["early_queries"]
+    assert (f"raises the loss of queries {early} for text, lowers it for the repetitive corpus and leaves it "
+            "indistinguishable for text with a fixed first token") in line  # deletion adds the same deltas
+    late = exp_sinks.summary(rec, "text")["late_queries"]
+    assert (f"for queries {late} the change is an increase for text, a decrease for the repetitive corpus and "
+            "indistinguishable from zero for text with a fixed first token.") in line
+    one = copy.deepcopy(sinks_record)
+    for st in one["results"]["settings"].values():
+        st["per_seed"] = st["per_seed"][:1]
+    one["results"]["seeds"] = one["results"]["seeds"][:1]
+    assert "no verdict" in exp_sinks.verdict_line(one)
+
+
+def test_sinks_mass_above_uniform_is_the_largest_head_minus_uniform_attention(sinks_record) -> None:
+    for name in sinks_record["results"]["settings"]:
+        s = exp_sinks.summary(sinks_record, name)
+        for queries, uniform in (("early", s["uniform_early"]), ("late", s["uniform_late"])):
+            rows = exp_sinks.mass_above_uniform(sinks_record, name, queries)
+            assert [d["mean"] for d in rows] == pytest.approx([t["mean"] - uniform for t in s[f"top_head_{queries}"]])
+    with pytest.raises(ValueError, match="queries must be"):
+        exp_sinks.mass_above_uniform(sinks_record, "text", "middle")
+    scale = exp_sinks.training_scale(sinks_record)
+    cfg = sinks_record["config"]
+    assert scale["characters"] == cfg["train"]["steps"] * cfg["train"]["batch_size"] * cfg["train_len"]
+    assert scale["params"] == sinks_record["results"]["settings"]["text"]["per_seed"][0]["params"] > 0
 
 
 # -- t5_length -------------------------------------------------------------------------------

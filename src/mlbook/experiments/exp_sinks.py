@@ -25,6 +25,7 @@ for the first `chunk` queries of a window, which is where a sink can show.
 
 from __future__ import annotations
 
+import textwrap
 from typing import Any
 
 import torch
@@ -40,7 +41,8 @@ from mlbook.transformer.positional import _check_int
 
 __all__ = ["BOS", "SETTINGS", "CACHE_KINDS", "TruncatedKVCache", "repetitive_tokens", "with_bos", "first_token_bos",
            "truncation_curve", "strongest_head_per_query", "truncation_change", "format_tables", "sink_mass",
-           "sink_map", "stream_losses", "truncation_losses", "summary", "headline"]
+           "sink_map", "stream_losses", "truncation_losses", "summary", "mass_above_uniform", "training_scale",
+           "verdict_line", "headline"]
 
 BOS: int = TOKENIZER.vocab_size  # one id past the character vocabulary: the models get vocab_size + 1 rows
 CACHE_KINDS: tuple[str, ...] = ("full", "window", "sink1", "sink4")
@@ -385,29 +387,111 @@ def format_tables(record: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def mass_above_uniform(record: dict[str, Any], setting: str, queries: str = "early") -> list[dict[str, Any]]:
+    """Per layer: the largest head's mass on position 0 minus what uniform causal attention puts there, for
+    the early queries (1..chunk-1) or the late ones (T/2..T-1), per seed, with the 95% interval and verdict
+    (uniform attention is a computed constant, so this is a one-sample interval)."""
+    if queries not in ("early", "late"):
+        raise ValueError(f"queries must be 'early' or 'late', got {queries!r}")
+    s = summary(record, setting)
+    per_seed = record["results"]["settings"][setting]["per_seed"]
+    chunk = record["results"]["chunk"]
+    uniform = s["uniform_early"] if queries == "early" else s["uniform_late"]
+    out = []
+    for layer in range(len(s["per_layer"])):
+        if queries == "early":
+            top = [max(sum(h[1:chunk]) / (chunk - 1) for h in p["mass"]["per_head_query"][layer]) for p in per_seed]
+        else:
+            top = [max(p["mass"]["per_head_late"][layer]) for p in per_seed]
+        out.append(paired(top, [uniform] * len(top)))
+    return out
+
+
+def training_scale(record: dict[str, Any]) -> dict[str, int]:
+    """What each model saw: parameters (from the record), optimiser steps, windows per step, window length
+    and characters seen in training, steps x batch x L."""
+    cfg = record["config"]
+    first = next(iter(record["results"]["settings"].values()))["per_seed"][0]
+    t = cfg["train"]
+    return {"params": first["params"], "steps": t["steps"], "batch_size": t["batch_size"],
+            "train_len": cfg["train_len"], "characters": t["steps"] * t["batch_size"] * cfg["train_len"]}
+
+
+_SHORT = {"text": "text", "text_bos": "text with a fixed first token", "repetitive": "the repetitive corpus"}
+
+
+def _join(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def _grouped(verdicts: dict[str, str], phrases: list[tuple[str, str, str]]) -> str:
+    """Clauses "<phrase> <settings>", one per verdict that occurs, in the order of `phrases` (verdict, phrase
+    for the first clause, shorter phrase for the later ones): "for text and ..." or "in every setting"."""
+    clauses = []
+    for v, full, short in phrases:
+        names = [n for n, w in verdicts.items() if w == v]
+        if names:
+            where = ("in every setting" if len(names) == len(verdicts) > 1
+                     else "for " + _join([_SHORT.get(n, n) for n in names]))
+            clauses.append(f"{short if clauses else full} {where}")
+    return _join(clauses)
+
+
+def verdict_line(record: dict[str, Any]) -> str:
+    """One sentence: the verdict rule applied to what evicting and deleting the first tokens costs, per
+    training setting (pinning 4 sinks in the sliding window; deleting the first token, for early and for
+    late queries), computed from the record."""
+    r = record["results"]
+    n = len(r["seeds"])
+    if n < 2:
+        return ("With one seed there is no 95% interval, so this record supports no verdict (the quick budget is a "
+                "smoke test); read the comparisons from the full-budget record.")
+    sums = {name: summary(record, name) for name in r["settings"]}
+    first = next(iter(sums.values()))
+    evict = _grouped({k: s["window_minus_sink4"]["verdict"] for k, s in sums.items()}, [
+        ("higher", "lowers the loss past the window", "lowers it"),
+        ("lower", "raises the loss past the window", "raises it"),
+        ("indistinguishable", "leaves the loss past the window indistinguishable", "leaves it indistinguishable")])
+    early = _grouped({k: s["drop_first_early"]["verdict"] for k, s in sums.items()}, [
+        ("higher", f"raises the loss of queries {first['early_queries']}", "raises it"),
+        ("lower", f"lowers the loss of queries {first['early_queries']}", "lowers it"),
+        ("indistinguishable", f"leaves the loss of queries {first['early_queries']} indistinguishable",
+         "leaves it indistinguishable")])
+    late = _grouped({k: s["drop_first_late"]["verdict"] for k, s in sums.items()}, [
+        ("higher", "an increase", "an increase"), ("lower", "a decrease", "a decrease"),
+        ("indistinguishable", "indistinguishable from zero", "indistinguishable from zero")])
+    return (f"Over {n} seeds (paired 95% intervals), pinning 4 sink tokens in a sliding window of {r['window']} "
+            f"cache slots {evict}; deleting the first token from the cache during generation {early}, and for "
+            f"queries {first['late_queries']} the change is {late}.")
+
+
 def headline(record: dict[str, Any]) -> str:
-    """Three lines: the mass on position 0 per setting, what deleting it costs, what evicting it costs."""
+    """The verdict sentence, then the mass on position 0 per setting (mean ± sd, and minus uniform attention
+    with its 95% interval), and what deleting and evicting it costs, each with its 95% interval."""
     r = record["results"]
     n = len(r["seeds"])
     sums = {name: summary(record, name) for name in r["settings"]}
 
-    def top(name: str, key: str) -> str:
-        stats = sums[name][key]
+    def top(name: str, queries: str) -> str:
+        stats = sums[name][f"top_head_{queries}"]
         i = max(range(len(stats)), key=lambda k: stats[k]["mean"])
-        return f"{pm(stats[i], 2)} (layer {i + 1})"
+        return f"{pm(stats[i], 2)} (layer {i + 1}; minus uniform {pm(mass_above_uniform(record, name, queries)[i], 2)})"
 
     first = next(iter(sums.values()))
     short = {"text": "text", "text_bos": "text with a fixed first token", "repetitive": "repetitive corpus"}
-    mass = "; ".join(f"{short[name]} {top(name, 'top_head_early')} early, {top(name, 'top_head_late')} late"
-                     for name in sums)
+    mass = "; ".join(f"{short[name]} {top(name, 'early')} early, {top(name, 'late')} late" for name in sums)
     drop = "; ".join(f"{short[name]} {pm(s['drop_first_early'], 3)} early, {pm(s['drop_first_late'], 3)} late"
                      for name, s in sums.items())
-    evict = "; ".join(f"{short[name]} {pm(s['window_minus_sink4'], 3)} ({s['window_minus_sink4']['verdict']})"
-                      for name, s in sums.items())
-    return findings([
-        f"Largest attention mass on position 0 of any head ({n} seeds; uniform attention: {first['uniform_early']:.2f} "
-        f"for queries {first['early_queries']}, {first['uniform_late']:.3f} for {first['late_queries']}): {mass}.",
-        f"Deleting the first token from the cache during generation changes the loss (nats/char) by: {drop}.",
-        f"Streaming {r['stream_length']} tokens through {r['window']} cache slots, sliding window minus window with "
-        f"4 sinks pinned, loss past the window: {evict}.",
+    evict = "; ".join(f"{short[name]} {pm(s['window_minus_sink4'], 3)} with 4 sinks, "
+                      f"{pm(s['window_minus_sink1'], 3)} with 1" for name, s in sums.items())
+    # The verdict is wrapped without breaking a hyphenated word, so that it reads as the same sentence.
+    verdict = textwrap.fill(verdict_line(record), 78, initial_indent="- ", subsequent_indent="  ",
+                            break_on_hyphens=False)
+    return verdict + "\n" + findings([
+        f"Largest attention mass on position 0 of any head ({n} seeds, mean ± sd; uniform attention: "
+        f"{first['uniform_early']:.2f} for queries {first['early_queries']}, {first['uniform_late']:.3f} for "
+        f"{first['late_queries']}; minus uniform: mean [95% CI]): {mass}.",
+        f"Deleting the first token from the cache during generation, change in loss (nats/char) [95% CI]: {drop}.",
+        f"Streaming {r['stream_length']} tokens through {r['window']} cache slots, sliding window minus the window "
+        f"with sinks pinned, loss past the window [95% CI]: {evict}.",
     ])
