@@ -14,7 +14,8 @@ import pytest
 import torch
 
 from mlbook.analysis import extension as E
-from mlbook.transformer.positional import ROPE_SCALINGS, RotaryEmbedding
+from mlbook.transformer.positional import RotaryEmbedding
+from mlbook.transformer.rope_scaling import ROPE_SCALINGS
 
 
 def theta64(d: int, base: float) -> np.ndarray:

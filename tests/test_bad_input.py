@@ -9,9 +9,9 @@ import re
 import pytest
 import torch
 
+from mlbook.transformer.models import GPTConfig
 from mlbook.transformer.positional import (
     ROPE_PAIRINGS,
-    ROPE_SCALINGS,
     LearnedPositionalEmbedding,
     RelativePositionBias,
     RelativePositionBias2D,
@@ -21,9 +21,9 @@ from mlbook.transformer.positional import (
     apply_rotary,
     convert_rotary_weights,
     relative_position_bucket,
-    rope_inv_freq,
     sinusoidal_positional_encoding,
 )
+from mlbook.transformer.rope_scaling import ROPE_SCALINGS, RopeScaling
 
 
 # --- odd or non-integer dimensions -------------------------------------------------------
@@ -34,7 +34,7 @@ def test_odd_d_head(d_head: int) -> None:
     with pytest.raises(ValueError, match=rf"d_head must be even .*got {d_head}"):
         RotaryEmbedding(d_head)
     with pytest.raises(ValueError, match=rf"d_head must be even .*got {d_head}"):
-        rope_inv_freq(d_head)
+        RopeScaling().frequencies(d_head)
 
 
 @pytest.mark.parametrize("d_head", [0, 1])
@@ -62,22 +62,43 @@ def test_non_integer_d_head() -> None:
 @pytest.mark.parametrize("scaling", [s for s in ROPE_SCALINGS if s != "none"])
 def test_factor_below_one_with_a_scaling(scaling: str) -> None:
     with pytest.raises(ValueError, match=rf"factor must be >= 1 with scaling='{scaling}'.*got 0.5"):
-        RotaryEmbedding(64, scaling=scaling, factor=0.5, original_max_len=2048)
+        RopeScaling(scaling, factor=0.5, original_max_len=2048)
 
 
 @pytest.mark.parametrize("factor", [0.0, -2.0, float("nan"), float("inf")])
 def test_factor_not_positive_finite(factor: float) -> None:
     with pytest.raises(ValueError, match=r"factor must be a finite number > 0"):
-        RotaryEmbedding(64, scaling="linear", factor=factor)
+        RopeScaling("linear", factor=factor)
 
 
 def test_unknown_scaling_lists_valid_ones() -> None:
     with pytest.raises(ValueError, match=r"unknown scaling 'ntk-aware'; valid values are") as info:
-        RotaryEmbedding(64, scaling="ntk-aware")
+        RopeScaling("ntk-aware")
     for name in ROPE_SCALINGS:
         assert repr(name) in str(info.value)
     with pytest.raises(ValueError, match=r"unknown scaling 'longrope'"):
-        rope_inv_freq(64, scaling="longrope")
+        GPTConfig(rope={"scaling": "longrope"})
+
+
+def test_scaling_parameters_without_their_scaling_are_errors() -> None:
+    with pytest.raises(ValueError, match=r"factor=4 was given with scaling='none', which scales nothing"):
+        RopeScaling(factor=4.0)
+    with pytest.raises(ValueError, match=r"factor=4 was given with scaling='none'"):
+        GPTConfig(rope={"factor": 4.0})
+    with pytest.raises(ValueError, match=r"original_max_len=2048 was given, but scaling='linear' does not use it "
+                                         r"\(it takes factor\)"):
+        RopeScaling("linear", factor=2.0, original_max_len=2048)
+    with pytest.raises(ValueError, match=r"beta_fast=4.0 was given, but scaling='llama3' does not use it"):
+        RopeScaling("llama3", factor=8.0, original_max_len=8192, beta_fast=4.0)
+    with pytest.raises(ValueError, match=r"unknown rope option 'theta'; valid values are 'base', 'pairing', 'scaling'"):
+        GPTConfig(rope={"theta": 500000.0})
+
+
+def test_scaling_must_be_a_rope_scaling_object() -> None:
+    with pytest.raises(TypeError, match=r"rope_scaling must be a RopeScaling .*got str \('yarn'\)"):
+        RotaryEmbedding(64, 10000.0, "yarn")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"original_max_len must be an int, got float"):
+        RopeScaling("yarn", 4.0, original_max_len=2048.0)  # type: ignore[arg-type]
 
 
 def test_unknown_pairing_lists_valid_ones() -> None:
@@ -96,16 +117,16 @@ def test_unknown_pairing_lists_valid_ones() -> None:
 @pytest.mark.parametrize("scaling", ["yarn", "dynamic", "llama3"])
 def test_scaling_needs_original_max_len(scaling: str) -> None:
     with pytest.raises(ValueError, match=rf"scaling='{scaling}' needs original_max_len"):
-        RotaryEmbedding(64, scaling=scaling, factor=4.0)
+        RopeScaling(scaling, factor=4.0)
     with pytest.raises(ValueError, match=r"original_max_len must be >= 1, got 0"):
-        RotaryEmbedding(64, scaling=scaling, factor=4.0, original_max_len=0)
+        RopeScaling(scaling, factor=4.0, original_max_len=0)
 
 
 def test_yarn_and_llama3_band_order() -> None:
     with pytest.raises(ValueError, match=r"beta_fast \(1.0\) must be greater than beta_slow \(32.0\)"):
-        RotaryEmbedding(64, scaling="yarn", factor=4.0, original_max_len=2048, beta_fast=1.0, beta_slow=32.0)
+        RopeScaling("yarn", factor=4.0, original_max_len=2048, beta_fast=1.0, beta_slow=32.0)
     with pytest.raises(ValueError, match=r"high_freq_factor \(1.0\) must be greater than low_freq_factor \(4.0\)"):
-        RotaryEmbedding(64, scaling="llama3", factor=8.0, original_max_len=2048, low_freq_factor=4.0, high_freq_factor=1.0)
+        RopeScaling("llama3", factor=8.0, original_max_len=2048, low_freq_factor=4.0, high_freq_factor=1.0)
 
 
 def test_base_must_exceed_one() -> None:

@@ -283,7 +283,8 @@ def test_nested_windows_give_every_length_the_same_text() -> None:
 
 def test_yarn_bands_read_keep_blend_and_interpolate_off_the_library_ramp() -> None:
     from mlbook.experiments.common import yarn_bands
-    from mlbook.transformer.positional import rope_inv_freq, yarn_ramp
+    from mlbook.transformer.positional import frequency_ladder
+    from mlbook.transformer.rope_scaling import yarn_ramp
 
     for beta_fast, beta_slow in ((32.0, 1.0), (4.0, 1.0)):
         b = yarn_bands(16, 10000.0, 128, beta_fast, beta_slow)
@@ -291,7 +292,7 @@ def test_yarn_bands_read_keep_blend_and_interpolate_off_the_library_ramp() -> No
         assert b["ramp"] == pytest.approx(ramp, abs=1e-4)
         assert sorted(b["keep"] + b["blend"] + b["interpolate"]) == list(range(8))
         assert all(ramp[i] == 0 for i in b["keep"]) and all(ramp[i] == 1 for i in b["interpolate"])
-        theta, _ = rope_inv_freq(16)
+        theta = frequency_ladder(16)
         assert b["turns"][0] == pytest.approx(128 * theta[0].item() / (2 * math.pi), rel=1e-3)
         # the band rule in words: pairs that never complete a turn within L are interpolated
         assert all(b["ramp"][i] == 1.0 for i, t in enumerate(b["turns"]) if t < beta_slow)

@@ -23,7 +23,8 @@ import pytest
 import torch
 
 from mlbook.data import model_families as MF
-from mlbook.transformer.positional import alibi_slopes, rope_inv_freq
+from mlbook.transformer.positional import alibi_slopes
+from mlbook.transformer.rope_scaling import RopeScaling
 
 transformers = pytest.importorskip("transformers")
 pytestmark = pytest.mark.oracle
@@ -111,9 +112,9 @@ def test_llama31_scaling_row_through_hf_rope_init() -> None:
         rope_scaling={"rope_type": "llama3", "factor": row.scaling_factor, **p},
     )
     hf_inv, hf_af = _hf_rope(cfg)
-    ours, af = rope_inv_freq(row.d_head, row.rope_base, "llama3", row.scaling_factor,
-                             original_max_len=p["original_max_position_embeddings"],
-                             low_freq_factor=p["low_freq_factor"], high_freq_factor=p["high_freq_factor"])
+    ours, af = RopeScaling("llama3", row.scaling_factor, original_max_len=p["original_max_position_embeddings"],
+                           low_freq_factor=p["low_freq_factor"], high_freq_factor=p["high_freq_factor"]
+                           ).frequencies(row.d_head, row.rope_base)
     torch.testing.assert_close(ours, hf_inv.float(), rtol=1e-6, atol=0)
     assert af == hf_af == 1.0
     # the factor is not the length ratio: 8 x 8,192 = 65,536, while the release serves 131,072 (16x)
@@ -129,7 +130,7 @@ def test_qwen2_yarn_row_through_hf_rope_init() -> None:
         rope_scaling={"rope_type": "yarn", "factor": row.scaling_factor, "original_max_position_embeddings": L},
     )
     hf_inv, hf_af = _hf_rope(cfg)
-    ours, af = rope_inv_freq(row.d_head, row.rope_base, "yarn", row.scaling_factor, original_max_len=L)
+    ours, af = RopeScaling("yarn", row.scaling_factor, original_max_len=L).frequencies(row.d_head, row.rope_base)
     torch.testing.assert_close(ours, hf_inv.float(), rtol=1e-6, atol=0)
     assert math.isclose(af, hf_af, rel_tol=1e-12) and af > 1
     assert row.original_len == L and row.max_len == row.scaling_factor * L

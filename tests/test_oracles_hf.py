@@ -34,6 +34,7 @@ from mlbook.transformer.positional import (  # noqa: E402
     rotate_half,
     rotate_interleaved,
 )
+from mlbook.transformer.rope_scaling import RopeScaling  # noqa: E402
 
 pytestmark = pytest.mark.oracle
 
@@ -63,7 +64,7 @@ def angle_tol(max_pos: int) -> float:
 # RoPE frequencies: ROPE_INIT_FUNCTIONS
 # ---------------------------------------------------------------------------
 
-# (name, hf rope_scaling, hf max_position_embeddings, our RotaryEmbedding kwargs) for L = original length.
+# (name, hf rope_scaling, hf max_position_embeddings, our RopeScaling fields) for L = original length.
 # HF's yarn reads the original length from rope_scaling["original_max_position_embeddings"] and the
 # factor from rope_scaling["factor"] (it only warns if max_position_embeddings / original != factor),
 # so we set max_position_embeddings = factor * L to make both readings agree. HF's dynamic takes the
@@ -71,19 +72,19 @@ def angle_tol(max_pos: int) -> float:
 def rope_cases(L: int, s: float) -> list[tuple[str, dict | None, int, dict]]:
     return [
         ("default", None, L, {}),
-        ("linear", {"rope_type": "linear", "factor": s}, L, {"scaling": "linear", "factor": s}),
-        ("dynamic", {"rope_type": "dynamic", "factor": s}, L, {"scaling": "dynamic", "factor": s, "original_max_len": L}),
+        ("linear", {"rope_type": "linear", "factor": s}, L, {"name": "linear", "factor": s}),
+        ("dynamic", {"rope_type": "dynamic", "factor": s}, L, {"name": "dynamic", "factor": s, "original_max_len": L}),
         (
             "yarn",
             {"rope_type": "yarn", "factor": s, "original_max_position_embeddings": L, "beta_fast": 32.0, "beta_slow": 1.0},
             int(s * L),
-            {"scaling": "yarn", "factor": s, "original_max_len": L, "beta_fast": 32.0, "beta_slow": 1.0},
+            {"name": "yarn", "factor": s, "original_max_len": L, "beta_fast": 32.0, "beta_slow": 1.0},
         ),
         (
             "llama3",
             {"rope_type": "llama3", "factor": s, "original_max_position_embeddings": L, "low_freq_factor": 1.0, "high_freq_factor": 4.0},
             int(s * L),
-            {"scaling": "llama3", "factor": s, "original_max_len": L, "low_freq_factor": 1.0, "high_freq_factor": 4.0},
+            {"name": "llama3", "factor": s, "original_max_len": L, "low_freq_factor": 1.0, "high_freq_factor": 4.0},
         ),
     ]
 
@@ -104,7 +105,7 @@ def test_inv_freq_and_attention_factor_match_hf(d_head: int, base: float, L: int
     for name, scaling, max_pos, ours_kw in rope_cases(L, s):
         cfg = llama_config(d_head, base, scaling, max_pos)
         hf_inv, hf_af = ROPE_INIT_FUNCTIONS[name](cfg, "cpu")
-        rope = RotaryEmbedding(d_head, base, **ours_kw)
+        rope = RotaryEmbedding(d_head, base, RopeScaling(**ours_kw))
         assert rope.inv_freq.shape == hf_inv.shape == (d_head // 2,)
         rel = (rope.inv_freq.double() - hf_inv.double()) / hf_inv.double()
         record(f"inv_freq[{name}] (relative)", rel)
@@ -119,7 +120,7 @@ def test_inv_freq_and_attention_factor_match_hf(d_head: int, base: float, L: int
 @pytest.mark.parametrize("d_head,base,L,s", CONFIGS)
 def test_dynamic_inv_freq_beyond_original_length_matches_hf(d_head: int, base: float, L: int, s: float) -> None:
     cfg = llama_config(d_head, base, {"rope_type": "dynamic", "factor": s}, L)
-    rope = RotaryEmbedding(d_head, base, "dynamic", s, original_max_len=L)
+    rope = RotaryEmbedding(d_head, base, RopeScaling("dynamic", s, original_max_len=L))
     for seq_len in (L // 2, L, L + 1, 3 * L, 10 * L + 7):
         hf_inv, _ = ROPE_INIT_FUNCTIONS["dynamic"](cfg, "cpu", seq_len=seq_len)
         ours = rope.inv_freq_at(seq_len)
@@ -151,7 +152,7 @@ def test_cos_sin_and_rotation_match_llama(name: str) -> None:
     for T, offset in ((L, 0), (16, 3 * L)):  # a prefill inside L, then a cached-decoding chunk past L
         cfg = llama_config(d_head, base, scaling, max_pos, n_heads=H)
         hf_rope = modeling_llama.LlamaRotaryEmbedding(cfg)  # fresh: HF's dynamic variant is stateful
-        rope = RotaryEmbedding(d_head, base, **ours_kw)
+        rope = RotaryEmbedding(d_head, base, RopeScaling(**ours_kw))
         q = torch.randn(2, H, T, d_head, generator=g)  # (B, H, T, d_head)
         k = torch.randn(2, H, T, d_head, generator=g)
         pos = torch.arange(offset, offset + T)[None].expand(2, T)  # (B, T)

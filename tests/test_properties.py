@@ -23,6 +23,7 @@ from mlbook.transformer.positional import (
     RotaryEmbedding,
     alibi_bias,
 )
+from mlbook.transformer.rope_scaling import RopeScaling, scaling_parameters
 
 FAST = settings(max_examples=60, deadline=None, derandomize=True)
 MAX_POS = 100_000
@@ -96,7 +97,9 @@ def test_rope_relative_property_at_random_offsets(half_d, base, pairing, m, n, s
 def test_rope_preserves_norm_at_random_offsets(half_d, pairing, scaling, factor, offset, T, seed) -> None:
     """||R_m x|| == attention_factor * ||x|| per row, at any offset (cos^2 + sin^2 = 1 for any float32 angle)."""
     d = 2 * half_d
-    rope = RotaryEmbedding(d, scaling=scaling, factor=factor, original_max_len=4096, pairing=pairing)
+    given = {"factor": factor, "original_max_len": 4096}  # each scaling takes the ones it uses
+    rope_scaling = RopeScaling(scaling, **{k: v for k, v in given.items() if k in scaling_parameters(scaling)})
+    rope = RotaryEmbedding(d, rope_scaling=rope_scaling, pairing=pairing)
     g = torch.Generator().manual_seed(seed)
     x = torch.randn(2, T, d, generator=g, dtype=torch.float64)  # (B, T, d)
     y = rope.rotate(x, offset=offset)

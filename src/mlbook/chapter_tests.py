@@ -27,6 +27,7 @@ from typing import Callable, Sequence
 import torch
 
 from mlbook.transformer import positional as P
+from mlbook.transformer.rope_scaling import RopeScaling
 
 __all__ = [
     "test_rope_relative_position_property",
@@ -183,14 +184,14 @@ def test_rope_scaling_modes() -> None:
     th = _theta64(d, base)
 
     # linear s=2: position 8 under interpolation is position 4 unscaled
-    lin = P.RotaryEmbedding(d, base, "linear", 2.0)
+    lin = P.RotaryEmbedding(d, base, RopeScaling("linear", 2.0))
     for a, b in zip(lin(1, offset=8), none(1, offset=4)):
         _assert_close(a, b, atol=1e-6, rtol=0)
     _assert_close(lin(16, offset=0)[0][::2], none(8, offset=0)[0], atol=1e-6, rtol=0)
 
     # NTK: theta_0 fixed, theta_last shrunk by s, pair i by s^(2i/(d-2)) in between
     for s in (2.0, 4.0, 8.0):
-        ntk = P.RotaryEmbedding(d, base, "ntk", s)
+        ntk = P.RotaryEmbedding(d, base, RopeScaling("ntk", s))
         assert ntk.inv_freq[0].item() == 1.0 == none.inv_freq[0].item()
         assert math.isclose(none.inv_freq[-1].item() / ntk.inv_freq[-1].item(), s, rel_tol=1e-5)
         expect = th / torch.tensor([s ** (2 * i / (d - 2)) for i in range(d // 2)], dtype=torch.float64)
@@ -198,7 +199,7 @@ def test_rope_scaling_modes() -> None:
 
     # YaRN: pairs that turn more than beta_fast times within L keep theta, fewer than beta_slow get theta / s
     L, s = 2048, 4.0
-    yarn = P.RotaryEmbedding(d, base, "yarn", s, original_max_len=L)
+    yarn = P.RotaryEmbedding(d, base, RopeScaling("yarn", s, original_max_len=L))
     turns = L * th / (2 * math.pi)  # (d/2,) full rotations of pair i within L
     fast, slow = turns > 32.0, turns < 1.0
     assert fast.any() and slow.any() and (~fast & ~slow).any()  # all three bands present at this d, L
@@ -212,11 +213,12 @@ def test_rope_scaling_modes() -> None:
     cos, sin = yarn(3)
     _assert_close(cos[0], torch.full((d,), yarn.attention_factor), atol=1e-6, rtol=0)  # cos 0 = 1
     assert none.attention_factor == 1.0
-    assert P.RotaryEmbedding(d, base, "yarn", 1.0, original_max_len=L).attention_factor == 1.0
+    assert P.RotaryEmbedding(d, base, RopeScaling("yarn", 1.0, original_max_len=L)).attention_factor == 1.0
 
     # Llama 3: wavelength < L / high_freq_factor unchanged, > L / low_freq_factor divided by s, blend between
     L, s = 512, 8.0
-    ll3 = P.RotaryEmbedding(d, base, "llama3", s, original_max_len=L, low_freq_factor=1.0, high_freq_factor=4.0)
+    ll3 = P.RotaryEmbedding(d, base, RopeScaling("llama3", s, original_max_len=L, low_freq_factor=1.0,
+                                                 high_freq_factor=4.0))
     wavelength = 2 * math.pi / th
     short, long_ = wavelength < L / 4.0, wavelength > L / 1.0
     assert short.any() and long_.any() and (~short & ~long_).any()
@@ -229,7 +231,7 @@ def test_rope_scaling_modes() -> None:
 
     # dynamic NTK: plain RoPE within original_max_len, a larger base past it
     L, s = 256, 2.0
-    dyn = P.RotaryEmbedding(d, base, "dynamic", s, original_max_len=L)
+    dyn = P.RotaryEmbedding(d, base, RopeScaling("dynamic", s, original_max_len=L))
     for a, b in zip(dyn(L), none(L)):
         assert torch.equal(a, b)
     for a, b in zip(dyn(8, offset=L - 8), none(8, offset=L - 8)):

@@ -1,8 +1,8 @@
 """Numbers for section 2.6, extending a RoPE model's context: what each scaling does to each pair.
 
-Every frequency comes from `mlbook.transformer.positional` (`rope_inv_freq`, `RotaryEmbedding`,
-`yarn_ramp`); the wavelength ladder from `mlbook.viz.absolute.pair_wavelengths`. This module
-arranges them into the quantities the section reasons with:
+Every frequency comes from `mlbook.transformer` (`positional.frequency_ladder`; `RopeScaling`,
+`ntk_base`, `yarn_ramp` and `yarn_attention_factor` from `rope_scaling`); the wavelength ladder from
+`mlbook.viz.absolute.pair_wavelengths`. This module arranges them into the quantities the section reasons with:
 
     angle_coverage        per pair, the largest angle seen in training (L theta_i) against the
                           largest angle needed at a longer length L' ((L' - 1) theta_i)
@@ -29,20 +29,23 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from mlbook.transformer.positional import (
+from mlbook.transformer.positional import frequency_ladder
+from mlbook.transformer.rope_scaling import (
     ROPE_SCALINGS,
-    RotaryEmbedding,
-    _ntk_base,
-    _RopeParams,
-    rope_inv_freq,
+    SCALING_PARAMETERS,
+    RopeScaling,
+    ntk_base,
+    scaling_parameters,
+    yarn_attention_factor,
     yarn_ramp,
 )
-from mlbook.transformer.validate import check_int, check_positive_float
+from mlbook.transformer.validate import check_choice, check_int, check_positive_float
 from mlbook.viz.absolute import _sig, first_pair_exceeding, pair_wavelengths
 
 __all__ = [
     "METHODS",
     "METHOD_LABELS",
+    "BAND_PARAMETERS",
     "AngleCoverage",
     "angle_coverage",
     "scaled_inv_freq",
@@ -70,6 +73,8 @@ __all__ = [
 ]
 
 METHODS: tuple[str, ...] = ROPE_SCALINGS  # ("none", "linear", "ntk", "dynamic", "yarn", "llama3")
+# the scalings' band limits (yarn: beta_fast, beta_slow; llama3: low_freq_factor, high_freq_factor)
+BAND_PARAMETERS: tuple[str, ...] = tuple(p for p in SCALING_PARAMETERS if p not in ("factor", "original_max_len"))
 METHOD_LABELS: dict[str, str] = {
     "none": "none (extrapolate)",
     "linear": "PI (linear)",
@@ -88,7 +93,7 @@ def _check_method(method: object) -> str:
 
 def _theta(d_head: int, base: float) -> np.ndarray:
     """Unscaled theta_i (d_head/2,) as float64, from the library's float32 frequencies."""
-    return rope_inv_freq(d_head, base)[0].double().numpy()
+    return frequency_ladder(d_head, base).double().numpy()
 
 
 # ---------------------------------------------------------------------------
@@ -172,6 +177,19 @@ def angle_coverage(
 # ---------------------------------------------------------------------------
 
 
+def _method_scaling(method: str, factor: float, original_max_len: int, dynamic_factor: float,
+                    params: dict[str, float]) -> RopeScaling:
+    """The RopeScaling a comparison means by `method`: of s, L and `params`, the ones the method takes."""
+    _check_method(method)
+    factor = check_positive_float("factor", factor)
+    for key, value in params.items():
+        check_choice("scaling parameter", key, BAND_PARAMETERS)
+        check_positive_float(key, value)
+    given = {"factor": dynamic_factor if method == "dynamic" else factor, "original_max_len": original_max_len, **params}
+    takes = scaling_parameters(method)
+    return RopeScaling(method, **{k: v for k, v in given.items() if k in takes})
+
+
 def scaled_inv_freq(
     method: str,
     d_head: int = 128,
@@ -181,31 +199,23 @@ def scaled_inv_freq(
     original_max_len: int = 8192,
     seq_len: int | None = None,
     dynamic_factor: float = 1.0,
-    beta_fast: float = 32.0,
-    beta_slow: float = 1.0,
-    low_freq_factor: float = 1.0,
-    high_freq_factor: float = 4.0,
+    **params: float,
 ) -> tuple[torch.Tensor, float]:
     """theta_i' (d_head/2,) float32 and the attention factor for one method, from the library.
 
-    none, linear (PI: theta_i / s), ntk (base * s^(d/(d-2))), yarn and llama3 are `rope_inv_freq`
-    with factor s. dynamic is `RotaryEmbedding(scaling="dynamic", factor=alpha).inv_freq_at(n)`:
-    for a sequence of n = seq_len > L tokens the base becomes base * (alpha n / L - (alpha - 1))^(d/(d-2)),
-    and theta_i' = theta_i for n <= L. alpha = dynamic_factor (1: the scale is exactly n / L);
-    seq_len defaults to round(s L).
+    `RopeScaling(method, ...).frequencies(d_head, base)` with factor s and trained length L = original_max_len;
+    `params` are the band limits (beta_fast, beta_slow for yarn; low_freq_factor, high_freq_factor for
+    llama3), each used by the method that takes it, RopeScaling's defaults otherwise. dynamic is
+    evaluated at a sequence of n = seq_len tokens (default round(s L)) with alpha = dynamic_factor:
+    past L the base becomes base * (alpha n / L - (alpha - 1))^(d/(d-2)), and theta_i' = theta_i for
+    n <= L (alpha = 1: the scale is exactly n / L).
     """
-    _check_method(method)
+    scaling = _method_scaling(method, factor, original_max_len, dynamic_factor, params)
     if method == "dynamic":
         if seq_len is None:
-            factor = check_positive_float("factor", factor)
             seq_len = int(round(factor * original_max_len))
         check_int("seq_len", seq_len, 1)
-        rope = RotaryEmbedding(d_head, base, "dynamic", dynamic_factor, original_max_len=original_max_len)
-        return rope.inv_freq_at(seq_len).clone(), rope.attention_factor
-    return rope_inv_freq(
-        d_head, base, method, factor, original_max_len=original_max_len, beta_fast=beta_fast, beta_slow=beta_slow,
-        low_freq_factor=low_freq_factor, high_freq_factor=high_freq_factor,
-    )
+    return scaling.frequencies(d_head, base, seq_len)
 
 
 def frequency_ratios(
@@ -217,19 +227,18 @@ def frequency_ratios(
     methods: Sequence[str] = METHODS,
     seq_len: int | None = None,
     dynamic_factor: float = 1.0,
-    beta_fast: float = 32.0,
-    beta_slow: float = 1.0,
-    low_freq_factor: float = 1.0,
-    high_freq_factor: float = 4.0,
+    **params: float,
 ) -> dict[str, np.ndarray]:
-    """theta_i' / theta_i per method, each (d_head/2,) float64: 1 keeps a pair, 1/s interpolates it fully."""
+    """theta_i' / theta_i per method, each (d_head/2,) float64: 1 keeps a pair, 1/s interpolates it fully.
+
+    Arguments as for `scaled_inv_freq`; `params` (band limits) go to the methods that take them.
+    """
     theta = _theta(d_head, base)
     out = {}
     for m in methods:
         inv_freq, _ = scaled_inv_freq(
             m, d_head, base, factor, original_max_len=original_max_len, seq_len=seq_len,
-            dynamic_factor=dynamic_factor, beta_fast=beta_fast, beta_slow=beta_slow,
-            low_freq_factor=low_freq_factor, high_freq_factor=high_freq_factor,
+            dynamic_factor=dynamic_factor, **params,
         )
         out[m] = inv_freq.double().numpy() / theta
     return out
@@ -297,8 +306,8 @@ class NTKStretch:
 def ntk_stretch(d_head: int = 128, base: float = 10000.0, factor: float = 4.0) -> NTKStretch:
     """base' = base * s^(d/(d-2)); stretch_i = theta_i / theta_i' = s^(2i/(d-2)): 1 at i = 0, s at i = d/2 - 1."""
     theta = _theta(d_head, base)
-    new_theta = rope_inv_freq(d_head, base, "ntk", factor)[0].double().numpy()
-    new_base = _ntk_base(_RopeParams(d_head, float(base), float(factor), None, 32.0, 1.0, 1.0, 4.0), float(factor))
+    new_theta = RopeScaling("ntk", factor).frequencies(d_head, base)[0].double().numpy()
+    new_base = ntk_base(d_head, float(base), float(factor))
     return NTKStretch(d_head, float(base), float(factor), float(new_base), theta / new_theta)
 
 
@@ -450,11 +459,8 @@ class YarnTemperature:
 
 
 def yarn_temperature(factors: Sequence[float] = (1.0, 2.0, 4.0, 8.0, 16.0, 32.0)) -> YarnTemperature:
-    """attention_factor(s) from `rope_inv_freq(scaling="yarn")`: 0.1 ln s + 1 (1 for s <= 1)."""
-    out = []
-    for s in factors:
-        out.append(rope_inv_freq(128, 10000.0, "yarn", s, original_max_len=8192)[1])  # independent of d, base, L
-    return YarnTemperature(tuple(float(s) for s in factors), tuple(out))
+    """attention_factor(s), the library's `yarn_attention_factor`: 0.1 ln s + 1 (1 for s <= 1)."""
+    return YarnTemperature(tuple(float(s) for s in factors), tuple(yarn_attention_factor(s) for s in factors))
 
 
 # ---------------------------------------------------------------------------

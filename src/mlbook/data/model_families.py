@@ -113,7 +113,7 @@ MODEL_FAMILIES: tuple[ModelFamily, ...] = (
         sources=("dubey2024llama3",),
         urls=("https://arxiv.org/abs/2407.21783", "https://huggingface.co/meta-llama/Llama-3.1-8B/blob/main/config.json"),
         hf_check="the row's rope_scaling, given to transformers' 'llama3' rope initialiser, yields the same frequencies "
-                 "as mlbook's rope_inv_freq('llama3', ...)",
+                 "as mlbook's RopeScaling('llama3', ...)",
         notes="128k context by continued pretraining on long documents, with the 'llama3' frequency-band scaling; "
               "its factor (8) divides the slow frequencies and is not the length ratio (131,072 / 8,192 = 16)",
     ),
@@ -142,7 +142,7 @@ MODEL_FAMILIES: tuple[ModelFamily, ...] = (
         sources=("yang2024qwen2",),
         urls=("https://arxiv.org/abs/2407.10671", "https://huggingface.co/Qwen/Qwen2-7B-Instruct"),
         hf_check="the row's YaRN scaling, given to transformers' 'yarn' rope initialiser, yields the same frequencies "
-                 "and attention factor as mlbook's rope_inv_freq('yarn', ...); Qwen2Config()'s defaults are not a "
+                 "and attention factor as mlbook's RopeScaling('yarn', ...); Qwen2Config()'s defaults are not a "
                  "released Qwen2 model, so they are not used",
         notes="base raised from 10,000 to 1,000,000 while the context went from 4,096 to 32,768 late in pretraining; "
               "YaRN (factor 4) with Dual Chunk Attention reaches 131,072",

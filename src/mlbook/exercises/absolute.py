@@ -13,7 +13,7 @@ from typing import Callable
 import torch
 
 from mlbook.exercises._common import _as_float, _call, _verdict
-from mlbook.transformer.positional import rope_inv_freq, sinusoidal_positional_encoding
+from mlbook.transformer.positional import frequency_ladder, sinusoidal_positional_encoding
 from mlbook.viz.absolute import offset_matrix, pair_frequencies
 
 __all__ = ["check_equivariance_error", "check_offset_matrix"]
@@ -144,7 +144,7 @@ def check_offset_matrix(fn: Callable[[int, int, float], object]) -> bool:
             return _verdict(False, f"Your blocks couple column i with column i + d/2 {where} (the rotate-half layout "
                                    "of GPT-NeoX and LLaMA RoPE), but the sinusoidal table interleaves its pairs: "
                                    "sin at column 2i, cos at column 2i + 1.")
-        half_rate = rope_inv_freq(2 * d, base)[0][: d // 2].double() * k  # base^(-i/d) * k
+        half_rate = frequency_ladder(2 * d, base)[: d // 2].double() * k  # base^(-i/d) * k
         if torch.allclose(M, _blocks(half_rate), atol=1e-5) or torch.allclose(M, _blocks(half_rate, sign=-1), atol=1e-5):
             return _verdict(False, f"Right structure, wrong frequencies {where}: you used base^(-i/d). Pair i turns "
                                    "at omega_i = base^(-2i/d), i.e. the exponent is the even column index 2i over d.")

@@ -98,14 +98,14 @@ def _table_from(theta: torch.Tensor, positions: torch.Tensor, layout: str = "hal
 
 
 def _theta(d: int, base: float) -> torch.Tensor:
-    return P.rope_inv_freq(d, base)[0].double()  # (d/2,) base^(-2i/d), the library's frequencies
+    return P.frequency_ladder(d, base).double()  # (d/2,) base^(-2i/d), the library's frequencies
 
 
 def _rope_table_mistakes(d: int, base: float, offset: int, T: int) -> list[tuple[str, torch.Tensor]]:
     """Angle tables (T, d) of the usual RotaryEmbedding mistakes, each derived from the library's theta."""
     th = _theta(d, base)
     pos = torch.arange(offset, offset + T)
-    half_rate = P.rope_inv_freq(2 * d, base)[0].double()  # (d,) base^(-j/d), j = 0 .. d-1
+    half_rate = P.frequency_ladder(2 * d, base).double()  # (d,) base^(-j/d), j = 0 .. d-1
     out = [
         ("interleaved", _table_from(th, pos, "interleaved")),
         ("sign", -_table_from(th, pos)),
@@ -444,11 +444,11 @@ def _mutant_rope(kind: str) -> tuple[Callable, Callable, Callable]:
             if kind == "offset_ignored":
                 return P.RotaryEmbedding(d, base)(T, 0)
             if kind == "no_cat":
-                ang = pos.float()[:, None] * P.rope_inv_freq(2 * d, base)[0][None, :]  # (T, d) own angle per column
+                ang = pos.float()[:, None] * P.frequency_ladder(2 * d, base)[None, :]  # (T, d) own angle per column
             elif kind == "exp_i":
-                ang = _table_from(P.rope_inv_freq(2 * d, base)[0][: d // 2], pos).float()
+                ang = _table_from(P.frequency_ladder(2 * d, base)[: d // 2], pos).float()
             elif kind == "bf16":
-                ang = (pos.to(torch.bfloat16)[:, None] * P.rope_inv_freq(d, base)[0].to(torch.bfloat16)[None, :])
+                ang = (pos.to(torch.bfloat16)[:, None] * P.frequency_ladder(d, base).to(torch.bfloat16)[None, :])
                 ang = torch.cat([ang, ang], dim=-1).float()
             else:
                 cos, sin = P.RotaryEmbedding(d, base)(T, offset)
@@ -598,11 +598,11 @@ def check_sinusoidal_drill(fn: Callable[[int, int, float], torch.Tensor]) -> boo
             "swap": _sin_table(T, d, th, swap=True),
             "halves": _sin_table(T, d, th, layout="halves"),
             "halves+swap": _sin_table(T, d, th, layout="halves", swap=True),
-            "exp_i": _sin_table(T, d, P.rope_inv_freq(2 * d, base)[0][: d // 2]),
+            "exp_i": _sin_table(T, d, P.frequency_ladder(2 * d, base)[: d // 2]),
             "exp_4i": _sin_table(T, d, th * th),
             "positive": _sin_table(T, d, 1.0 / th),
             "start1": _sin_table(T, d, th, start=1),
-            "swap+exp_i": _sin_table(T, d, P.rope_inv_freq(2 * d, base)[0][: d // 2], swap=True),
+            "swap+exp_i": _sin_table(T, d, P.frequency_ladder(2 * d, base)[: d // 2], swap=True),
         }
         if base != 10000.0:
             candidates["base_ignored"] = _sin_table(T, d, _theta(d, 10000.0))

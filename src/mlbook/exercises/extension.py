@@ -18,6 +18,7 @@ import torch
 from mlbook.analysis.extension import ntk_stretch, yarn_bands
 from mlbook.exercises._common import _as_float, _call, _verdict
 from mlbook.transformer.positional import RotaryEmbedding
+from mlbook.transformer.rope_scaling import RopeScaling
 from mlbook.viz.absolute import pair_wavelengths
 
 __all__ = ["check_ntk_base", "check_pi_positions", "check_yarn_band"]
@@ -78,14 +79,14 @@ def check_ntk_base(fn: Callable[[float, float, int], object]) -> bool:
 
 def _pi_reference(L: int, L_new: int) -> torch.Tensor:
     """Positions PI feeds RoPE, read from the library: pair 0 of scaling='linear' turns m / s rad at m (theta_0 = 1)."""
-    rope = RotaryEmbedding(2, scaling="linear", factor=L_new / L)
+    rope = RotaryEmbedding(2, rope_scaling=RopeScaling("linear", factor=L_new / L))
     return rope.angles(torch.arange(L_new)).double()[:, 0]  # (L_new,) m / s
 
 
 def check_pi_positions(fn: Callable[[int, int], object]) -> bool:
     """Check fn(L, L_new) -> the (L_new,) positions m' = m / s, s = L_new / L, for tokens m = 0 .. L_new - 1.
 
-    The reference is the library: `RotaryEmbedding(scaling="linear", factor=s)` turns pair 0
+    The reference is the library: `RotaryEmbedding(d_head, rope_scaling=RopeScaling("linear", factor=s))` turns pair 0
     (theta_0 = 1) by exactly m / s. Names: multiplying by s, rounding to integers, (L-1)/(L_new-1)
     instead of L/L_new, and the wrong length.
     """

@@ -19,7 +19,7 @@ import torch
 
 from mlbook.analysis.rope import pairing_permutation
 from mlbook.exercises._common import _call, _verdict
-from mlbook.transformer.positional import RotaryEmbedding, apply_rotary, rope_inv_freq
+from mlbook.transformer.positional import RotaryEmbedding, apply_rotary, frequency_ladder
 
 __all__ = ["check_rope_rotation", "check_pairing_permutation"]
 
@@ -41,9 +41,9 @@ def _half_table(per_pair: torch.Tensor) -> torch.Tensor:
 
 def _candidates(d: int, m: int, base: float) -> list[tuple[str, Callable[[torch.Tensor], torch.Tensor], str]]:
     """(name, rotation with that mistake, message) for the usual mistakes; the first entry is the right answer."""
-    theta = rope_inv_freq(d, base)[0]  # (d/2,) float32, base^(-2i/d)
+    theta = frequency_ladder(d, base)  # (d/2,) float32, base^(-2i/d)
     angle = m * theta.double()  # (d/2,)
-    theta_i_over_d = rope_inv_freq(2 * d, base)[0]  # (d,) base^(-2j/(2d)) = base^(-j/d)
+    theta_i_over_d = frequency_ladder(2 * d, base)  # (d,) base^(-2j/(2d)) = base^(-j/d)
     bf16_all = (torch.tensor(float(m)).bfloat16() * theta.bfloat16()).double()  # (d/2,) product in bf16
     bf16_freq = m * theta.bfloat16().double()  # (d/2,) inv_freq rounded to bf16
     rope = RotaryEmbedding(d, base)

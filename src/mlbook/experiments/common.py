@@ -23,7 +23,8 @@ import torch.nn.functional as F
 from mlbook.experiments.data import TOKENIZER, corpus_tokens, random_windows, split_tokens
 from mlbook.experiments.train import TrainConfig, train
 from mlbook.transformer.models import GPT, GPTConfig
-from mlbook.transformer.positional import rope_inv_freq, yarn_ramp
+from mlbook.transformer.positional import frequency_ladder
+from mlbook.transformer.rope_scaling import scaling_parameters, yarn_ramp
 from mlbook.transformer.validate import check_int
 
 __all__ = [
@@ -87,11 +88,11 @@ def build_gpt(positional: str, model: dict[str, Any], max_len: int, seed: int, v
 def copy_with_rope(base: GPT, rope: dict[str, Any]) -> GPT:
     """A GPT with `base`'s weights and config except its RoPE options (RoPE itself has no weights).
 
-    Options "scaling" in (dynamic, yarn, llama3) get original_max_len = base.config.max_len."""
+    A scaling that takes original_max_len (dynamic, yarn, llama3) gets base.config.max_len."""
     if base.config.positional != "rope":
         raise ValueError(f"copy_with_rope needs a RoPE model, got positional={base.config.positional!r}")
     rope = dict(rope)
-    if rope.get("scaling") in ("dynamic", "yarn", "llama3"):
+    if "original_max_len" in scaling_parameters(rope.get("scaling", "none")):
         rope.setdefault("original_max_len", base.config.max_len)
     model = GPT(base.config.replace(rope=rope))
     model.load_state_dict(base.state_dict())
@@ -303,7 +304,7 @@ def yarn_bands(d_head: int, base: float, original_max_len: int, beta_fast: float
     each pair's number of full turns within original_max_len, L theta_i / (2 pi)."""
     ramp = yarn_ramp(d_head, base, original_max_len=original_max_len, beta_fast=beta_fast, beta_slow=beta_slow)
     r = [round(v, 4) for v in ramp.tolist()]
-    theta, _ = rope_inv_freq(d_head, base)  # (d/2,) unscaled theta_i
+    theta = frequency_ladder(d_head, base)  # (d/2,) unscaled theta_i
     turns = original_max_len * theta.double() / (2 * math.pi)  # (d/2,) L theta_i / 2 pi
     return {
         "beta_fast": beta_fast, "beta_slow": beta_slow, "ramp": r,

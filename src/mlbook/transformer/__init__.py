@@ -1,6 +1,8 @@
-"""Positional encodings, attention with KV and sink caches, and tiny Transformer models."""
+"""Positional encodings, RoPE scaling, attention with KV and sink caches, and tiny Transformer models."""
 
 from mlbook.transformer.positional import *  # noqa: F401,F403
 from mlbook.transformer.positional import __all__ as _positional_all
+from mlbook.transformer.rope_scaling import *  # noqa: F401,F403
+from mlbook.transformer.rope_scaling import __all__ as _rope_scaling_all
 
-__all__ = list(_positional_all)
+__all__ = [*_positional_all, *_rope_scaling_all]

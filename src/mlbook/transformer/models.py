@@ -8,7 +8,7 @@ picks where order enters:
     sinusoidal  fixed table added to the token embeddings
     learned     trained table added to the token embeddings (cannot go past max_len)
     t5          one RelativePositionBias per stack, added to the scores of every layer
-    rope        q and k rotated in every layer (options in `rope`, passed to RotaryEmbedding)
+    rope        q and k rotated in every layer (`rope` options: ROPE_OPTIONS, see GPTConfig.rotary_embedding)
     alibi       fixed linear distance penalty added to the scores
 """
 
@@ -32,10 +32,12 @@ from mlbook.transformer.positional import (
     convert_rotary_weights,
     sinusoidal_positional_encoding,
 )
+from mlbook.transformer.rope_scaling import SCALING_PARAMETERS, RopeScaling, scaling_parameters
 from mlbook.transformer.validate import check_choice, check_int
 
 __all__ = [
     "POSITIONAL_SCHEMES",
+    "ROPE_OPTIONS",
     "RMSNorm",
     "MLP",
     "TransformerEncoderBlock",
@@ -47,6 +49,8 @@ __all__ = [
 ]
 
 POSITIONAL_SCHEMES: tuple[str, ...] = ("none", "sinusoidal", "learned", "t5", "rope", "alibi")
+# GPTConfig.rope keys: RotaryEmbedding's base and pairing, the scaling's name and its parameters (RopeScaling)
+ROPE_OPTIONS: tuple[str, ...] = ("base", "pairing", "scaling", *SCALING_PARAMETERS)
 
 
 class RMSNorm(nn.Module):
@@ -148,7 +152,7 @@ class GPTConfig:
     max_len: int = 128
     positional: str = "rope"
     d_ff: int | None = None  # default 4 * d_model
-    rope: dict[str, Any] = field(default_factory=dict)  # RotaryEmbedding options: base, scaling, factor, pairing ...
+    rope: dict[str, Any] = field(default_factory=dict)  # ROPE_OPTIONS: base, pairing, scaling, factor, ...
     t5_num_buckets: int = 32
     t5_max_distance: int = 128
     norm: str = "rms"
@@ -173,6 +177,18 @@ class GPTConfig:
             raise TypeError(f"rope must be a dict of RotaryEmbedding options, got {type(self.rope).__name__}")
         if self.rope and self.positional != "rope":
             raise ValueError(f"rope options were given but positional={self.positional!r}; use positional='rope'")
+        for key in self.rope:
+            check_choice("rope option", key, ROPE_OPTIONS)
+        if self.positional == "rope":
+            self.rotary_embedding()  # bad RoPE options fail here, not when the model is built
+
+    def rotary_embedding(self) -> RotaryEmbedding:
+        """The RotaryEmbedding the `rope` options describe; a scaling that needs original_max_len gets max_len."""
+        options = dict(self.rope)
+        base, pairing, name = options.pop("base", 10000.0), options.pop("pairing", "half"), options.pop("scaling", "none")
+        if "original_max_len" in scaling_parameters(name):
+            options.setdefault("original_max_len", self.max_len)
+        return RotaryEmbedding(self.d_model // self.n_heads, base, RopeScaling(name, **options), pairing=pairing)
 
     def replace(self, **changes: Any) -> "GPTConfig":
         return dataclasses.replace(self, **changes)
@@ -189,12 +205,7 @@ class GPT(nn.Module):
         d_ff = c.d_ff or 4 * c.d_model
         self.tok_emb = nn.Embedding(c.vocab_size, c.d_model)  # (V, d_model)
         self.pos_emb = LearnedPositionalEmbedding(c.max_len, c.d_model) if c.positional == "learned" else None
-        self.rotary = None
-        if c.positional == "rope":
-            rope = dict(c.rope)
-            if rope.get("scaling", "none") in ("dynamic", "yarn", "llama3"):
-                rope.setdefault("original_max_len", c.max_len)
-            self.rotary = RotaryEmbedding(c.d_model // c.n_heads, **rope)  # shared by every layer
+        self.rotary = c.rotary_embedding() if c.positional == "rope" else None  # shared by every layer
         self.rel_bias = (
             RelativePositionBias(c.n_heads, c.t5_num_buckets, c.t5_max_distance, bidirectional=False)
             if c.positional == "t5" else None
@@ -356,11 +367,11 @@ class GPT(nn.Module):
             raise ValueError(f"unsupported rope_scaling type {kind!r}; supported: {', '.join(mapping)}")
         if kind != "default":
             rope.update(scaling=mapping[kind], factor=float(scaling["factor"]))
-            orig = scaling.get("original_max_position_embeddings", hc.max_position_embeddings)
-            if mapping[kind] in ("dynamic", "yarn", "llama3"):
-                rope["original_max_len"] = int(orig)
-            for key in ("beta_fast", "beta_slow", "low_freq_factor", "high_freq_factor"):
-                if key in scaling:
+            takes = scaling_parameters(mapping[kind])
+            if "original_max_len" in takes:
+                rope["original_max_len"] = int(scaling.get("original_max_position_embeddings", hc.max_position_embeddings))
+            for key in takes:
+                if key not in ("factor", "original_max_len") and key in scaling:
                     rope[key] = float(scaling[key])
         config = GPTConfig(
             vocab_size=hc.vocab_size, d_model=hc.hidden_size, n_heads=hc.num_attention_heads,

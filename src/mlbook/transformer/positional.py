@@ -17,24 +17,25 @@ import contextlib
 import math
 import os
 import warnings
-from typing import Callable, Iterator, NamedTuple
+from typing import TYPE_CHECKING, Callable, Iterator
 
 import torch
 from torch import nn
 
 from mlbook.transformer.validate import check_choice, check_even_d, check_int, check_positive_float
 
+if TYPE_CHECKING:  # for the type hint only: rope_scaling.py imports this file
+    from mlbook.transformer.rope_scaling import RopeScaling
+
 __all__ = [
+    "frequency_ladder",
     "sinusoidal_positional_encoding",
     "LearnedPositionalEmbedding",
     "relative_position_bucket",
     "RelativePositionBias",
     "RelativePositionBias2D",
     "RotaryEmbedding",
-    "ROPE_SCALINGS",
     "ROPE_PAIRINGS",
-    "rope_inv_freq",
-    "yarn_ramp",
     "rotate_half",
     "rotate_interleaved",
     "apply_rotary",
@@ -44,6 +45,24 @@ __all__ = [
 ]
 
 _check_int = check_int  # alias until experiments/exp_sinks.py is updated
+
+
+# ---------------------------------------------------------------------------
+# The frequency ladder: sinusoidal encodings and RoPE turn pair i at rate w_i
+# ---------------------------------------------------------------------------
+
+
+def frequency_ladder(d: int, base: float = 10000.0) -> torch.Tensor:
+    """The frequencies w_i = base^(-2i/d), i = 0 .. d/2 - 1, of sinusoidal encodings and RoPE.
+
+    Pair i turns by w_i radians per position, so it repeats every 2 pi / w_i positions: 2 pi for
+    i = 0, growing geometrically to nearly 2 pi * base for the last pair (Vaswani et al., 2017,
+    section 3.5; Su et al., 2021). Computed in float64, returned as float32 (d/2,).
+    """
+    check_even_d("d", d)
+    base = check_positive_float("base", base, above=1.0)
+    two_i = torch.arange(0, d, 2, dtype=torch.float64)  # (d/2,) 2i
+    return (1.0 / base ** (two_i / d)).float()  # (d/2,) w_i
 
 
 # ---------------------------------------------------------------------------
@@ -63,7 +82,7 @@ def sinusoidal_positional_encoding(T: int, d_model: int, base: float = 10000.0) 
     check_int("T", T, 0)
     check_even_d("d_model", d_model)
     check_positive_float("base", base, above=1.0)
-    omega = _inv_freq_base(d_model, base)  # (d_model/2,) w_i
+    omega = frequency_ladder(d_model, base)  # (d_model/2,) w_i
     t = torch.arange(T, dtype=torch.float32)  # (T,)
     angle = torch.outer(t, omega)  # (T, d_model/2) t * w_i
     pe = torch.stack([angle.sin(), angle.cos()], dim=-1)  # (T, d_model/2, 2) (sin, cos) per pair
@@ -219,173 +238,7 @@ class RelativePositionBias2D(nn.Module):
 # RoPE: frequencies, the scaling registry, rotation in both pairings
 # ---------------------------------------------------------------------------
 
-ROPE_SCALINGS: tuple[str, ...] = ("none", "linear", "ntk", "dynamic", "yarn", "llama3")
 ROPE_PAIRINGS: tuple[str, ...] = ("half", "interleaved")
-
-
-def _inv_freq_base(d: int, base: float) -> torch.Tensor:
-    """theta_i = base^(-2i/d) for i = 0 .. d/2 - 1, computed in float64 and returned as float32."""
-    two_i = torch.arange(0, d, 2, dtype=torch.float64)  # (d/2,) 2i
-    return (1.0 / base ** (two_i / d)).float()  # (d/2,)
-
-
-class _RopeParams(NamedTuple):
-    d_head: int
-    base: float
-    factor: float
-    original_max_len: int | None
-    beta_fast: float
-    beta_slow: float
-    low_freq_factor: float
-    high_freq_factor: float
-
-
-def _ntk_base(p: _RopeParams, factor: float) -> float:
-    """NTK-aware base: base * s^(d / (d - 2)) keeps theta_0 = 1 and divides theta_last by s."""
-    if p.d_head == 2:  # one pair: theta_0 = 1 is the only frequency, nothing to stretch
-        return p.base
-    return p.base * factor ** (p.d_head / (p.d_head - 2))
-
-
-def _freq_none(p: _RopeParams) -> tuple[torch.Tensor, float]:
-    return _inv_freq_base(p.d_head, p.base), 1.0
-
-
-def _freq_linear(p: _RopeParams) -> tuple[torch.Tensor, float]:
-    # m * theta / s == (m / s) * theta: dividing the frequencies is position interpolation
-    return _inv_freq_base(p.d_head, p.base) / p.factor, 1.0
-
-
-def _freq_ntk(p: _RopeParams) -> tuple[torch.Tensor, float]:
-    return _inv_freq_base(p.d_head, _ntk_base(p, p.factor)), 1.0
-
-
-def _freq_dynamic(p: _RopeParams) -> tuple[torch.Tensor, float]:
-    # within the original length dynamic NTK is plain RoPE; RotaryEmbedding grows the base past it
-    return _inv_freq_base(p.d_head, p.base), 1.0
-
-
-def _yarn_boundary(p: _RopeParams, rotations: float) -> float:
-    """Pair index (fractional) whose wavelength fits `rotations` full turns in original_max_len."""
-    L = p.original_max_len
-    return p.d_head * math.log(L / (rotations * 2 * math.pi)) / (2 * math.log(p.base))
-
-
-def _yarn_ramp(p: _RopeParams) -> torch.Tensor:
-    # pairs that turn more than beta_fast times in L keep theta (0); fewer than beta_slow times get theta / s (1)
-    low = max(math.floor(_yarn_boundary(p, p.beta_fast)), 0)
-    high = min(math.ceil(_yarn_boundary(p, p.beta_slow)), p.d_head - 1)
-    if high == low:
-        high += 0.001  # avoid a zero-width ramp
-    i = torch.arange(p.d_head // 2, dtype=torch.float32)  # (d/2,)
-    return ((i - low) / (high - low)).clamp(0.0, 1.0)  # (d/2,) 0: keep, 1: interpolate
-
-
-def _freq_yarn(p: _RopeParams) -> tuple[torch.Tensor, float]:
-    theta = _inv_freq_base(p.d_head, p.base)  # (d/2,) extrapolation: the trained frequencies
-    ramp = _yarn_ramp(p)  # (d/2,)
-    inv_freq = theta * (1 - ramp) + (theta / p.factor) * ramp  # (d/2,)
-    attention_factor = 0.1 * math.log(p.factor) + 1.0 if p.factor > 1 else 1.0
-    return inv_freq, attention_factor
-
-
-def yarn_ramp(
-    d_head: int, base: float = 10000.0, *, original_max_len: int, beta_fast: float = 32.0, beta_slow: float = 1.0
-) -> torch.Tensor:
-    """YaRN's per-pair blend weight r_i in [0, 1]: theta_i' = (1 - r_i) theta_i + r_i theta_i / s.
-
-    With L = original_max_len, pair i turns L / lambda_i = L theta_i / (2 pi) times within L. The
-    ramp is 0 (keep theta_i: extrapolate) for pairs at or below floor(i_fast) and 1 (interpolate:
-    theta_i / s) from ceil(i_slow) on, linear in i between, where i_beta is the (fractional) pair
-    that turns beta times in L: i_beta = d_head ln(L / (2 pi beta)) / (2 ln base). Defaults are
-    the paper's beta_fast = 32, beta_slow = 1. Returns (d_head/2,) float32.
-    """
-    check_even_d("d_head", d_head)
-    base = check_positive_float("base", base, above=1.0)
-    check_int("original_max_len", original_max_len, 1)
-    beta_fast = check_positive_float("beta_fast", beta_fast)
-    beta_slow = check_positive_float("beta_slow", beta_slow)
-    if beta_fast <= beta_slow:
-        raise ValueError(f"beta_fast ({beta_fast}) must be greater than beta_slow ({beta_slow})")
-    return _yarn_ramp(_RopeParams(d_head, base, 1.0, original_max_len, beta_fast, beta_slow, 1.0, 4.0))
-
-
-def _freq_llama3(p: _RopeParams) -> tuple[torch.Tensor, float]:
-    theta = _inv_freq_base(p.d_head, p.base)  # (d/2,)
-    L = p.original_max_len
-    wavelength = 2 * math.pi / theta  # (d/2,)
-    low_freq_wavelength = L / p.low_freq_factor  # longer than this: divide by factor
-    high_freq_wavelength = L / p.high_freq_factor  # shorter than this: unchanged
-    smooth = (L / wavelength - p.low_freq_factor) / (p.high_freq_factor - p.low_freq_factor)  # (d/2,)
-    blended = (1 - smooth) * theta / p.factor + smooth * theta  # (d/2,)
-    inv_freq = torch.where(wavelength > low_freq_wavelength, theta / p.factor, theta)  # (d/2,)
-    medium = (wavelength >= high_freq_wavelength) & (wavelength <= low_freq_wavelength)  # (d/2,)
-    return torch.where(medium, blended, inv_freq), 1.0
-
-
-# One registry from scaling name to the function computing (inv_freq, attention_factor).
-_ROPE_FREQUENCIES: dict[str, Callable[[_RopeParams], tuple[torch.Tensor, float]]] = {
-    "none": _freq_none,
-    "linear": _freq_linear,
-    "ntk": _freq_ntk,
-    "dynamic": _freq_dynamic,
-    "yarn": _freq_yarn,
-    "llama3": _freq_llama3,
-}
-_NEEDS_ORIGINAL_LEN = ("dynamic", "yarn", "llama3")
-
-
-def rope_inv_freq(
-    d_head: int,
-    base: float = 10000.0,
-    scaling: str = "none",
-    factor: float = 1.0,
-    *,
-    original_max_len: int | None = None,
-    beta_fast: float = 32.0,
-    beta_slow: float = 1.0,
-    low_freq_factor: float = 1.0,
-    high_freq_factor: float = 4.0,
-) -> tuple[torch.Tensor, float]:
-    """RoPE frequencies after context-extension scaling, and the attention factor.
-
-    theta_i = base^(-2i/d_head), then per `scaling` with factor s and trained length L:
-        none     theta_i
-        linear   theta_i / s                       (position interpolation, Chen et al. 2023)
-        ntk      (base * s^(d/(d-2)))^(-2i/d)      (NTK-aware, bloc97 2023)
-        dynamic  theta_i up to L; past it RotaryEmbedding grows the base with the length
-        yarn     theta_i blended to theta_i / s by a ramp over pair index between the pairs that
-                 turn beta_fast and beta_slow times within L; attention factor 0.1 ln s + 1
-        llama3   theta_i / s for wavelengths > L / low_freq_factor, theta_i for wavelengths
-                 < L / high_freq_factor, a linear blend in L / wavelength between
-    Returns (inv_freq of shape (d_head/2,), float32; attention_factor).
-    """
-    check_even_d("d_head", d_head)
-    base = check_positive_float("base", base, above=1.0)
-    check_choice("scaling", scaling, ROPE_SCALINGS)
-    factor = check_positive_float("factor", factor)
-    if scaling != "none" and factor < 1.0:
-        raise ValueError(
-            f"factor must be >= 1 with scaling={scaling!r} (it is the context-extension ratio L'/L), got {factor}"
-        )
-    if scaling in _NEEDS_ORIGINAL_LEN:
-        if original_max_len is None:
-            raise ValueError(f"scaling={scaling!r} needs original_max_len, the context length the model was trained at")
-        check_int("original_max_len", original_max_len, 1)
-    elif original_max_len is not None:
-        check_int("original_max_len", original_max_len, 1)
-    beta_fast = check_positive_float("beta_fast", beta_fast)
-    beta_slow = check_positive_float("beta_slow", beta_slow)
-    if scaling == "yarn" and beta_fast <= beta_slow:
-        raise ValueError(f"beta_fast ({beta_fast}) must be greater than beta_slow ({beta_slow})")
-    low_freq_factor = check_positive_float("low_freq_factor", low_freq_factor)
-    high_freq_factor = check_positive_float("high_freq_factor", high_freq_factor)
-    if scaling == "llama3" and high_freq_factor <= low_freq_factor:
-        raise ValueError(f"high_freq_factor ({high_freq_factor}) must be greater than low_freq_factor ({low_freq_factor})")
-    params = _RopeParams(
-        d_head, base, factor, original_max_len, beta_fast, beta_slow, low_freq_factor, high_freq_factor
-    )
-    return _ROPE_FREQUENCIES[scaling](params)
 
 
 def rotate_half(x: torch.Tensor) -> torch.Tensor:
@@ -535,43 +388,64 @@ def apply_rotary(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, pairing:
 
 
 class RotaryEmbedding(nn.Module):
-    """Rotary position embedding (Su et al., 2021) with context-extension scaling.
+    """Rotary position embedding, RoPE (Su et al., 2021): turn each query and key by its position.
 
-    Pair i of a head (dims (i, i + d/2) for pairing="half", (2i, 2i+1) for "interleaved") is
-    rotated at position m by the angle m * theta_i, theta_i = base^(-2i/d_head) after scaling
-    (see `rope_inv_freq`). Then <R_m q, R_n k> = <q, R_{n-m} k>: scores depend on n - m only.
+    The pairs. A head's d_head channels form d_head/2 pairs, each a point in the plane. With
+    pairing="half" (GPT-NeoX, Hugging Face's Llama) pair i is channels i and i + d_head/2: the first
+    half holds every pair's first coordinate, the second half every second one. With "interleaved"
+    (RoFormer, GPT-J, Meta's original LLaMA code) pair i is channels 2i and 2i + 1, side by side.
+    `convert_rotary_weights` moves a model's q and k projections from one layout to the other.
 
-    `inv_freq` (d_head/2,) is kept in float32 even if the module is cast to a lower precision,
-    and `forward(T, offset)` returns float32 cos/sin tables (T, d_head) multiplied by
-    `attention_factor` (YaRN's 0.1 ln s + 1, else 1.0). With scaling="dynamic" the base grows
-    as base * (s * n / L - (s - 1))^(d/(d-2)) once n = offset + T passes L = original_max_len.
+    The rotation. At position m pair i is turned by the angle m theta_i, with theta_i =
+    base^(-2i/d_head) from `frequency_ladder`:
+
+        R(a) = [[cos a, -sin a],         (x_a, x_b) -> (x_a cos a - x_b sin a,
+                [sin a,  cos a]]                        x_b cos a + x_a sin a)
+
+    Why a score depends on n - m only. Take one pair of a query q at position m and of a key k at
+    position n, and write t for its theta_i:
+
+        # the rotated query and key
+        q' = R(m t) q,   k' = R(n t) k
+        # their dot product, using (A q)^T = q^T A^T
+        q' . k' = q^T R(m t)^T R(n t) k
+        # the transpose of a rotation turns back, R(a)^T = R(-a), and turns about one centre add up
+        R(m t)^T R(n t) = R(-m t) R(n t) = R((n - m) t)
+        # so the positions enter only through n - m
+        q' . k' = q^T R((n - m) t) k
+
+    The score is the sum of these over the pairs, a function of q, k and n - m: moving both tokens
+    by the same distance leaves it unchanged. (In complex form pair (x_a, x_b) is x_a + i x_b, R(a)
+    is multiplication by e^{ia}, and q' . k' = Re[conj(q e^{imt}) k e^{int}] = Re[conj(q) k e^{i(n-m)t}].)
+
+    Frequencies and scaling. `inv_freq` (d_head/2,) stays float32 even when the module is cast to a
+    lower precision. `rope_scaling`, a `RopeScaling` from mlbook.transformer.rope_scaling, supplies
+    scaled frequencies for context extension and an `attention_factor` that multiplies cos and sin
+    (YaRN's 0.1 ln s + 1; 1 otherwise); under dynamic scaling the frequencies follow the sequence
+    length. `forward(T, offset)` returns the float32 tables cos and sin (T, d_head) for positions
+    offset .. offset + T - 1, which `apply_rotary` applies.
     """
 
     inv_freq: torch.Tensor
 
     def __init__(
-        self,
-        d_head: int,
-        base: float = 10000.0,
-        scaling: str = "none",
-        factor: float = 1.0,
-        *,
-        original_max_len: int | None = None,
-        pairing: str = "half",
-        beta_fast: float = 32.0,
-        beta_slow: float = 1.0,
-        low_freq_factor: float = 1.0,
-        high_freq_factor: float = 4.0,
+        self, d_head: int, base: float = 10000.0, rope_scaling: RopeScaling | None = None, *, pairing: str = "half"
     ) -> None:
         super().__init__()
+        self.d_head = check_even_d("d_head", d_head)
+        self.base = check_positive_float("base", base, above=1.0)
         self.pairing = check_choice("pairing", pairing, ROPE_PAIRINGS)
-        inv_freq, attention_factor = rope_inv_freq(
-            d_head, base, scaling, factor, original_max_len=original_max_len, beta_fast=beta_fast,
-            beta_slow=beta_slow, low_freq_factor=low_freq_factor, high_freq_factor=high_freq_factor,
-        )
-        self.d_head, self.base, self.scaling, self.factor = d_head, float(base), scaling, float(factor)
-        self.original_max_len = original_max_len
-        self.attention_factor = attention_factor
+        if rope_scaling is None:
+            inv_freq, self.attention_factor = frequency_ladder(d_head, self.base), 1.0
+        elif callable(getattr(rope_scaling, "frequencies", None)):  # a RopeScaling (rope_scaling.py builds on this file)
+            inv_freq, self.attention_factor = rope_scaling.frequencies(d_head, self.base)
+        else:
+            raise TypeError(
+                f"rope_scaling must be a RopeScaling (mlbook.transformer.rope_scaling), e.g. "
+                f"RopeScaling('linear', factor=2.0), or None; got {type(rope_scaling).__name__} ({rope_scaling!r})"
+            )
+        self.rope_scaling = rope_scaling
+        self.scaling, self.factor = ("none", 1.0) if rope_scaling is None else (rope_scaling.name, rope_scaling.factor)
         self.register_buffer("inv_freq", inv_freq, persistent=False)  # (d_head/2,) float32
 
     def _apply(self, fn, recurse=True):  # type: ignore[no-untyped-def]
@@ -585,18 +459,18 @@ class RotaryEmbedding(nn.Module):
         return f"d_head={self.d_head}, base={self.base:g}, scaling={self.scaling!r}, factor={self.factor:g}, pairing={self.pairing!r}"
 
     def inv_freq_at(self, seq_len: int) -> torch.Tensor:
-        """The frequencies used for a sequence of total length seq_len (differs from inv_freq only for dynamic)."""
-        if self.scaling == "dynamic" and seq_len > self.original_max_len:  # type: ignore[operator]
-            growth = self.factor * seq_len / self.original_max_len - (self.factor - 1)  # type: ignore[operator]
-            base = self.base * growth ** (self.d_head / (self.d_head - 2)) if self.d_head > 2 else self.base
-            return _inv_freq_base(self.d_head, base).to(self.inv_freq.device)  # (d_head/2,)
-        return self.inv_freq
+        """The frequencies for a sequence of seq_len tokens in all: inv_freq, unless the scaling follows the length."""
+        if self.rope_scaling is None or not self.rope_scaling.uses_seq_len:
+            return self.inv_freq  # (d_head/2,)
+        inv_freq, _ = self.rope_scaling.frequencies(self.d_head, self.base, seq_len)  # (d_head/2,) dynamic NTK
+        return inv_freq.to(self.inv_freq.device)
 
     def angles(self, positions: torch.Tensor, seq_len: int | None = None) -> torch.Tensor:
         """m * theta_i for the given (T,) positions: (T, d_head/2) float32."""
         if seq_len is None:
             seq_len = int(positions.max().item()) + 1 if positions.numel() else 0
-        inv_freq = self.inv_freq_at(seq_len)
+        inv_freq = self.inv_freq_at(seq_len)  # (d_head/2,) theta_i
+        # angle[m, i] = m theta_i: position m turns pair i by m times its frequency
         return torch.outer(positions.to(device=inv_freq.device, dtype=torch.float32), inv_freq)  # (T, d_head/2)
 
     def forward(self, T: int, offset: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
@@ -605,11 +479,13 @@ class RotaryEmbedding(nn.Module):
         check_int("offset", offset, 0)
         positions = torch.arange(offset, offset + T, device=self.inv_freq.device)  # (T,)
         angle = self.angles(positions, seq_len=offset + T)  # (T, d_head/2)
+        # both channels of a pair turn by the pair's angle: write it at each of the two columns
         if self.pairing == "half":
             angle = torch.cat([angle, angle], dim=-1)  # (T, d_head) pair i at columns i and i + d/2
         else:
             angle = angle.repeat_interleave(2, dim=-1)  # (T, d_head) pair i at columns 2i and 2i + 1
-        return angle.cos() * self.attention_factor, angle.sin() * self.attention_factor
+        # R(m theta_i) is read off cos and sin of that angle; YaRN also scales them (attention_factor)
+        return angle.cos() * self.attention_factor, angle.sin() * self.attention_factor  # (T, d_head) each
 
     def rotate(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
         """Rotate x (..., T, d_head) as if its T rows sit at positions offset .. offset + T - 1."""

@@ -23,7 +23,7 @@ import plotly.graph_objects as go
 import torch
 from plotly.subplots import make_subplots
 
-from mlbook.transformer.positional import rope_inv_freq, sinusoidal_positional_encoding
+from mlbook.transformer.positional import frequency_ladder, sinusoidal_positional_encoding
 from mlbook.viz.core import DIVERGING, LINE_COLORS, SEQUENTIAL, grid_slider, live_sliders
 
 __all__ = [
@@ -69,12 +69,12 @@ _DIGITS = 3  # decimals kept in static heatmaps and curves
 
 
 def pair_frequencies(d: int, base: float = 10000.0) -> np.ndarray:
-    """omega_i = base^(-2i/d) for i = 0 .. d/2 - 1, as float64 numpy (from `rope_inv_freq`).
+    """omega_i = base^(-2i/d) for i = 0 .. d/2 - 1, as float64 numpy (from `frequency_ladder`).
 
     The sinusoidal table and RoPE share this frequency ladder: `sinusoidal_positional_encoding`
     turns pair i by omega_i per position, RoPE by theta_i = omega_i (unscaled).
     """
-    inv_freq, _ = rope_inv_freq(d, base)  # (d/2,) float32
+    inv_freq = frequency_ladder(d, base)  # (d/2,) float32
     return inv_freq.double().numpy()
 
 

@@ -1,0 +1,314 @@
+"""Context-extension scaling for RoPE: one registry from scaling name to the function computing its frequencies.
+
+A RoPE model trained at length L meets angles m * theta_i it never saw once m >= L. Each scaling
+changes the frequency ladder theta_i = base^(-2i/d) (`positional.frequency_ladder`) so that a
+longer context L' = s L needs fewer new angles; s is the `factor`:
+
+    none     theta_i
+    linear   theta_i / s                       position interpolation (Chen et al., 2023)
+    ntk      (base * s^(d/(d-2)))^(-2i/d)      NTK-aware: a larger base (bloc97, 2023)
+    dynamic  theta_i up to L; past it, NTK with s replaced by s n / L - (s - 1) for n tokens
+    yarn     theta_i blended towards theta_i / s over pair index, and an attention factor
+             0.1 ln s + 1 on cos and sin (Peng et al., 2023)
+    llama3   theta_i / s for long wavelengths, theta_i for short ones, a blend between (Llama 3.1)
+
+How the pieces fit, in the manner of Hugging Face's `modeling_rope_utils`, with a frozen config
+object in place of keyword arguments and errors where it only warns:
+
+    RopeScaling("yarn", factor=4.0, original_max_len=2048)      the frozen, validated config
+        .frequencies(d_head, base, seq_len)                      -> (inv_freq, attention_factor)
+    ROPE_SCALING_REGISTRY["yarn"]                               what that call looks up: the
+        = ScalingScheme(yarn_frequencies, parameters, ...)       function and its parameters
+
+To add a scaling, write its frequency function and append a pair to ROPE_SCALING_REGISTRY:
+ROPE_SCALINGS, RopeScaling's validation and `RotaryEmbedding` pick it up from there.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+from typing import Callable, Mapping, NamedTuple
+
+import torch
+
+from mlbook.transformer.positional import frequency_ladder
+from mlbook.transformer.validate import check_choice, check_even_d, check_int, check_positive_float
+
+__all__ = [
+    "RopeScaling",
+    "ScalingScheme",
+    "ROPE_SCALING_REGISTRY",
+    "ROPE_SCALINGS",
+    "SCALING_PARAMETERS",
+    "scaling_parameters",
+    "unscaled_frequencies",
+    "linear_frequencies",
+    "ntk_base",
+    "ntk_frequencies",
+    "dynamic_ntk_frequencies",
+    "yarn_ramp",
+    "yarn_attention_factor",
+    "yarn_frequencies",
+    "llama3_frequencies",
+]
+
+# ---------------------------------------------------------------------------
+# One function per scaling: (d_head, base, scaling, seq_len) -> (inv_freq (d_head/2,) float32, attention_factor)
+# ---------------------------------------------------------------------------
+
+
+def unscaled_frequencies(d_head: int, base: float, scaling: RopeScaling, seq_len: int | None) -> tuple[torch.Tensor, float]:
+    """theta_i = base^(-2i/d_head): RoPE as trained (Su et al., 2021)."""
+    return frequency_ladder(d_head, base), 1.0
+
+
+def linear_frequencies(d_head: int, base: float, scaling: RopeScaling, seq_len: int | None) -> tuple[torch.Tensor, float]:
+    """Position interpolation (Chen et al., 2023): theta_i / s, so position m turns like m / s did in training."""
+    # m * (theta_i / s) == (m / s) * theta_i: dividing the frequencies divides the positions
+    return frequency_ladder(d_head, base) / scaling.factor, 1.0
+
+
+def ntk_base(d_head: int, base: float, factor: float) -> float:
+    """NTK-aware base (bloc97, 2023): base * s^(d/(d-2)).
+
+    With this base theta_0 = 1 is unchanged and the last pair's frequency is divided by exactly s;
+    the pairs between are slowed by s^(2i/(d-2)). A head with one pair (d_head = 2) keeps its base.
+    """
+    if d_head == 2:  # one pair: theta_0 = 1 is the only frequency, nothing to stretch
+        return base
+    return base * factor ** (d_head / (d_head - 2))
+
+
+def ntk_frequencies(d_head: int, base: float, scaling: RopeScaling, seq_len: int | None) -> tuple[torch.Tensor, float]:
+    """NTK-aware scaling: the ladder of the larger base `ntk_base(d_head, base, s)`."""
+    return frequency_ladder(d_head, ntk_base(d_head, base, scaling.factor)), 1.0
+
+
+def dynamic_ntk_frequencies(
+    d_head: int, base: float, scaling: RopeScaling, seq_len: int | None
+) -> tuple[torch.Tensor, float]:
+    """Dynamic NTK (emozilla, 2023; Hugging Face's "dynamic"): NTK scaling that grows with the sequence.
+
+    For a sequence of n = seq_len tokens past L = original_max_len the base is
+    ntk_base with s replaced by s n / L - (s - 1), i.e. base * (s n / L - (s - 1))^(d/(d-2));
+    up to L (or with no seq_len) the frequencies are the trained ones.
+    """
+    L = scaling.original_max_len
+    if seq_len is None or seq_len <= L:
+        return frequency_ladder(d_head, base), 1.0
+    growth = scaling.factor * seq_len / L - (scaling.factor - 1)
+    return frequency_ladder(d_head, ntk_base(d_head, base, growth)), 1.0
+
+
+def yarn_ramp(
+    d_head: int, base: float = 10000.0, *, original_max_len: int, beta_fast: float = 32.0, beta_slow: float = 1.0
+) -> torch.Tensor:
+    """YaRN's per-pair blend weight r_i in [0, 1]: theta_i' = (1 - r_i) theta_i + r_i theta_i / s.
+
+    With L = original_max_len, pair i turns L / lambda_i = L theta_i / (2 pi) times within L. The
+    ramp is 0 (keep theta_i: extrapolate) for pairs at or below floor(i_fast) and 1 (interpolate:
+    theta_i / s) from ceil(i_slow) on, linear in i between, where i_beta is the (fractional) pair
+    that turns beta times in L: i_beta = d_head ln(L / (2 pi beta)) / (2 ln base). Defaults are
+    the paper's beta_fast = 32, beta_slow = 1 (Peng et al., 2023). Returns (d_head/2,) float32.
+    """
+    check_even_d("d_head", d_head)
+    base = check_positive_float("base", base, above=1.0)
+    L = check_int("original_max_len", original_max_len, 1)
+    beta_fast = check_positive_float("beta_fast", beta_fast)
+    beta_slow = check_positive_float("beta_slow", beta_slow)
+    if beta_fast <= beta_slow:
+        raise ValueError(f"beta_fast ({beta_fast}) must be greater than beta_slow ({beta_slow})")
+
+    def pair_turning(turns: float) -> float:  # the fractional pair index whose wavelength fits `turns` turns in L
+        return d_head * math.log(L / (turns * 2 * math.pi)) / (2 * math.log(base))
+
+    low = max(math.floor(pair_turning(beta_fast)), 0)
+    high = min(math.ceil(pair_turning(beta_slow)), d_head - 1)
+    if high == low:
+        high += 0.001  # avoid a zero-width ramp
+    i = torch.arange(d_head // 2, dtype=torch.float32)  # (d/2,)
+    return ((i - low) / (high - low)).clamp(0.0, 1.0)  # (d/2,) 0: keep, 1: interpolate
+
+
+def yarn_attention_factor(factor: float) -> float:
+    """YaRN's attention factor sqrt(1/t) = 0.1 ln s + 1 for s > 1, else 1 (Peng et al., 2023, eq. 22).
+
+    RotaryEmbedding multiplies cos and sin by it, so q . k carries its square, the logit scale 1/t.
+    """
+    factor = check_positive_float("factor", factor)
+    return 0.1 * math.log(factor) + 1.0 if factor > 1 else 1.0
+
+
+def yarn_frequencies(d_head: int, base: float, scaling: RopeScaling, seq_len: int | None) -> tuple[torch.Tensor, float]:
+    """YaRN (Peng et al., 2023): keep the fast pairs, interpolate the slow ones, blend between (`yarn_ramp`)."""
+    theta = frequency_ladder(d_head, base)  # (d/2,) extrapolation: the trained frequencies
+    ramp = yarn_ramp(d_head, base, original_max_len=scaling.original_max_len, beta_fast=scaling.beta_fast,
+                     beta_slow=scaling.beta_slow)  # (d/2,) 0: keep theta_i, 1: theta_i / s
+    inv_freq = theta * (1 - ramp) + (theta / scaling.factor) * ramp  # (d/2,)
+    return inv_freq, yarn_attention_factor(scaling.factor)
+
+
+def llama3_frequencies(d_head: int, base: float, scaling: RopeScaling, seq_len: int | None) -> tuple[torch.Tensor, float]:
+    """Llama 3.1's scaling (Meta's reference code; Hugging Face "llama3"), by wavelength lambda_i = 2 pi / theta_i:
+
+    lambda_i > L / low_freq_factor: theta_i / s;  lambda_i < L / high_freq_factor: theta_i;  between,
+    (1 - a) theta_i / s + a theta_i with a = (L / lambda_i - low_freq_factor) / (high_freq_factor - low_freq_factor).
+    """
+    theta = frequency_ladder(d_head, base)  # (d/2,)
+    s, L = scaling.factor, scaling.original_max_len
+    low, high = scaling.low_freq_factor, scaling.high_freq_factor
+    wavelength = 2 * math.pi / theta  # (d/2,)
+    low_freq_wavelength = L / low  # longer than this: divide by factor
+    high_freq_wavelength = L / high  # shorter than this: unchanged
+    smooth = (L / wavelength - low) / (high - low)  # (d/2,)
+    blended = (1 - smooth) * theta / s + smooth * theta  # (d/2,)
+    inv_freq = torch.where(wavelength > low_freq_wavelength, theta / s, theta)  # (d/2,)
+    medium = (wavelength >= high_freq_wavelength) & (wavelength <= low_freq_wavelength)  # (d/2,)
+    return torch.where(medium, blended, inv_freq), 1.0
+
+
+# ---------------------------------------------------------------------------
+# The registry: scaling name -> its function and parameters. Append new pairs.
+# ---------------------------------------------------------------------------
+
+FrequencyFunction = Callable[[int, float, "RopeScaling", "int | None"], "tuple[torch.Tensor, float]"]
+
+
+def _check_yarn(scaling: RopeScaling) -> None:
+    if scaling.beta_fast <= scaling.beta_slow:
+        raise ValueError(f"beta_fast ({scaling.beta_fast}) must be greater than beta_slow ({scaling.beta_slow})")
+
+
+def _check_llama3(scaling: RopeScaling) -> None:
+    if scaling.high_freq_factor <= scaling.low_freq_factor:
+        raise ValueError(
+            f"high_freq_factor ({scaling.high_freq_factor}) must be greater than low_freq_factor ({scaling.low_freq_factor})"
+        )
+
+
+class ScalingScheme(NamedTuple):
+    """One registry entry: the frequency function, the parameters it takes and how they must relate."""
+
+    frequencies: FrequencyFunction
+    parameters: Mapping[str, float | None]  # name -> default; None: the caller must give it
+    check: Callable[[RopeScaling], None] | None = None  # relations between parameters, after each is valid
+    uses_seq_len: bool = False  # True: the frequencies depend on the sequence length (recomputed per call)
+
+
+ROPE_SCALING_REGISTRY: dict[str, ScalingScheme] = {
+    "none": ScalingScheme(unscaled_frequencies, {}),
+    "linear": ScalingScheme(linear_frequencies, {"factor": 1.0}),
+    "ntk": ScalingScheme(ntk_frequencies, {"factor": 1.0}),
+    "dynamic": ScalingScheme(dynamic_ntk_frequencies, {"factor": 1.0, "original_max_len": None}, uses_seq_len=True),
+    "yarn": ScalingScheme(
+        yarn_frequencies, {"factor": 1.0, "original_max_len": None, "beta_fast": 32.0, "beta_slow": 1.0}, _check_yarn
+    ),
+    "llama3": ScalingScheme(
+        llama3_frequencies,
+        {"factor": 1.0, "original_max_len": None, "low_freq_factor": 1.0, "high_freq_factor": 4.0},
+        _check_llama3,
+    ),
+}
+ROPE_SCALINGS: tuple[str, ...] = tuple(ROPE_SCALING_REGISTRY)  # ("none", "linear", "ntk", "dynamic", "yarn", "llama3")
+
+
+def scaling_parameters(name: str) -> tuple[str, ...]:
+    """The parameters scaling `name` takes, e.g. ("factor", "original_max_len", "beta_fast", "beta_slow") for yarn."""
+    return tuple(ROPE_SCALING_REGISTRY[check_choice("scaling", name, ROPE_SCALINGS)].parameters)
+
+
+# ---------------------------------------------------------------------------
+# The config object
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RopeScaling:
+    """A RoPE context-extension scaling: its name and parameters, validated when made, then frozen.
+
+        name               one of ROPE_SCALINGS ("none", "linear", "ntk", "dynamic", "yarn", "llama3")
+        factor             s = L' / L, the extension ratio, >= 1 (for dynamic, the s in s n / L - (s - 1))
+        original_max_len   L, the context length the model was trained at (dynamic, yarn, llama3: required)
+        beta_fast, beta_slow
+                           yarn: pairs turning more than beta_fast times in L keep theta_i, fewer than
+                           beta_slow times get theta_i / s (default 32, 1)
+        low_freq_factor, high_freq_factor
+                           llama3: wavelengths above L / low_freq_factor get theta_i / s, below
+                           L / high_freq_factor keep theta_i (default 1, 4)
+
+    A scaling takes only its own parameters (`scaling_parameters(name)`): giving any other, or a
+    factor other than 1 with name="none", is an error, and so is leaving out a required one. The
+    optional ones left unset take the scheme's defaults; the ones it does not take stay None.
+
+    `frequencies(d_head, base, seq_len)` returns (inv_freq (d_head/2,) float32, attention_factor), from
+    the function ROPE_SCALING_REGISTRY holds for `name`; `RotaryEmbedding(d_head, base, rope_scaling)` calls it.
+    """
+
+    name: str = "none"
+    factor: float = 1.0
+    original_max_len: int | None = None
+    beta_fast: float | None = None
+    beta_slow: float | None = None
+    low_freq_factor: float | None = None
+    high_freq_factor: float | None = None
+
+    def __post_init__(self) -> None:
+        scheme = ROPE_SCALING_REGISTRY[check_choice("scaling", self.name, ROPE_SCALINGS)]
+        factor = check_positive_float("factor", self.factor)
+        if self.name == "none" and factor != 1.0:
+            raise ValueError(
+                f"factor={factor:g} was given with scaling='none', which scales nothing; pick a scaling "
+                f"({', '.join(repr(n) for n in ROPE_SCALINGS[1:])}) or leave factor at 1"
+            )
+        if self.name != "none" and factor < 1.0:
+            raise ValueError(
+                f"factor must be >= 1 with scaling={self.name!r} (it is the context-extension ratio L'/L), got {factor}"
+            )
+        object.__setattr__(self, "factor", factor)
+        for param in SCALING_PARAMETERS:
+            if param == "factor":  # checked above: every scaling takes it
+                continue
+            value = getattr(self, param)
+            if param not in scheme.parameters:
+                if value is not None:
+                    takes = ", ".join(scheme.parameters) or "no parameters"
+                    raise ValueError(
+                        f"{param}={value!r} was given, but scaling={self.name!r} does not use it (it takes {takes})"
+                    )
+                continue
+            if value is None:
+                if scheme.parameters[param] is None:
+                    raise ValueError(
+                        f"scaling={self.name!r} needs {param}"
+                        + (", the context length the model was trained at" if param == "original_max_len" else "")
+                    )
+                value = scheme.parameters[param]
+            if param == "original_max_len":
+                value = check_int(param, value, 1)
+            else:
+                value = check_positive_float(param, value)
+            object.__setattr__(self, param, value)
+        if scheme.check is not None:
+            scheme.check(self)
+
+    @property
+    def uses_seq_len(self) -> bool:
+        """True if the frequencies depend on the sequence length (dynamic): pass seq_len to `frequencies`."""
+        return ROPE_SCALING_REGISTRY[self.name].uses_seq_len
+
+    def frequencies(self, d_head: int, base: float = 10000.0, seq_len: int | None = None) -> tuple[torch.Tensor, float]:
+        """(inv_freq (d_head/2,) float32, attention_factor) for a head of d_head channels.
+
+        seq_len is the total sequence length (cache included); only a scaling with `uses_seq_len`
+        (dynamic) reads it, and without it that one returns the trained frequencies.
+        """
+        check_even_d("d_head", d_head)
+        base = check_positive_float("base", base, above=1.0)
+        if seq_len is not None:
+            check_int("seq_len", seq_len, 0)
+        return ROPE_SCALING_REGISTRY[self.name].frequencies(d_head, base, self, seq_len)
+
+
+SCALING_PARAMETERS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(RopeScaling) if f.name != "name")
