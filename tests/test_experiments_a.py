@@ -174,7 +174,7 @@ def test_causal_curve_falls_with_the_bag_and_ends_at_the_bidirectional_level() -
     assert PE.bag_accuracy(16, 1) == 1.0 and PE.bag_accuracy(1, 7) == 1.0
     with pytest.raises(ValueError, match="lag must be"):
         PE.causal_bag_curve(16, 24, 24)
-    with pytest.raises(ValueError, match="bag_size must be at least 1"):
+    with pytest.raises(ValueError, match="bag_size must be >= 1"):
         PE.bag_accuracy(16, 0)
     with pytest.raises(TypeError, match="n_symbols must be an int"):
         PE.expected_max_count(16.0, 3)

@@ -42,6 +42,7 @@ from mlbook.experiments.registry import register
 from mlbook.experiments.train import TrainConfig, train
 from mlbook.transformer.models import GPT, GPTConfig, TransformerEncoderBlock
 from mlbook.transformer.positional import LearnedPositionalEmbedding
+from mlbook.transformer.validate import check_int
 
 __all__ = ["MODELS", "LABELS", "TinyEncoder", "lag_batch", "equivariance_gap", "probe_accuracy", "summary",
            "per_position", "format_table", "paired_accuracy", "expected_max_count", "bag_accuracy",
@@ -246,14 +247,6 @@ def paired_accuracy(record: dict[str, Any], a: str, b: str) -> dict[str, Any]:
 # -- order-blind baselines ---------------------------------------------------------------------
 
 
-def _check_count(name: str, value: object, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
-    if value < minimum:
-        raise ValueError(f"{name} must be at least {minimum}, got {value}")
-    return value
-
-
 def expected_max_count(n_symbols: int, bag_size: int) -> Fraction:
     """E[max_s c_s], exactly, for the counts c of `bag_size` i.i.d. uniform draws from `n_symbols` symbols.
 
@@ -263,7 +256,7 @@ def expected_max_count(n_symbols: int, bag_size: int) -> Fraction:
     integers by adding one symbol at a time: W_t(c) = sum_{j <= min(m, c)} C(c, j) W_{t-1}(c - j),
     choosing the j of c slots the t-th symbol fills.
     """
-    return _expected_max_count(_check_count("n_symbols", n_symbols, 1), _check_count("bag_size", bag_size, 1))
+    return _expected_max_count(check_int("n_symbols", n_symbols, 1), check_int("bag_size", bag_size, 1))
 
 
 @functools.lru_cache(maxsize=None)
@@ -291,7 +284,7 @@ def bag_accuracy(n_symbols: int, bag_size: int) -> float:
 def causal_bag_curve(n_symbols: int, seq_len: int, lag: int) -> list[float | None]:
     """The causal order-blind guesser's accuracy at each position i of the lag copy, bag_accuracy(n_symbols, i)
     for i >= lag, None before (nothing is scored there): seq_len values."""
-    _check_count("seq_len", seq_len, 2)
+    check_int("seq_len", seq_len, 2)
     if isinstance(lag, bool) or not isinstance(lag, int) or not 0 < lag < seq_len:
         raise ValueError(f"lag must be an int in 1 .. seq_len - 1 = {seq_len - 1}, got {lag!r}")
     return [None if i < lag else bag_accuracy(n_symbols, i) for i in range(seq_len)]

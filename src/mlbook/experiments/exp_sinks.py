@@ -37,7 +37,7 @@ from mlbook.experiments.registry import register
 from mlbook.experiments.train import TrainConfig, train
 from mlbook.transformer.cache import KVCache, SinkCache
 from mlbook.transformer.models import GPT
-from mlbook.transformer.positional import _check_int
+from mlbook.transformer.validate import check_int
 
 __all__ = ["BOS", "SETTINGS", "CACHE_KINDS", "TruncatedKVCache", "repetitive_tokens", "with_bos", "first_token_bos",
            "truncation_curve", "strongest_head_per_query", "truncation_change", "format_tables", "sink_mass",
@@ -104,7 +104,7 @@ class TruncatedKVCache(KVCache):
 def repetitive_tokens(tokens: torch.Tensor, chunk: int) -> torch.Tensor:
     """A repetitive corpus: `tokens` cut into chunks of `chunk` characters, each written twice
     (c1 c1 c2 c2 ...); a trailing partial chunk is dropped."""
-    _check_int("chunk", chunk, 1)
+    check_int("chunk", chunk, 1)
     n = len(tokens) // chunk * chunk
     c = tokens[:n].view(-1, chunk)  # (n / chunk, chunk)
     return torch.cat([c, c], 1).reshape(-1)  # (2n,)
