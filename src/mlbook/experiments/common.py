@@ -321,7 +321,8 @@ def findings(lines: Sequence[str], width: int = 78) -> str:
     import textwrap
 
     keep = "\u00a0±\u00a0"  # a number and its spread stay on one line
-    return "\n".join(textwrap.fill(line.replace(" ± ", keep), width, initial_indent="- ", subsequent_indent="  ")
+    return "\n".join(textwrap.fill(line.replace(" ± ", keep), width, initial_indent="- ", subsequent_indent="  ",
+                                   break_on_hyphens=False)
                      for line in lines).replace(keep, " ± ")
 
 
@@ -330,7 +331,7 @@ def wrap_text(text: str, width: int = 78) -> str:
     import textwrap
 
     keep = "\u00a0±\u00a0"
-    return textwrap.fill(text.replace(" ± ", keep), width).replace(keep, " ± ")
+    return textwrap.fill(text.replace(" ± ", keep), width, break_on_hyphens=False).replace(keep, " ± ")
 
 
 class Timer:
