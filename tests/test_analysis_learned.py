@@ -207,7 +207,7 @@ def test_reset_decode_positions_restores_the_model_and_touches_only_that_instanc
         assert L.cached_matches_full(other, x), "another instance is unaffected"
         assert not L.cached_matches_full(model, x)
         assert not L.cached_matches_full(rope, x)
-    assert "_absolute" not in vars(model) and "rotate" not in vars(rope.rotary)
+    assert "_absolute" not in vars(model) and "forward" not in vars(rope.rotary)
     assert L.cached_matches_full(model, x) and L.cached_matches_full(rope, x)
 
 

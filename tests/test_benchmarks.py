@@ -1,4 +1,4 @@
-"""Tests for the benchmarks package and apply_rotary's fused path.
+"""Tests for the benchmarks package and the fused RoPE kernel (mlbook.transformer.fused).
 
 Tiny sizes only; no test asserts a speed. What is asserted: the fused RoPE kernel gives the
 readable path's numbers (fp32 and bf16, both pairings) and falls back cleanly when compiling
@@ -16,6 +16,7 @@ import warnings
 import pytest
 import torch
 
+import mlbook.transformer.fused as F
 import mlbook.transformer.positional as P
 from mlbook.benchmarks import attention as BA
 from mlbook.benchmarks import measure as M
@@ -28,26 +29,25 @@ from mlbook.benchmarks.__main__ import main as cli
 @pytest.fixture
 def fresh_fused():
     """A clean fused-kernel state before and after the test."""
-    P._reset_fused_rotary()
+    F.reset_fused_rotary()
     yield
-    P._reset_fused_rotary()
+    F.reset_fused_rotary()
 
 
 def _compiles() -> bool:
     """True if torch.compile works here (a C++ compiler and inductor); computed once."""
     if not hasattr(_compiles, "ok"):
-        P._reset_fused_rotary()
+        F.reset_fused_rotary()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            with P._rotary_kernel("fused"):
-                cos, sin = P.RotaryEmbedding(4)(2)
-                P.apply_rotary(torch.ones(1, 2, 4), cos, sin)
-        _compiles.ok = "cpu" not in P._fused_rotary_broken  # type: ignore[attr-defined]
+            cos, sin = P.RotaryEmbedding(4)(2)
+            F.apply_rotary_fused(torch.ones(1, 2, 4), cos, sin)
+        _compiles.ok = "cpu" not in F.fused_rotary_failures()  # type: ignore[attr-defined]
     return _compiles.ok  # type: ignore[attr-defined]
 
 
 # ---------------------------------------------------------------------------
-# apply_rotary: fused path equals the readable path
+# The fused RoPE kernel equals the readable apply_rotary
 # ---------------------------------------------------------------------------
 
 
@@ -55,17 +55,15 @@ def _compiles() -> bool:
 @pytest.mark.parametrize("pairing", ["half", "interleaved"])
 def test_fused_rotary_equals_readable(dtype: torch.dtype, pairing: str) -> None:
     if not _compiles():
-        pytest.skip(f"torch.compile unavailable here: {P._fused_rotary_broken.get('cpu')}")
+        pytest.skip(f"torch.compile unavailable here: {F.fused_rotary_failures().get('cpu')}")
     gen = torch.Generator().manual_seed(0)
     rope = P.RotaryEmbedding(16, pairing=pairing)
     for shape in [(2, 3, 7, 16), (5, 16), (1, 1, 1, 33, 16)]:  # several ranks and lengths
         x = (torch.randn(*shape, generator=gen) * 3).to(dtype)
         cos, sin = rope(shape[-2], offset=5)
-        with P._rotary_kernel("readable"):
-            ref = P.apply_rotary(x, cos, sin, pairing)
-        with P._rotary_kernel("fused"):
-            out = P.apply_rotary(x, cos, sin, pairing)
-        assert "cpu" not in P._fused_rotary_broken
+        ref = P.apply_rotary(x, cos, sin, pairing)
+        out = F.apply_rotary_fused(x, cos, sin, pairing)
+        assert "cpu" not in F.fused_rotary_failures()
         assert out.dtype == x.dtype and out.shape == x.shape
         # the same float32 expression, rounded once to the output dtype: equal up to one rounding step
         # (a kernel may contract a multiply and an add into one FMA)
@@ -85,52 +83,69 @@ def test_fused_rotary_falls_back_when_compile_fails(monkeypatch, fresh_fused) ->
     monkeypatch.setattr(torch, "compile", broken_compile)
     x = torch.randn(2, 6, 8)
     cos, sin = P.RotaryEmbedding(8)(6)
-    with P._rotary_kernel("readable"):
-        ref = P.apply_rotary(x, cos, sin)
-    with P._rotary_kernel("fused"):
-        with pytest.warns(RuntimeWarning, match=r"compiled RoPE kernel is unavailable on cpu \(RuntimeError: no C\+\+ compiler found\)"):
-            out = P.apply_rotary(x, cos, sin)
-        assert torch.equal(out, ref)
-        with warnings.catch_warnings():
-            warnings.simplefilter("error")  # no second warning, no second attempt
-            assert torch.equal(P.apply_rotary(x, cos, sin), ref)
+    ref = P.apply_rotary(x, cos, sin)
+    with pytest.warns(RuntimeWarning, match=r"compiled RoPE kernel is unavailable on cpu \(RuntimeError: no C\+\+ compiler found\)"):
+        out = F.apply_rotary_fused(x, cos, sin)
+    assert torch.equal(out, ref)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no second warning, no second attempt
+        assert torch.equal(F.apply_rotary_fused(x, cos, sin), ref)
+        with F.rotary_kernel("fused"):
+            assert not F.wants_fused(x)  # a device where compiling failed is never asked again
     assert len(calls) == 1
-    assert P._fused_rotary_broken["cpu"].startswith("RuntimeError: no C++ compiler found")
+    assert F.fused_rotary_failures()["cpu"].startswith("RuntimeError: no C++ compiler found")
 
 
 def test_rotary_kernel_selection(monkeypatch, fresh_fused) -> None:
-    used = []
-    monkeypatch.setattr(P, "_rotary_fused", lambda x, c, s, p: used.append(x.numel()) or P._rotary_readable(x, c, s, p))
-    monkeypatch.setattr(P, "_FUSED_MIN_NUMEL", 100)
-    cos, sin = P.RotaryEmbedding(4)(5)
+    monkeypatch.setattr(F, "FUSED_MIN_NUMEL", 100)
     small, large = torch.randn(1, 5, 4), torch.randn(6, 5, 4)  # 20 and 120 elements
-    monkeypatch.delenv(P._ROTARY_KERNEL_ENV, raising=False)
-    P.apply_rotary(small, cos, sin)
-    P.apply_rotary(large, cos, sin)
-    assert used == [120]  # auto: only at or above the threshold
-    P.apply_rotary(large.requires_grad_(), cos, sin)
-    assert used == [120]  # auto: not under autograd
-    monkeypatch.setenv(P._ROTARY_KERNEL_ENV, "readable")
-    P.apply_rotary(large.detach(), cos, sin)
-    assert used == [120]
-    monkeypatch.setenv(P._ROTARY_KERNEL_ENV, "fused")
-    P.apply_rotary(small, cos, sin)
-    assert used == [120, 20]
-    with P._rotary_kernel("readable"):  # the context manager overrides the environment
-        P.apply_rotary(small, cos, sin)
-    assert used == [120, 20]
-    monkeypatch.setenv(P._ROTARY_KERNEL_ENV, "turbo")
+    monkeypatch.delenv(F.ROTARY_KERNEL_ENV, raising=False)
+    assert not F.wants_fused(small) and F.wants_fused(large)  # auto: only at or above the threshold
+    assert not F.wants_fused(large.clone().requires_grad_())  # auto: not under autograd
+    with torch.no_grad():
+        assert F.wants_fused(large.clone().requires_grad_())  # ... which no_grad switches off
+    monkeypatch.setenv(F.ROTARY_KERNEL_ENV, "readable")
+    assert not F.wants_fused(large)
+    monkeypatch.setenv(F.ROTARY_KERNEL_ENV, " Fused ")
+    assert F.wants_fused(small)
+    with F.rotary_kernel("readable"):  # the context manager overrides the environment
+        assert not F.wants_fused(small)
+    assert F.wants_fused(small)  # and is undone on exit
+    monkeypatch.setenv(F.ROTARY_KERNEL_ENV, "turbo")
     with pytest.raises(ValueError, match=r"MLBOOK_ROPE_KERNEL='turbo' is not a RoPE kernel; valid values are 'auto'"):
-        P.apply_rotary(small, cos, sin)
+        F.wants_fused(small)
     with pytest.raises(ValueError, match="unknown mode 'fast'"):
-        with P._rotary_kernel("fast"):
+        with F.rotary_kernel("fast"):
             pass
 
 
-def test_apply_rotary_rejects_non_tensors() -> None:
+def test_attention_takes_the_fused_kernel_where_wants_fused_says(monkeypatch, fresh_fused) -> None:
+    from mlbook.transformer import attention
+
+    used = []  # shapes the (stand-in) fused kernel was called with
+    monkeypatch.setattr(attention, "apply_rotary_fused",
+                        lambda x, c, s, p: used.append(tuple(x.shape)) or P.apply_rotary(x, c, s, p))
+    layer = attention.MultiHeadAttention(8, 2, rotary=P.RotaryEmbedding(4)).eval()
+    x = torch.randn(1, 3, 8)
+    with torch.no_grad():
+        with F.rotary_kernel("readable"):
+            ref = layer(x)
+        assert used == []
+        with F.rotary_kernel("fused"):
+            out = layer(x)
+    assert used == [(1, 2, 3, 4), (1, 2, 3, 4)]  # q and k
+    assert torch.equal(out, ref)
+
+
+def test_apply_rotary_rejects_non_tensors_and_integer_tensors() -> None:
     cos, sin = P.RotaryEmbedding(4)(3)
-    with pytest.raises(TypeError, match="x, cos and sin must be torch.Tensors"):
-        P.apply_rotary([[0.0] * 4] * 3, cos, sin)  # type: ignore[arg-type]
+    for fn in (P.apply_rotary, F.apply_rotary_fused):
+        with pytest.raises(TypeError, match="x, cos and sin must be torch.Tensors"):
+            fn([[0.0] * 4] * 3, cos, sin)  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match=r"x must be a floating-point tensor .*got dtype torch.int64"):
+            fn(torch.ones(3, 4, dtype=torch.long), cos, sin)
+        with pytest.raises(ValueError, match=r"d_head must be even .*width 3"):
+            fn(torch.ones(3, 3), cos[:, :3], sin[:, :3])
 
 
 # ---------------------------------------------------------------------------

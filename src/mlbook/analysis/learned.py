@@ -305,12 +305,12 @@ def reset_decode_positions(model: GPT) -> Iterator[GPT]:
     if scheme == "rope":
         rotary = model.rotary
         assert rotary is not None
-        correct = rotary.rotate
-        rotary.rotate = lambda x, offset=0: correct(x, 0)  # type: ignore[method-assign]
+        correct = rotary.forward  # the cos/sin tables every rotation reads, MultiHeadAttention's included
+        rotary.forward = lambda T, offset=0: correct(T, 0)  # type: ignore[method-assign]
         try:
             yield model
         finally:
-            del rotary.rotate  # the instance attribute; the class method shows through again
+            del rotary.forward  # the instance attribute; the class method shows through again
         return
     correct_abs = model._absolute
     model._absolute = lambda T, offset, device: correct_abs(T, 0, device)  # type: ignore[method-assign]

@@ -139,9 +139,8 @@ def attention_variants(
 
     def rope_sdpa() -> torch.Tensor:
         cos, sin = rope(T)  # (T, d_head) each
-        with P._rotary_kernel("readable"):
-            q_r = P.apply_rotary(q, cos, sin, rope.pairing)  # (B, H, T, d_head)
-            k_r = P.apply_rotary(k, cos, sin, rope.pairing)  # (B, H, T, d_head)
+        q_r = P.apply_rotary(q, cos, sin, rope.pairing)  # (B, H, T, d_head) the readable rotation
+        k_r = P.apply_rotary(k, cos, sin, rope.pairing)  # (B, H, T, d_head)
         return F.scaled_dot_product_attention(q_r, k_r, v, is_causal=True)
 
     H = q.shape[1]

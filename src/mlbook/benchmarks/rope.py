@@ -8,7 +8,7 @@ variants, all on the same q and k of shape (B, H, T, d_head):
                 an out-of-place RoPE also has to produce (allocation included)
     copy_into   q_out.copy_(q), k_out.copy_(k) into buffers allocated beforehand: the floor
     readable    apply_rotary in eager mode (the upcast, x * cos, the halves, the cat, the sum)
-    fused       apply_rotary's compiled kernel (the same expression through torch.compile)
+    fused       fused.apply_rotary_fused, the same rotation through torch.compile in one kernel
     hf          Hugging Face transformers' `apply_rotary_pos_emb` (Llama), when installed; it
                 computes in the input dtype (no float32 upcast) and exists for the half pairing only
 
@@ -27,6 +27,7 @@ import torch
 
 from mlbook.benchmarks.measure import summarize, sync, time_interleaved
 from mlbook.benchmarks.registry import register
+from mlbook.transformer import fused as F
 from mlbook.transformer import positional as P
 
 __all__ = ["GOAL", "hf_apply_rotary", "rope_variants", "run_rope"]
@@ -53,12 +54,10 @@ def rope_variants(
     q_out, k_out = torch.empty_like(q), torch.empty_like(k)
 
     def readable() -> Any:
-        with P._rotary_kernel("readable"):
-            return P.apply_rotary(q, cos, sin, pairing), P.apply_rotary(k, cos, sin, pairing)
+        return P.apply_rotary(q, cos, sin, pairing), P.apply_rotary(k, cos, sin, pairing)
 
     def fused_call() -> Any:
-        with P._rotary_kernel("fused"):
-            return P.apply_rotary(q, cos, sin, pairing), P.apply_rotary(k, cos, sin, pairing)
+        return F.apply_rotary_fused(q, cos, sin, pairing), F.apply_rotary_fused(k, cos, sin, pairing)
 
     fns: dict[str, Callable[[], Any]] = {
         "copy": lambda: (q.clone(), k.clone()),
@@ -99,7 +98,7 @@ def run_rope(config: dict[str, Any], device: torch.device, progress: bool = True
     """Time every variant at every (dtype, pairing, shape) of `config`; see the module docstring."""
     gen = torch.Generator().manual_seed(config.get("seed", 0))
     hf = hf_apply_rotary() if config.get("hf", True) else None
-    P._reset_fused_rotary()
+    F.reset_fused_rotary()
     try:
         torch._dynamo.reset()  # a compiled kernel from earlier in this process would hide the compile time
     except Exception:  # noqa: BLE001
@@ -119,24 +118,23 @@ def run_rope(config: dict[str, Any], device: torch.device, progress: bool = True
                 k = torch.randn(B, H, T, d_head, generator=gen).to(device=device, dtype=dtype)  # (B, H, T, d_head)
                 rope = P.RotaryEmbedding(d_head, config.get("base", 10000.0), pairing=pairing).to(device)
                 cos, sin = rope(T)  # (T, d_head) float32 each
-                with P._rotary_kernel("readable"):
-                    ref = P.apply_rotary(q, cos, sin, pairing)  # (B, H, T, d_head)
+                ref = P.apply_rotary(q, cos, sin, pairing)  # (B, H, T, d_head)
                 diff = None
                 if fused_ok:
-                    with P._rotary_kernel("fused"):
-                        if first_call_s is None:
-                            with _cold_compile(bool(config.get("cold_compile", False))) as cold_flag:
-                                cold = cold_flag if cold is None else cold
-                                sync(device)
-                                t0 = time.perf_counter()
-                                out = P.apply_rotary(q, cos, sin, pairing)
-                                sync(device)
-                                first_call_s = time.perf_counter() - t0
-                        else:
-                            out = P.apply_rotary(q, cos, sin, pairing)
-                    if device.type in P._fused_rotary_broken:
+                    if first_call_s is None:
+                        with _cold_compile(bool(config.get("cold_compile", False))) as cold_flag:
+                            cold = cold_flag if cold is None else cold
+                            sync(device)
+                            t0 = time.perf_counter()
+                            out = F.apply_rotary_fused(q, cos, sin, pairing)
+                            sync(device)
+                            first_call_s = time.perf_counter() - t0
+                    else:
+                        out = F.apply_rotary_fused(q, cos, sin, pairing)
+                    failures = F.fused_rotary_failures()
+                    if device.type in failures:
                         fused_ok = False
-                        compile_s[key] = {"error": P._fused_rotary_broken[device.type]}
+                        compile_s[key] = {"error": failures[device.type]}
                     else:
                         diff = _max_diff(out, ref)
                 fns = rope_variants(q, k, cos, sin, pairing, hf=hf, fused=fused_ok)
@@ -177,7 +175,7 @@ def run_rope(config: dict[str, Any], device: torch.device, progress: bool = True
         "compile_cold": bool(cold),
         "hf_available": hf is not None,
         "goal_ratio": GOAL,
-        "fused_min_numel_auto": P._FUSED_MIN_NUMEL,
+        "fused_min_numel_auto": F.FUSED_MIN_NUMEL,
         "summary": {
             f"{c['dtype']}/{c['pairing']}": {n: r for n, r in c["ratio_to_copy"].items() if n != "copy"}
             for c in at_largest

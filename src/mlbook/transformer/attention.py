@@ -8,7 +8,8 @@ RoPE is applied after splitting heads and before the cache update, so a plain KV
 keys already rotated at their absolute positions. A sink cache holds unrotated keys, which are
 rotated by slot when read. Without `return_weights` the fused
 `torch.nn.functional.scaled_dot_product_attention` does the work; with it, the readable path
-below computes the same thing and also returns the weights for plots.
+below computes the same thing and also returns the weights for plots. RoPE itself has the same two
+paths (`rotate`): the readable `apply_rotary`, or its compiled kernel where that pays (`fused`).
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from mlbook.transformer.cache import KVCache, SinkCache
-from mlbook.transformer.positional import RotaryEmbedding
+from mlbook.transformer.fused import apply_rotary_fused, wants_fused
+from mlbook.transformer.positional import RotaryEmbedding, apply_rotary
 from mlbook.transformer.validate import check_int
 
 __all__ = ["MultiHeadAttention", "causal_mask", "PositionBias"]
@@ -77,6 +79,17 @@ class MultiHeadAttention(nn.Module):
         B, T, _ = x.shape
         return x.view(B, T, self.n_heads, self.d_head).transpose(1, 2)  # (B, H, T, d_head)
 
+    def rotate(self, x: torch.Tensor, offset: int) -> torch.Tensor:
+        """RoPE on x (B, H, T, d_head) at positions offset .. offset + T - 1.
+
+        The compiled kernel where `fused.wants_fused(x)` says it pays (large inputs outside autograd,
+        or MLBOOK_ROPE_KERNEL=fused), else the readable `apply_rotary`: the same numbers either way.
+        """
+        cos, sin = self.rotary(x.shape[2], offset)  # (T, d_head) each, float32
+        if wants_fused(x):
+            return apply_rotary_fused(x, cos, sin, self.rotary.pairing)  # (B, H, T, d_head) one compiled pass
+        return apply_rotary(x, cos, sin, self.rotary.pairing)  # (B, H, T, d_head)
+
     def forward(
         self,
         x: torch.Tensor,
@@ -104,13 +117,13 @@ class MultiHeadAttention(nn.Module):
             k, v = cache.update(k, v)  # (B, H, T_k, d_head) unrotated, in slot order
             if self.rotary is not None:
                 T_k = k.shape[2]
-                k = self.rotary.rotate(k, offset=0)  # (B, H, T_k, d_head) slot s at position s
-                q = self.rotary.rotate(q, offset=T_k - T_q)  # (B, H, T_q, d_head) the last slots
+                k = self.rotate(k, offset=0)  # (B, H, T_k, d_head) slot s at position s
+                q = self.rotate(q, offset=T_k - T_q)  # (B, H, T_q, d_head) the last slots
         else:
             offset = cache.length if cache is not None else 0  # absolute position of the first query
             if self.rotary is not None and context is None:
-                q = self.rotary.rotate(q, offset)  # (B, H, T_q, d_head)
-                k = self.rotary.rotate(k, offset)  # (B, H, T_q, d_head) rotated once, at write time
+                q = self.rotate(q, offset)  # (B, H, T_q, d_head)
+                k = self.rotate(k, offset)  # (B, H, T_q, d_head) rotated once, at write time
             if cache is not None:
                 k, v = cache.update(k, v)  # (B, H, T_k, d_head)
         T_k = k.shape[2]

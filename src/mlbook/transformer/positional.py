@@ -13,16 +13,13 @@ float32 whatever the model's dtype, and every public entry point validates its a
 
 from __future__ import annotations
 
-import contextlib
 import math
-import os
-import warnings
-from typing import TYPE_CHECKING, Callable, Iterator
+from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
 
-from mlbook.transformer.validate import check_choice, check_even_d, check_int, check_positive_float
+from mlbook.transformer.validate import check_choice, check_even_d, check_int, check_positive_float, check_rotary_inputs
 
 if TYPE_CHECKING:  # for the type hint only: rope_scaling.py imports this file
     from mlbook.transformer.rope_scaling import RopeScaling
@@ -254,137 +251,21 @@ def rotate_interleaved(x: torch.Tensor) -> torch.Tensor:
     return torch.stack([-odd, even], dim=-1).flatten(-2)  # (..., d)
 
 
-def _rotary_readable(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, pairing: str) -> torch.Tensor:
-    """The readable rotation, x * cos + rot(x) * sin in float32 (float64 for float64 x)."""
-    rot = rotate_half if pairing == "half" else rotate_interleaved
-    xf = x if x.dtype == torch.float64 else x.float()  # (..., T, d_head) at least float32
-    return (xf * cos.to(xf.dtype) + rot(xf) * sin.to(xf.dtype)).to(x.dtype)  # (..., T, d_head)
-
-
-def _rotary_pairs(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, pairing: str) -> torch.Tensor:
-    """The same rotation written per pair, (a, b) -> (a cos - b sin, b cos + a sin), for the compiler.
-
-    Identical arithmetic to `_rotary_readable` (a * c + (-b) * s is a * c - b * s exactly), but with
-    no rotated copy of x: each output half (or even/odd lane) is an expression of x's two halves, so
-    torch.compile writes every output element once instead of materialising rot(x) first.
-    """
-    xf = x if x.dtype == torch.float64 else x.float()  # (..., T, d_head)
-    c, s = cos.to(xf.dtype), sin.to(xf.dtype)  # (T, d_head)
-    dt = x.dtype  # each half is cast before it is joined, so the compiler writes x.dtype directly
-    if pairing == "half":
-        h = x.shape[-1] // 2
-        a, b = xf[..., :h], xf[..., h:]  # (..., T, d/2) the two members of every pair
-        first, second = (a * c[:, :h] - b * s[:, :h]).to(dt), (b * c[:, h:] + a * s[:, h:]).to(dt)
-        return torch.cat([first, second], dim=-1)  # (..., T, d_head)
-    a, b = xf[..., 0::2], xf[..., 1::2]  # (..., T, d/2)
-    even, odd = (a * c[:, 0::2] - b * s[:, 0::2]).to(dt), (b * c[:, 1::2] + a * s[:, 1::2]).to(dt)
-    return torch.stack([even, odd], dim=-1).flatten(-2)  # (..., T, d_head)
-
-
-# The fused path is `_rotary_pairs` compiled by torch.compile (inductor): one pass that reads x,
-# cos, sin and writes the result, instead of the ~6 tensor-sized temporaries of eager mode (upcast,
-# x*cos, the halves, -x2, the cat, rot*sin, the sum, the downcast). Compiling `_rotary_readable`
-# itself would still write rot(x) to memory first (inductor does not fuse the cat), about 2.5
-# copies' worth of traffic. Same numbers as the readable path. Selected by the MLBOOK_ROPE_KERNEL
-# environment variable or `_rotary_kernel(mode)`: "readable" (never compile), "fused" (always,
-# where it compiles), "auto" (default: fused for tensors of at least _FUSED_MIN_NUMEL elements
-# outside autograd, where the one-time compile, seconds, is repaid). Where compiling fails (no C++
-# compiler, an unsupported device or Python, a torch without inductor) the failure is remembered
-# per device type, a warning says why once, and the readable path is used from then on.
-_ROTARY_KERNELS: tuple[str, ...] = ("auto", "fused", "readable")
-_ROTARY_KERNEL_ENV = "MLBOOK_ROPE_KERNEL"
-_FUSED_MIN_NUMEL = 1 << 22  # 4M elements: 16 MB in float32, e.g. (1, 32, 1024, 128)
-_rotary_kernel_override: str | None = None
-_fused_rotary_fn: Callable[..., torch.Tensor] | None = None
-_fused_rotary_broken: dict[str, str] = {}  # device type -> why compiling failed there
-_OUT_OF_MEMORY = getattr(torch, "OutOfMemoryError", MemoryError)  # torch.OutOfMemoryError since torch 2.5
-
-
-def _rotary_kernel_mode() -> str:
-    mode = _rotary_kernel_override or os.environ.get(_ROTARY_KERNEL_ENV, "").strip().lower() or "auto"
-    if mode not in _ROTARY_KERNELS:
-        raise ValueError(
-            f"{_ROTARY_KERNEL_ENV}={mode!r} is not a RoPE kernel; valid values are "
-            f"{', '.join(repr(k) for k in _ROTARY_KERNELS)}"
-        )
-    return mode
-
-
-@contextlib.contextmanager
-def _rotary_kernel(mode: str) -> Iterator[None]:
-    """Within the block apply_rotary uses kernel `mode` ("auto", "fused" or "readable")."""
-    global _rotary_kernel_override
-    check_choice("mode", mode, _ROTARY_KERNELS)
-    previous, _rotary_kernel_override = _rotary_kernel_override, mode
-    try:
-        yield
-    finally:
-        _rotary_kernel_override = previous
-
-
-def _reset_fused_rotary() -> None:
-    """Forget the compiled kernel and any recorded failure (benchmarks time a fresh compile)."""
-    global _fused_rotary_fn
-    _fused_rotary_fn = None
-    _fused_rotary_broken.clear()
-
-
-def _wants_fused(x: torch.Tensor, mode: str) -> bool:
-    if mode == "readable" or x.device.type in _fused_rotary_broken:
-        return False
-    compiler = getattr(torch, "compiler", None)
-    if compiler is not None and hasattr(compiler, "is_compiling") and compiler.is_compiling():
-        return False  # already inside a compiled graph, which fuses the readable ops itself
-    if mode == "fused":
-        return True
-    return x.numel() >= _FUSED_MIN_NUMEL and not (x.requires_grad and torch.is_grad_enabled())
-
-
-def _rotary_fused(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, pairing: str) -> torch.Tensor:
-    global _fused_rotary_fn
-    try:
-        if _fused_rotary_fn is None:
-            # automatic dynamic shapes: the first shape compiles a static kernel, a second one a kernel
-            # generic in the dims that changed (B, H, T), keeping d_head static so both halves of a
-            # pair are written in one loop
-            _fused_rotary_fn = torch.compile(_rotary_pairs)
-        return _fused_rotary_fn(x, cos, sin, pairing)  # (..., T, d_head)
-    except _OUT_OF_MEMORY:
-        raise  # not a compile failure: the caller's problem, as on the readable path
-    except Exception as err:  # noqa: BLE001 - any compile failure means: use the readable path
-        reason = f"{type(err).__name__}: {str(err).strip().splitlines()[0] if str(err).strip() else ''}"[:300]
-        _fused_rotary_broken[x.device.type] = reason
-        warnings.warn(
-            f"apply_rotary: the compiled RoPE kernel is unavailable on {x.device.type} ({reason}); "
-            f"using the readable path (set {_ROTARY_KERNEL_ENV}=readable to skip the attempt)",
-            RuntimeWarning,
-            stacklevel=3,
-        )
-        return _rotary_readable(x, cos, sin, pairing)
-
-
 def apply_rotary(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, pairing: str = "half") -> torch.Tensor:
     """Rotate x by per-position angles: x * cos + rot(x) * sin, rot = rotate_half or rotate_interleaved.
 
-    For a pair (a, b) at angle t this is (a cos t - b sin t, b cos t + a sin t), i.e. the
-    complex product (a + ib) e^{it}. x: (..., T, d_head); cos, sin: (T, d_head) in the layout
-    of `pairing`, as returned by RotaryEmbedding. Computed in float32 (float64 for float64 x),
-    returned in x.dtype.
-
-    Large inputs (4M elements or more, outside autograd) go through the same arithmetic compiled
-    into one fused kernel by torch.compile, where that works; the environment variable
-    MLBOOK_ROPE_KERNEL=readable forces the eager expression, =fused forces the kernel at any size.
+    For a pair (a, b) at angle t this is (a cos t - b sin t, b cos t + a sin t), the rotation R(t)
+    of `RotaryEmbedding`, i.e. the complex product (a + ib) e^{it}. x: (..., T, d_head); cos, sin:
+    (T, d_head) in the layout of `pairing`, as RotaryEmbedding returns them. Computed in float32
+    (float64 for float64 x), returned in x.dtype. The same arithmetic compiled into one kernel is
+    `fused.apply_rotary_fused`.
     """
     check_choice("pairing", pairing, ROPE_PAIRINGS)
-    if not isinstance(x, torch.Tensor) or not isinstance(cos, torch.Tensor) or not isinstance(sin, torch.Tensor):
-        raise TypeError("x, cos and sin must be torch.Tensors")
-    if cos.shape != sin.shape or cos.dim() != 2:
-        raise ValueError(f"cos and sin must both be (T, d_head), got {tuple(cos.shape)} and {tuple(sin.shape)}")
-    if x.dim() < 2 or x.shape[-2:] != cos.shape:
-        raise ValueError(f"x must end in (T, d_head) = {tuple(cos.shape)} to match cos/sin, got shape {tuple(x.shape)}")
-    if _wants_fused(x, _rotary_kernel_mode()):
-        return _rotary_fused(x, cos, sin, pairing)  # (..., T, d_head)
-    return _rotary_readable(x, cos, sin, pairing)  # (..., T, d_head)
+    check_rotary_inputs(x, cos, sin)
+    rot = rotate_half if pairing == "half" else rotate_interleaved
+    xf = x if x.dtype == torch.float64 else x.float()  # (..., T, d_head) at least float32
+    # rot(x) holds (-b, a) where x holds (a, b), so each pair becomes (a cos t - b sin t, b cos t + a sin t)
+    return (xf * cos.to(xf.dtype) + rot(xf) * sin.to(xf.dtype)).to(x.dtype)  # (..., T, d_head)
 
 
 class RotaryEmbedding(nn.Module):
