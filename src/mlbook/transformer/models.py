@@ -185,7 +185,8 @@ class GPTConfig:
     def rotary_embedding(self) -> RotaryEmbedding:
         """The RotaryEmbedding the `rope` options describe; a scaling that needs original_max_len gets max_len."""
         options = dict(self.rope)
-        base, pairing, name = options.pop("base", 10000.0), options.pop("pairing", "half"), options.pop("scaling", "none")
+        base, pairing = options.pop("base", 10000.0), options.pop("pairing", "half")
+        name = options.pop("scaling", "none")
         if "original_max_len" in scaling_parameters(name):
             options.setdefault("original_max_len", self.max_len)
         return RotaryEmbedding(self.d_model // self.n_heads, base, RopeScaling(name, **options), pairing=pairing)
@@ -369,7 +370,8 @@ class GPT(nn.Module):
             rope.update(scaling=mapping[kind], factor=float(scaling["factor"]))
             takes = scaling_parameters(mapping[kind])
             if "original_max_len" in takes:
-                rope["original_max_len"] = int(scaling.get("original_max_position_embeddings", hc.max_position_embeddings))
+                orig = scaling.get("original_max_position_embeddings", hc.max_position_embeddings)
+                rope["original_max_len"] = int(orig)
             for key in takes:
                 if key not in ("factor", "original_max_len") and key in scaling:
                     rope[key] = float(scaling[key])

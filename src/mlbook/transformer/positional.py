@@ -6,6 +6,11 @@ Self-attention is permutation-equivariant, so order has to be injected somewhere
     add to the scores     T5 bucketed bias b[h, bucket(j - i)], ALiBi -m_h (i - j)
     rotate q and k        RoPE: <R_m q, R_n k> depends on n - m only
 
+This file is the chapter's implementation, in the order section 3 reads it: the frequency ladder,
+sinusoidal and learned tables, T5 buckets and bias with the 2-D Swin form, RoPE, ALiBi. The
+machinery around it lives beside it: context-extension scaling in `rope_scaling.py`, the compiled
+RoPE kernel in `fused.py`, the argument checks in `validate.py`.
+
 Conventions used throughout: positions are integers starting at 0, `T_q` queries are the
 *last* `T_q` of `T_k` key positions unless a query offset is given, angles are computed in
 float32 whatever the model's dtype, and every public entry point validates its arguments.
@@ -31,17 +36,15 @@ __all__ = [
     "relative_position_bucket",
     "RelativePositionBias",
     "RelativePositionBias2D",
-    "RotaryEmbedding",
     "ROPE_PAIRINGS",
     "rotate_half",
     "rotate_interleaved",
     "apply_rotary",
+    "RotaryEmbedding",
     "convert_rotary_weights",
     "alibi_slopes",
     "alibi_bias",
 ]
-
-_check_int = check_int  # alias until experiments/exp_sinks.py is updated
 
 
 # ---------------------------------------------------------------------------
@@ -158,12 +161,12 @@ def relative_position_bucket(
     offset = torch.zeros_like(n)  # (...)
     if bidirectional:
         offset = (n < 0).long() * per_direction  # (...) future keys use the upper half
-        n = n.abs()
+        n = n.abs()  # (...) |n|
     else:
         n = n.clamp(min=0)  # (...) future keys (masked anyway) share bucket 0
     # log-spaced buckets for |n| >= exact; the float32 rounding matches the reference implementations
     ratio = n.float() / exact  # (...)
-    log_bucket = exact + (torch.log(ratio) / math.log(max_distance / exact) * (per_direction - exact)).long()
+    log_bucket = exact + (torch.log(ratio) / math.log(max_distance / exact) * (per_direction - exact)).long()  # (...)
     log_bucket = log_bucket.clamp(max=per_direction - 1)  # (...) everything far shares the last bucket
     return offset + torch.where(n < exact, n, log_bucket)  # (...)
 
@@ -198,7 +201,10 @@ class RelativePositionBias(nn.Module):
         device = self.table.weight.device
         q_pos = torch.arange(query_offset, query_offset + T_q, device=device)[:, None]  # (T_q, 1)
         k_pos = torch.arange(T_k, device=device)[None, :]  # (1, T_k)
-        buckets = relative_position_bucket(k_pos - q_pos, self.bidirectional, self.num_buckets, self.max_distance)
+        relative = k_pos - q_pos  # (T_q, T_k) key position - query position
+        buckets = relative_position_bucket(
+            relative, self.bidirectional, self.num_buckets, self.max_distance
+        )  # (T_q, T_k) bucket ids
         bias = self.table(buckets)  # (T_q, T_k, H)
         return bias.permute(2, 0, 1)[None]  # (1, H, T_q, T_k)
 
@@ -222,7 +228,7 @@ class RelativePositionBias2D(nn.Module):
         coords = torch.stack([ys.flatten(), xs.flatten()])  # (2, w*w) row-major window positions
         delta = coords[:, :, None] - coords[:, None, :]  # (2, w*w, w*w) (dy, dx) of query minus key
         index = (delta[0] + window - 1) * span + (delta[1] + window - 1)  # (w*w, w*w) in [0, span^2)
-        self.register_buffer("index", index, persistent=False)
+        self.register_buffer("index", index, persistent=False)  # (w*w, w*w)
 
     def forward(self) -> torch.Tensor:
         """Returns the bias (H, w*w, w*w)."""
@@ -232,7 +238,7 @@ class RelativePositionBias2D(nn.Module):
 
 
 # ---------------------------------------------------------------------------
-# RoPE: frequencies, the scaling registry, rotation in both pairings
+# RoPE: rotate each pair of q and k by an angle proportional to its position
 # ---------------------------------------------------------------------------
 
 ROPE_PAIRINGS: tuple[str, ...] = ("half", "interleaved")
@@ -317,34 +323,36 @@ class RotaryEmbedding(nn.Module):
         self.base = check_positive_float("base", base, above=1.0)
         self.pairing = check_choice("pairing", pairing, ROPE_PAIRINGS)
         if rope_scaling is None:
-            inv_freq, self.attention_factor = frequency_ladder(d_head, self.base), 1.0
-        elif callable(getattr(rope_scaling, "frequencies", None)):  # a RopeScaling (rope_scaling.py builds on this file)
-            inv_freq, self.attention_factor = rope_scaling.frequencies(d_head, self.base)
+            inv_freq, self.attention_factor = frequency_ladder(d_head, self.base), 1.0  # (d_head/2,) theta_i
+        elif callable(getattr(rope_scaling, "frequencies", None)):  # a RopeScaling (its module imports this one)
+            inv_freq, self.attention_factor = rope_scaling.frequencies(d_head, self.base)  # (d_head/2,) scaled
         else:
             raise TypeError(
                 f"rope_scaling must be a RopeScaling (mlbook.transformer.rope_scaling), e.g. "
                 f"RopeScaling('linear', factor=2.0), or None; got {type(rope_scaling).__name__} ({rope_scaling!r})"
             )
         self.rope_scaling = rope_scaling
+        # the scaling's name and factor, for reading and repr: "none" and 1.0 without one
         self.scaling, self.factor = ("none", 1.0) if rope_scaling is None else (rope_scaling.name, rope_scaling.factor)
         self.register_buffer("inv_freq", inv_freq, persistent=False)  # (d_head/2,) float32
 
     def _apply(self, fn, recurse=True):  # type: ignore[no-untyped-def]
         # .to(bfloat16) would quantise the frequencies; keep them float32, follow the device only
-        freq = self.inv_freq
+        freq = self.inv_freq  # (d_head/2,) float32
         super()._apply(fn, recurse)
-        self.inv_freq = freq.to(device=self.inv_freq.device, dtype=torch.float32)
+        self.inv_freq = freq.to(device=self.inv_freq.device, dtype=torch.float32)  # (d_head/2,) on the new device
         return self
 
     def extra_repr(self) -> str:
-        return f"d_head={self.d_head}, base={self.base:g}, scaling={self.scaling!r}, factor={self.factor:g}, pairing={self.pairing!r}"
+        return (f"d_head={self.d_head}, base={self.base:g}, scaling={self.scaling!r}, factor={self.factor:g}, "
+                f"pairing={self.pairing!r}")
 
     def inv_freq_at(self, seq_len: int) -> torch.Tensor:
         """The frequencies for a sequence of seq_len tokens in all: inv_freq, unless the scaling follows the length."""
         if self.rope_scaling is None or not self.rope_scaling.uses_seq_len:
             return self.inv_freq  # (d_head/2,)
         inv_freq, _ = self.rope_scaling.frequencies(self.d_head, self.base, seq_len)  # (d_head/2,) dynamic NTK
-        return inv_freq.to(self.inv_freq.device)
+        return inv_freq.to(self.inv_freq.device)  # (d_head/2,)
 
     def angles(self, positions: torch.Tensor, seq_len: int | None = None) -> torch.Tensor:
         """m * theta_i for the given (T,) positions: (T, d_head/2) float32."""
@@ -406,11 +414,6 @@ def convert_rotary_weights(weight: torch.Tensor, n_heads: int, to: str) -> torch
 # ---------------------------------------------------------------------------
 
 
-def _power_of_two_slopes(n: int) -> list[float]:
-    start = 2.0 ** (-8.0 / n)  # 2^(-8/n)
-    return [start ** (h + 1) for h in range(n)]
-
-
 def alibi_slopes(n_heads: int) -> torch.Tensor:
     """Per-head ALiBi slopes (Press et al., 2022).
 
@@ -419,10 +422,15 @@ def alibi_slopes(n_heads: int) -> torch.Tensor:
     every other slope of the 2n-head sequence until there are H. Returns (H,) float32.
     """
     check_int("n_heads", n_heads, 1)
-    n = 2 ** math.floor(math.log2(n_heads))
-    slopes = _power_of_two_slopes(n)
+
+    def power_of_two_slopes(n: int) -> list[float]:  # the geometric sequence for n heads, n a power of two
+        start = 2.0 ** (-8.0 / n)  # 2^(-8/n)
+        return [start ** (h + 1) for h in range(n)]
+
+    n = 2 ** math.floor(math.log2(n_heads))  # the largest power of two <= H
+    slopes = power_of_two_slopes(n)  # n slopes, 2^(-8/n) down to 2^(-8)
     if n < n_heads:
-        slopes += _power_of_two_slopes(2 * n)[0::2][: n_heads - n]
+        slopes += power_of_two_slopes(2 * n)[0::2][: n_heads - n]  # every other slope of the 2n-head sequence
     return torch.tensor(slopes, dtype=torch.float32)  # (H,)
 
 
@@ -443,3 +451,6 @@ def alibi_bias(n_heads: int, T_q: int, T_k: int, device: torch.device | str | No
     distance = (q_pos - k_pos).clamp(min=0).float()  # (T_q, T_k) i - j, 0 for future keys
     slopes = alibi_slopes(n_heads).to(distance.device)  # (H,)
     return -slopes[None, :, None, None] * distance[None, None]  # (1, H, T_q, T_k)
+
+
+_check_int = check_int  # alias until experiments/exp_sinks.py is updated

@@ -59,12 +59,16 @@ __all__ = [
 # ---------------------------------------------------------------------------
 
 
-def unscaled_frequencies(d_head: int, base: float, scaling: RopeScaling, seq_len: int | None) -> tuple[torch.Tensor, float]:
+def unscaled_frequencies(
+    d_head: int, base: float, scaling: RopeScaling, seq_len: int | None
+) -> tuple[torch.Tensor, float]:
     """theta_i = base^(-2i/d_head): RoPE as trained (Su et al., 2021)."""
     return frequency_ladder(d_head, base), 1.0
 
 
-def linear_frequencies(d_head: int, base: float, scaling: RopeScaling, seq_len: int | None) -> tuple[torch.Tensor, float]:
+def linear_frequencies(
+    d_head: int, base: float, scaling: RopeScaling, seq_len: int | None
+) -> tuple[torch.Tensor, float]:
     """Position interpolation (Chen et al., 2023): theta_i / s, so position m turns like m / s did in training."""
     # m * (theta_i / s) == (m / s) * theta_i: dividing the frequencies divides the positions
     return frequency_ladder(d_head, base) / scaling.factor, 1.0
@@ -150,7 +154,9 @@ def yarn_frequencies(d_head: int, base: float, scaling: RopeScaling, seq_len: in
     return inv_freq, yarn_attention_factor(scaling.factor)
 
 
-def llama3_frequencies(d_head: int, base: float, scaling: RopeScaling, seq_len: int | None) -> tuple[torch.Tensor, float]:
+def llama3_frequencies(
+    d_head: int, base: float, scaling: RopeScaling, seq_len: int | None
+) -> tuple[torch.Tensor, float]:
     """Llama 3.1's scaling (Meta's reference code; Hugging Face "llama3"), by wavelength lambda_i = 2 pi / theta_i:
 
     lambda_i > L / low_freq_factor: theta_i / s;  lambda_i < L / high_freq_factor: theta_i;  between,
@@ -183,9 +189,8 @@ def _check_yarn(scaling: RopeScaling) -> None:
 
 def _check_llama3(scaling: RopeScaling) -> None:
     if scaling.high_freq_factor <= scaling.low_freq_factor:
-        raise ValueError(
-            f"high_freq_factor ({scaling.high_freq_factor}) must be greater than low_freq_factor ({scaling.low_freq_factor})"
-        )
+        raise ValueError(f"high_freq_factor ({scaling.high_freq_factor}) must be greater than "
+                         f"low_freq_factor ({scaling.low_freq_factor})")
 
 
 class ScalingScheme(NamedTuple):

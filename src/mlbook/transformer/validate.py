@@ -60,6 +60,7 @@ def check_rotary_inputs(x: object, cos: object, sin: object) -> None:
     if cos.shape != sin.shape or cos.dim() != 2:
         raise ValueError(f"cos and sin must both be (T, d_head), got {tuple(cos.shape)} and {tuple(sin.shape)}")
     if cos.shape[-1] % 2 != 0:
-        raise ValueError(f"d_head must be even (dimensions are rotated in pairs), got cos and sin of width {cos.shape[-1]}")
+        raise ValueError(f"d_head must be even (dimensions are rotated in pairs), "
+                         f"got cos and sin of width {cos.shape[-1]}")
     if x.dim() < 2 or x.shape[-2:] != cos.shape:
         raise ValueError(f"x must end in (T, d_head) = {tuple(cos.shape)} to match cos/sin, got shape {tuple(x.shape)}")
