@@ -452,5 +452,3 @@ def alibi_bias(n_heads: int, T_q: int, T_k: int, device: torch.device | str | No
     slopes = alibi_slopes(n_heads).to(distance.device)  # (H,)
     return -slopes[None, :, None, None] * distance[None, None]  # (1, H, T_q, T_k)
 
-
-_check_int = check_int  # alias until experiments/exp_sinks.py is updated
