@@ -33,7 +33,9 @@ from mlbook.transformer.positional import (
     sinusoidal_positional_encoding,
 )
 from mlbook.transformer.rope_scaling import SCALING_PARAMETERS, RopeScaling, scaling_parameters
-from mlbook.transformer.validate import check_choice, check_int
+from mlbook.transformer.validate import (
+    check_bool, check_choice, check_int, check_positive_float, check_real, check_token_ids,
+)
 
 __all__ = [
     "POSITIONAL_SCHEMES",
@@ -173,6 +175,14 @@ class GPTConfig:
         check_choice("positional", self.positional, POSITIONAL_SCHEMES)
         check_choice("norm", self.norm, ("rms", "layer"))
         check_choice("mlp", self.mlp, ("swiglu", "gelu"))
+        if self.d_ff is not None:
+            check_int("d_ff", self.d_ff, 1)
+        for name in ("bias", "tie_embeddings", "scale_embeddings"):
+            check_bool(name, getattr(self, name))
+        check_real("dropout", self.dropout, minimum=0.0, below=1.0)
+        check_positive_float("norm_eps", self.norm_eps)
+        if self.positional == "t5":  # the bucket checks, with their messages, before any model is built
+            RelativePositionBias(self.n_heads, self.t5_num_buckets, self.t5_max_distance, bidirectional=False)
         if not isinstance(self.rope, dict):
             raise TypeError(f"rope must be a dict of RotaryEmbedding options, got {type(self.rope).__name__}")
         if self.rope and self.positional != "rope":
@@ -264,11 +274,15 @@ class GPT(nn.Module):
     ) -> torch.Tensor | tuple[torch.Tensor, list[torch.Tensor]]:
         """idx: (B, T) token ids -> logits (B, T, vocab); with return_attention also the
         per-layer weights [(B, H, T, T_k)]. With caches, idx holds the new tokens only."""
-        if not isinstance(idx, torch.Tensor) or idx.dim() != 2 or idx.dtype not in (torch.long, torch.int, torch.int32):
-            raise TypeError("idx must be an integer tensor of token ids with shape (B, T)")
+        check_token_ids("idx", idx, self.config.vocab_size)
+        check_bool("return_attention", return_attention)
         B, T = idx.shape
-        if caches is not None and len(caches) != len(self.blocks):
-            raise ValueError(f"caches must hold one cache per layer ({len(self.blocks)}), got {len(caches)}")
+        if caches is not None:
+            if not isinstance(caches, (list, tuple)) or not all(isinstance(c, (KVCache, SinkCache)) for c in caches):
+                raise TypeError("caches must be a list of KVCache or SinkCache, one per layer (see GPT.new_caches), "
+                                f"got {type(caches).__name__}")
+            if len(caches) != len(self.blocks):
+                raise ValueError(f"caches must hold one cache per layer ({len(self.blocks)}), got {len(caches)}")
         sink = caches is not None and caches[0].rotates_on_read
         if sink and self.config.positional in ("learned", "sinusoidal"):
             raise ValueError(
@@ -316,12 +330,20 @@ class GPT(nn.Module):
     ) -> torch.Tensor:
         """Extend idx (B, T) by max_new_tokens, feeding one token at a time through the cache.
 
-        temperature=0 is greedy. cache="kv" keeps everything (up to the prompt plus the new
-        tokens); cache="sink" streams with n_sink sinks and a sliding window.
+        temperature=0 is greedy; top_k keeps the k most likely tokens (k >= vocab_size keeps them
+        all). cache="kv" keeps everything (up to the prompt plus the new tokens); cache="sink"
+        streams with n_sink sinks and a sliding window. Bad arguments fail before any token is computed.
         """
+        check_token_ids("idx", idx, self.config.vocab_size)
         check_int("max_new_tokens", max_new_tokens, 0)
-        if temperature < 0:
-            raise ValueError(f"temperature must be >= 0, got {temperature}")
+        check_choice("cache", cache, ("kv", "sink"))
+        check_real("temperature", temperature, minimum=0.0)
+        if top_k is not None:
+            check_int("top_k", top_k, 1)  # top_k >= vocab_size keeps every token, as plain sampling does
+        if self.config.positional == "learned" and idx.shape[1] + max_new_tokens > self.config.max_len:
+            raise ValueError(f"a learned-position model cannot go past max_len={self.config.max_len}: the prompt "
+                             f"({idx.shape[1]} tokens) plus max_new_tokens={max_new_tokens} would reach "
+                             f"{idx.shape[1] + max_new_tokens}")
         caches = self.new_caches(cache, capacity=idx.shape[1] + max_new_tokens, n_sink=n_sink, window=window)
         out = idx
         if cache == "sink" and idx.shape[1] > caches[0].capacity:
@@ -434,6 +456,14 @@ class T5Config:
         for name in ("vocab_size", "d_model", "n_heads", "n_encoder_layers", "n_decoder_layers", "max_len"):
             check_int(name, getattr(self, name), 1)
         check_choice("positional", self.positional, ("t5", "learned", "sinusoidal", "none"))
+        if self.d_model % self.n_heads != 0:
+            raise ValueError(f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads})")
+        if self.d_ff is not None:
+            check_int("d_ff", self.d_ff, 1)
+        check_real("dropout", self.dropout, minimum=0.0, below=1.0)
+        check_positive_float("norm_eps", self.norm_eps)
+        if self.positional == "t5":
+            RelativePositionBias(self.n_heads, self.num_buckets, self.max_distance, bidirectional=True)
 
 
 class TinyT5(nn.Module):
@@ -493,12 +523,20 @@ class TinyT5(nn.Module):
 
     def forward(self, src: torch.Tensor, tgt: torch.Tensor) -> torch.Tensor:
         """Teacher-forced logits (B, T_tgt, vocab)."""
+        check_token_ids("src", src, self.config.vocab_size)
+        check_token_ids("tgt", tgt, self.config.vocab_size)
+        if src.shape[0] != tgt.shape[0]:
+            raise ValueError(f"src and tgt must have the same batch size, got {src.shape[0]} and {tgt.shape[0]}")
         return self.decode(tgt, self.encode(src))
 
     @torch.no_grad()
     def generate(self, src: torch.Tensor, max_new_tokens: int, bos_id: int = 0) -> torch.Tensor:
         """Greedy decoding: returns (B, max_new_tokens) ids, the start token excluded."""
+        check_token_ids("src", src, self.config.vocab_size)
         check_int("max_new_tokens", max_new_tokens, 0)
+        check_int("bos_id", bos_id, 0)
+        if bos_id >= self.config.vocab_size:
+            raise ValueError(f"bos_id must be a token id in 0 .. {self.config.vocab_size - 1}, got {bos_id}")
         memory = self.encode(src)
         out = torch.full((src.shape[0], 1), bos_id, dtype=torch.long, device=src.device)
         for _ in range(max_new_tokens):

@@ -24,7 +24,9 @@ from typing import TYPE_CHECKING
 import torch
 from torch import nn
 
-from mlbook.transformer.validate import check_choice, check_even_d, check_int, check_positive_float, check_rotary_inputs
+from mlbook.transformer.validate import (
+    check_bool, check_choice, check_even_d, check_int, check_positive_float, check_rotary_inputs,
+)
 
 if TYPE_CHECKING:  # for the type hint only: rope_scaling.py imports this file
     from mlbook.transformer.rope_scaling import RopeScaling
@@ -143,6 +145,7 @@ def relative_position_bucket(
         raise TypeError(f"relative_position must be a torch.Tensor, got {type(relative_position).__name__}")
     if relative_position.is_floating_point() or relative_position.is_complex():
         raise TypeError(f"relative_position must hold integers, got dtype {relative_position.dtype}")
+    check_bool("bidirectional", bidirectional)
     check_int("num_buckets", num_buckets, 1)
     per_direction = num_buckets // 2 if bidirectional else num_buckets
     exact = per_direction // 2
@@ -378,6 +381,8 @@ class RotaryEmbedding(nn.Module):
 
     def rotate(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
         """Rotate x (..., T, d_head) as if its T rows sit at positions offset .. offset + T - 1."""
+        if not isinstance(x, torch.Tensor):
+            raise TypeError(f"x must be a torch.Tensor of shape (..., T, d_head={self.d_head}), got {type(x).__name__}")
         if x.dim() < 2 or x.shape[-1] != self.d_head:
             raise ValueError(f"x must have shape (..., T, d_head={self.d_head}), got {tuple(x.shape)}")
         cos, sin = self(x.shape[-2], offset)  # (T, d_head) each

@@ -9,11 +9,13 @@ one line: `self.n_heads = check_int("n_heads", n_heads, 1)`.
 from __future__ import annotations
 
 import math
+import os
 from typing import Sequence
 
 import torch
 
-__all__ = ["check_int", "check_positive_float", "check_choice", "check_even_d", "check_rotary_inputs"]
+__all__ = ["check_int", "check_positive_float", "check_real", "check_bool", "check_choice", "check_even_d",
+           "check_rotary_inputs", "check_token_ids", "env_int", "env_flag"]
 
 
 def check_int(name: str, value: object, minimum: int) -> int:
@@ -32,6 +34,29 @@ def check_positive_float(name: str, value: object, *, above: float = 0.0) -> flo
     if not math.isfinite(value) or value <= above:
         raise ValueError(f"{name} must be a finite number > {above}, got {value}")
     return float(value)
+
+
+def check_real(name: str, value: object, *, minimum: float | None = None, maximum: float | None = None,
+               below: float | None = None) -> float:
+    """A finite real number (not a bool) with minimum <= value <= maximum (and value < below), as a float."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{name} must be a number, got {type(value).__name__} ({value!r})")
+    if not math.isfinite(value):
+        raise ValueError(f"{name} must be a finite number, got {value}")
+    if minimum is not None and value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value}")
+    if maximum is not None and value > maximum:
+        raise ValueError(f"{name} must be <= {maximum}, got {value}")
+    if below is not None and value >= below:
+        raise ValueError(f"{name} must be < {below}, got {value}")
+    return float(value)
+
+
+def check_bool(name: str, value: object) -> bool:
+    """True or False, nothing else: a string such as "no" is truthy and would silently mean True."""
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be True or False, got {type(value).__name__} ({value!r})")
+    return value
 
 
 def check_choice(name: str, value: object, choices: Sequence[str]) -> str:
@@ -64,3 +89,52 @@ def check_rotary_inputs(x: object, cos: object, sin: object) -> None:
                          f"got cos and sin of width {cos.shape[-1]}")
     if x.dim() < 2 or x.shape[-2:] != cos.shape:
         raise ValueError(f"x must end in (T, d_head) = {tuple(cos.shape)} to match cos/sin, got shape {tuple(x.shape)}")
+
+
+def check_token_ids(name: str, idx: object, vocab_size: int) -> torch.Tensor:
+    """A (B, T) integer tensor of token ids with B, T >= 1 and every id in 0 .. vocab_size - 1."""
+    if not isinstance(idx, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor of token ids with shape (B, T), got {type(idx).__name__}")
+    if idx.dtype not in (torch.long, torch.int32):
+        raise TypeError(f"{name} must hold integer token ids (torch.long or torch.int32), got dtype {idx.dtype}")
+    if idx.dim() != 2:
+        raise ValueError(f"{name} must have shape (B, T), got {tuple(idx.shape)}; add a batch dimension with "
+                         f"{name}[None]")
+    if idx.shape[0] == 0 or idx.shape[1] == 0:
+        raise ValueError(f"{name} must hold at least one token in each of at least one sequence, got shape "
+                         f"{tuple(idx.shape)}")
+    lo, hi = int(idx.min()), int(idx.max())
+    if lo < 0 or hi >= vocab_size:
+        bad = lo if lo < 0 else hi
+        raise ValueError(f"{name} holds token id {bad}, outside the vocabulary: ids must be in 0 .. {vocab_size - 1} "
+                         f"(vocab_size={vocab_size})")
+    return idx
+
+
+def env_int(variable: str, default: int, minimum: int) -> int:
+    """The environment variable `variable` read as an int >= minimum (`default` when unset or blank)."""
+    raw = os.environ.get(variable, "").strip()
+    if not raw:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ValueError(f"environment variable {variable} must be an integer >= {minimum}, got {raw!r}") from None
+    if value < minimum:
+        raise ValueError(f"environment variable {variable} must be an integer >= {minimum}, got {raw!r}")
+    return value
+
+
+_TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
+
+
+def env_flag(variable: str) -> bool:
+    """The environment variable `variable` read as a switch: unset, blank, 0/false/no/off -> False;
+    1/true/yes/on -> True (any case); anything else is a ValueError naming the variable."""
+    raw = os.environ.get(variable, "").strip().lower()
+    if not raw or raw in _FALSE:
+        return False
+    if raw in _TRUE:
+        return True
+    raise ValueError(f"environment variable {variable} must be one of {', '.join(_TRUE + _FALSE)} (or unset), "
+                     f"got {os.environ[variable]!r}")
