@@ -244,3 +244,233 @@ def test_kv_cache_cannot_grow_past_capacity() -> None:
     assert re.search(r"\b8\b", str(info.value)), f"the message should give the capacity (8): {info.value}"
     with pytest.raises(ValueError, match=r"capacity"):
         KVCache(4).update(torch.zeros(1, 2, 5, 4), torch.zeros(1, 2, 5, 4))
+
+
+# --- rotation inputs: integer, bool and odd-width tensors, on both paths ----------------------
+
+
+@pytest.mark.parametrize("dtype", [torch.long, torch.int32, torch.bool])
+def test_rotation_refuses_non_float_tensors(dtype: torch.dtype) -> None:
+    from mlbook.transformer.fused import apply_rotary_fused
+
+    rope = RotaryEmbedding(8)
+    cos, sin = rope(4)
+    x = torch.zeros(4, 8, dtype=dtype)
+    for call in (lambda: apply_rotary(x, cos, sin), lambda: apply_rotary_fused(x, cos, sin), lambda: rope.rotate(x)):
+        with pytest.raises(TypeError, match=rf"x must be a floating-point tensor .*got dtype {dtype}"):
+            call()
+
+
+def test_rotation_refuses_odd_width_tables() -> None:
+    from mlbook.transformer.fused import apply_rotary_fused
+
+    odd = torch.zeros(4, 7)
+    for fn in (apply_rotary, apply_rotary_fused):
+        with pytest.raises(ValueError, match=r"d_head must be even .*got cos and sin of width 7"):
+            fn(odd, odd, odd)
+
+
+# --- strings where bools are expected ---------------------------------------------------------
+
+
+def test_strings_are_not_bools() -> None:
+    from mlbook.transformer.attention import MultiHeadAttention
+    from mlbook.transformer.models import GPT
+
+    with pytest.raises(TypeError, match=r"bidirectional must be True or False, got str \('no'\)"):
+        relative_position_bucket(torch.arange(-3, 4), "no")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"bidirectional must be True or False, got str \('no'\)"):
+        RelativePositionBias(2, bidirectional="no")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"causal must be True or False, got str \('yes'\)"):
+        MultiHeadAttention(8, 2, causal="yes")  # type: ignore[arg-type]
+    for name in ("bias", "tie_embeddings", "scale_embeddings"):
+        with pytest.raises(TypeError, match=rf"{name} must be True or False, got str \('no'\)"):
+            GPTConfig(**{name: "no"})
+    model = GPT(GPTConfig(vocab_size=16, d_model=16, n_heads=2, n_layers=1, max_len=16))
+    with pytest.raises(TypeError, match=r"return_attention must be True or False"):
+        model(torch.tensor([[1, 2]]), return_attention="no")  # type: ignore[arg-type]
+
+
+# --- GPT and TinyT5: token ids, prompts and sampling options ----------------------------------
+
+
+def _tiny_gpt(**changes: object):  # type: ignore[no-untyped-def]
+    from mlbook.transformer.models import GPT
+
+    torch.manual_seed(0)
+    return GPT(GPTConfig(vocab_size=16, d_model=16, n_heads=2, n_layers=1, max_len=16).replace(**changes))
+
+
+@pytest.mark.parametrize("bad_id", [16, 99, -1])
+def test_token_ids_outside_the_vocabulary(bad_id: int) -> None:
+    model = _tiny_gpt()
+    idx = torch.tensor([[1, bad_id]])
+    for call in (lambda: model(idx), lambda: model.generate(idx, 2)):
+        with pytest.raises(ValueError, match=rf"idx holds token id {bad_id}, outside the vocabulary: ids must be in "
+                                             r"0 \.\. 15 \(vocab_size=16\)"):
+            call()
+
+
+def test_empty_and_misshapen_prompts() -> None:
+    model = _tiny_gpt()
+    for call in (lambda: model(torch.zeros(1, 0, dtype=torch.long)),
+                 lambda: model.generate(torch.zeros(1, 0, dtype=torch.long), 2)):
+        with pytest.raises(ValueError, match=r"idx must hold at least one token .*got shape \(1, 0\)"):
+            call()
+    with pytest.raises(ValueError, match=r"idx must have shape \(B, T\), got \(2,\); add a batch dimension"):
+        model.generate(torch.tensor([1, 2]), 2)
+    with pytest.raises(TypeError, match=r"idx must be a torch.Tensor of token ids .*got list"):
+        model.generate([[1, 2]], 2)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"idx must hold integer token ids .*got dtype torch.float32"):
+        model(torch.zeros(1, 3))
+
+
+@pytest.mark.parametrize("temperature,error,pattern", [
+    (float("nan"), ValueError, r"temperature must be a finite number, got nan"),
+    (float("inf"), ValueError, r"temperature must be a finite number, got inf"),
+    (-1.0, ValueError, r"temperature must be >= 0.0, got -1.0"),
+    ("0.5", TypeError, r"temperature must be a number, got str"),
+])
+def test_bad_temperature(temperature: object, error: type, pattern: str) -> None:
+    with pytest.raises(error, match=pattern):
+        _tiny_gpt().generate(torch.tensor([[1, 2]]), 2, temperature=temperature)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("top_k,error,pattern", [
+    (0, ValueError, r"top_k must be >= 1, got 0"),
+    (-3, ValueError, r"top_k must be >= 1, got -3"),
+    (1.5, TypeError, r"top_k must be an int, got float"),
+])
+def test_bad_top_k(top_k: object, error: type, pattern: str) -> None:
+    with pytest.raises(error, match=pattern):
+        _tiny_gpt().generate(torch.tensor([[1, 2]]), 2, top_k=top_k)  # type: ignore[arg-type]
+
+
+def test_bad_generation_lengths_and_cache_kind() -> None:
+    model = _tiny_gpt()
+    idx = torch.tensor([[1, 2]])
+    with pytest.raises(ValueError, match=r"max_new_tokens must be >= 0, got -1"):
+        model.generate(idx, -1)
+    with pytest.raises(TypeError, match=r"max_new_tokens must be an int, got float"):
+        model.generate(idx, 2.0)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"unknown cache 'lru'; valid values are 'kv', 'sink'"):
+        model.generate(idx, 2, cache="lru")
+    learned = _tiny_gpt(positional="learned")
+    with pytest.raises(ValueError, match=r"cannot go past max_len=16: the prompt \(2 tokens\) plus max_new_tokens=20"):
+        learned.generate(idx, 20)
+
+
+def test_model_configs_refuse_bad_values() -> None:
+    from mlbook.transformer.models import T5Config
+
+    with pytest.raises(ValueError, match=r"dropout must be < 1.0, got 2.0"):
+        GPTConfig(dropout=2.0)
+    with pytest.raises(ValueError, match=r"d_ff must be >= 1, got 0"):
+        GPTConfig(d_ff=0)
+    with pytest.raises(ValueError, match=r"norm_eps must be a finite number > 0"):
+        GPTConfig(norm_eps=-1.0)
+    with pytest.raises(ValueError, match=r"num_buckets=1 is too few"):
+        GPTConfig(positional="t5", t5_num_buckets=1)
+    with pytest.raises(ValueError, match=r"d_model \(10\) must be divisible by n_heads \(4\)"):
+        T5Config(d_model=10, n_heads=4)
+    with pytest.raises(ValueError, match=r"dropout must be >= 0.0"):
+        T5Config(dropout=-0.1)
+
+
+def test_tiny_t5_token_ids() -> None:
+    from mlbook.transformer.models import T5Config, TinyT5
+
+    t5 = TinyT5(T5Config(vocab_size=16, d_model=16, n_heads=2, n_encoder_layers=1, n_decoder_layers=1))
+    with pytest.raises(ValueError, match=r"src holds token id 16, outside the vocabulary"):
+        t5(torch.tensor([[16]]), torch.tensor([[1]]))
+    with pytest.raises(ValueError, match=r"tgt holds token id -2"):
+        t5(torch.tensor([[1]]), torch.tensor([[-2]]))
+    with pytest.raises(ValueError, match=r"bos_id must be a token id in 0 \.\. 15, got 99"):
+        t5.generate(torch.tensor([[1]]), 2, bos_id=99)
+    with pytest.raises(ValueError, match=r"src must hold at least one token"):
+        t5.generate(torch.zeros(1, 0, dtype=torch.long), 2)
+
+
+# --- attention: dtypes, head counts, bias shapes ------------------------------------------------
+
+
+def test_attention_dtype_and_shape_mismatches() -> None:
+    from mlbook.transformer.attention import MultiHeadAttention
+
+    with pytest.raises(ValueError, match=r"d_model \(8\) must be divisible by n_heads \(3\)"):
+        MultiHeadAttention(8, 3)
+    with pytest.raises(ValueError, match=r"rotary.d_head \(8\) must equal d_model / n_heads \(4\)"):
+        MultiHeadAttention(8, 2, rotary=RotaryEmbedding(8))
+    with pytest.raises(ValueError, match=r"dropout must be < 1.0"):
+        MultiHeadAttention(8, 2, dropout=1.0)
+    mha = MultiHeadAttention(8, 2)
+    x = torch.zeros(1, 3, 8)
+    with pytest.raises(TypeError, match=r"x has dtype torch.float64 but the attention weights are torch.float32"):
+        mha(x.double())
+    with pytest.raises(TypeError, match=r"x must be a floating-point tensor .*got dtype torch.int64"):
+        mha(torch.zeros(1, 3, 8, dtype=torch.long))
+    with pytest.raises(TypeError, match=r"context has dtype torch.float64"):
+        mha(x, context=torch.zeros(1, 3, 8, dtype=torch.float64))
+    with pytest.raises(ValueError, match=r"context has batch size 2, x has 1"):
+        mha(x, context=torch.zeros(2, 3, 8))
+    with pytest.raises(ValueError, match=r"context must be \(B, T, d_model=8\), got \(1, 3, 4\)"):
+        mha(x, context=torch.zeros(1, 3, 4))
+    with pytest.raises(TypeError, match=r"x must be a torch.Tensor"):
+        mha([[0.0] * 8])  # type: ignore[arg-type]
+    with torch.autocast("cpu", dtype=torch.bfloat16):  # mixed dtypes are what autocast is for
+        mha(x.bfloat16())
+
+
+@pytest.mark.parametrize("bias,error,pattern", [
+    (torch.zeros(1, 3, 3, 3), ValueError, r"position_bias must have shape \(1 or B=1, 1 or H=2, T_q=3, T_k=3\), got \(1, 3, 3, 3\)"),
+    (torch.zeros(1, 2, 4, 4), ValueError, r"got \(1, 2, 4, 4\)"),
+    (lambda T_q, T_k: torch.zeros(5), ValueError, r"got \(5,\)"),
+    (torch.zeros(1, 2, 3, 3, dtype=torch.bool), TypeError, r"position_bias must be a floating-point tensor .*torch.bool"),
+    (torch.zeros(1, 2, 3, 3, dtype=torch.long), TypeError, r"torch.int64"),
+    ([[0.0]], TypeError, r"position_bias must be a tensor .*got list"),
+])
+@pytest.mark.parametrize("return_weights", [False, True])
+def test_attention_bias_mismatches(bias: object, error: type, pattern: str, return_weights: bool) -> None:
+    from mlbook.transformer.attention import MultiHeadAttention
+
+    with pytest.raises(error, match=pattern):
+        MultiHeadAttention(8, 2)(torch.zeros(1, 3, 8), position_bias=bias, return_weights=return_weights)
+
+
+# --- caches: a stream keeps its batch, heads, dtype and device -----------------------------------
+
+
+@pytest.mark.parametrize("kind", ["kv", "sink"])
+def test_cache_refuses_a_changed_stream(kind: str) -> None:
+    from mlbook.transformer.cache import KVCache, SinkCache
+
+    def fresh():  # type: ignore[no-untyped-def]
+        cache = KVCache(10) if kind == "kv" else SinkCache(1, 3)
+        k = torch.zeros(1, 2, 2, 4)  # (B, H, T, d_head)
+        cache.update(k, k)
+        return cache
+
+    name = "KVCache" if kind == "kv" else "SinkCache"
+    with pytest.raises(ValueError, match=rf"{name} holds a batch of 1 sequences but got k, v with batch size 2"):
+        fresh().update(torch.zeros(2, 2, 1, 4), torch.zeros(2, 2, 1, 4))
+    with pytest.raises(ValueError, match=r"the heads and head widths must match"):
+        fresh().update(torch.zeros(1, 3, 1, 4), torch.zeros(1, 3, 1, 4))
+    with pytest.raises(TypeError, match=rf"{name} holds torch.float32 tensors on cpu, got torch.float64 on cpu"):
+        fresh().update(torch.zeros(1, 2, 1, 4, dtype=torch.float64), torch.zeros(1, 2, 1, 4, dtype=torch.float64))
+    with pytest.raises(TypeError, match=rf"{name} holds torch.float32 tensors on cpu, got torch.float32 on meta"):
+        fresh().update(torch.zeros(1, 2, 1, 4, device="meta"), torch.zeros(1, 2, 1, 4, device="meta"))
+    with pytest.raises(TypeError, match=r"k and v must share dtype and device"):
+        fresh().update(torch.zeros(1, 2, 1, 4), torch.zeros(1, 2, 1, 4, dtype=torch.float64))
+    cache = fresh()
+    cache.reset()  # a new stream may have another batch size
+    cache.update(torch.zeros(3, 2, 1, 4), torch.zeros(3, 2, 1, 4))
+
+
+def test_gpt_caches_refuse_a_new_batch_mid_stream() -> None:
+    model = _tiny_gpt()
+    caches = model.new_caches()
+    model(torch.tensor([[1, 2]]), caches)
+    with pytest.raises(ValueError, match=r"KVCache holds a batch of 1 sequences but got k, v with batch size 2"):
+        model(torch.tensor([[1], [2]]), caches)
+    with pytest.raises(TypeError, match=r"caches must be a list of KVCache or SinkCache"):
+        model(torch.tensor([[1]]), [1])  # type: ignore[list-item]

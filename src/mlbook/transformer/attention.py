@@ -24,7 +24,7 @@ from torch import nn
 from mlbook.transformer.cache import KVCache, SinkCache
 from mlbook.transformer.fused import apply_rotary_fused, wants_fused
 from mlbook.transformer.positional import RotaryEmbedding, apply_rotary
-from mlbook.transformer.validate import check_int
+from mlbook.transformer.validate import check_bool, check_int, check_real
 
 __all__ = ["MultiHeadAttention", "causal_mask", "PositionBias"]
 
@@ -37,6 +37,14 @@ def causal_mask(T_q: int, T_k: int, device: torch.device | None = None) -> torch
     q_pos = torch.arange(T_k - T_q, T_k, device=device)[:, None]  # (T_q, 1)
     k_pos = torch.arange(T_k, device=device)[None, :]  # (1, T_k)
     return k_pos <= q_pos  # (T_q, T_k)
+
+
+def _autocast_on(device_type: str) -> bool:
+    """Whether torch.autocast is active for device_type (where inputs and weights may differ in dtype)."""
+    try:
+        return bool(torch.is_autocast_enabled(device_type))
+    except TypeError:  # torch < 2.4: no device argument
+        return bool(torch.is_autocast_enabled())
 
 
 class MultiHeadAttention(nn.Module):
@@ -66,6 +74,11 @@ class MultiHeadAttention(nn.Module):
         check_int("n_heads", n_heads, 1)
         if d_model % n_heads != 0:
             raise ValueError(f"d_model ({d_model}) must be divisible by n_heads ({n_heads})")
+        check_bool("causal", causal)
+        check_bool("bias", bias)
+        check_real("dropout", dropout, minimum=0.0, below=1.0)
+        if rotary is not None and not isinstance(rotary, RotaryEmbedding):
+            raise TypeError(f"rotary must be a RotaryEmbedding or None, got {type(rotary).__name__}")
         self.d_model, self.n_heads, self.d_head = d_model, n_heads, d_model // n_heads
         if rotary is not None and rotary.d_head != self.d_head:
             raise ValueError(f"rotary.d_head ({rotary.d_head}) must equal d_model / n_heads ({self.d_head})")
@@ -78,6 +91,38 @@ class MultiHeadAttention(nn.Module):
     def _split(self, x: torch.Tensor) -> torch.Tensor:
         B, T, _ = x.shape
         return x.view(B, T, self.n_heads, self.d_head).transpose(1, 2)  # (B, H, T, d_head)
+
+    def _check_input(self, name: str, x: object, batch: int | None) -> None:
+        """x or context: a (B, T, d_model) tensor in the projections' dtype and on their device."""
+        if not isinstance(x, torch.Tensor):
+            raise TypeError(f"{name} must be a torch.Tensor of shape (B, T, d_model={self.d_model}), "
+                            f"got {type(x).__name__}")
+        if x.dim() != 3 or x.shape[-1] != self.d_model:
+            raise ValueError(f"{name} must be (B, T, d_model={self.d_model}), got {tuple(x.shape)}")
+        w = self.q_proj.weight
+        if not x.is_floating_point():
+            raise TypeError(f"{name} must be a floating-point tensor (embeddings, not token ids), got dtype {x.dtype}")
+        if x.dtype != w.dtype and not _autocast_on(x.device.type):
+            raise TypeError(f"{name} has dtype {x.dtype} but the attention weights are {w.dtype}; convert one to the "
+                            f"other (e.g. {name}.to({w.dtype}) or module.to({x.dtype}))")
+        if x.device != w.device:
+            raise ValueError(f"{name} is on {x.device} but the attention weights are on {w.device}; move one of them")
+        if batch is not None and x.shape[0] != batch:
+            raise ValueError(f"{name} has batch size {x.shape[0]}, x has {batch}; they must match")
+
+    def _check_bias(self, bias: object, B: int, T_q: int, T_k: int) -> None:
+        """position_bias (or what its function returned): floating point, (1 or B, 1 or H, T_q, T_k)."""
+        want = f"(1 or B={B}, 1 or H={self.n_heads}, T_q={T_q}, T_k={T_k})"
+        if not isinstance(bias, torch.Tensor):
+            raise TypeError(f"position_bias must be a tensor {want}, a function (T_q, T_k) -> such a tensor, "
+                            f"or None; got {type(bias).__name__}")
+        if not bias.is_floating_point():
+            raise TypeError(f"position_bias must be a floating-point tensor added to the scores, got dtype "
+                            f"{bias.dtype} (for a mask, use causal=True)")
+        ok = (bias.dim() == 4 and bias.shape[0] in (1, B) and bias.shape[1] in (1, self.n_heads)
+              and tuple(bias.shape[2:]) == (T_q, T_k))
+        if not ok:
+            raise ValueError(f"position_bias must have shape {want}, got {tuple(bias.shape)}")
 
     def rotate(self, x: torch.Tensor, offset: int) -> torch.Tensor:
         """RoPE on x (B, H, T, d_head) at positions offset .. offset + T - 1.
@@ -103,8 +148,12 @@ class MultiHeadAttention(nn.Module):
 
         Returns (B, T_q, d_model), and the weights (B, H, T_q, T_k) if return_weights.
         """
-        if x.dim() != 3 or x.shape[-1] != self.d_model:
-            raise ValueError(f"x must be (B, T, d_model={self.d_model}), got {tuple(x.shape)}")
+        self._check_input("x", x, None)
+        if context is not None:
+            self._check_input("context", context, x.shape[0])
+        if cache is not None and not isinstance(cache, (KVCache, SinkCache)):
+            raise TypeError(f"cache must be a KVCache, a SinkCache or None, got {type(cache).__name__}")
+        check_bool("return_weights", return_weights)
         if context is not None and cache is not None:
             raise ValueError("cross-attention (context=...) does not use a cache here; pass cache=None")
         B, T_q, _ = x.shape
@@ -129,6 +178,8 @@ class MultiHeadAttention(nn.Module):
         T_k = k.shape[2]
 
         bias = position_bias(T_q, T_k) if callable(position_bias) else position_bias
+        if bias is not None:
+            self._check_bias(bias, B, T_q, T_k)
         mask = causal_mask(T_q, T_k, x.device) if self.causal else None  # (T_q, T_k) bool
         dropout_p = self.dropout if self.training else 0.0
 

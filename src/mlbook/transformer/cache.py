@@ -24,6 +24,28 @@ def _check_kv(k: torch.Tensor, v: torch.Tensor) -> None:
         raise TypeError("k and v must be torch.Tensors of shape (B, H, T, d_head)")
     if k.dim() != 4 or v.dim() != 4 or k.shape[:3] != v.shape[:3]:
         raise ValueError(f"k and v must be (B, H, T, d_head) with matching B, H, T; got {tuple(k.shape)} and {tuple(v.shape)}")
+    if k.dtype != v.dtype or k.device != v.device:
+        raise TypeError(f"k and v must share dtype and device, got {k.dtype} on {k.device} and {v.dtype} on {v.device}")
+    if not k.is_floating_point():
+        raise TypeError(f"k and v must be floating-point tensors, got dtype {k.dtype}")
+
+
+def _check_matches(cache: "KVCache | SinkCache", k: torch.Tensor, v: torch.Tensor) -> None:
+    """New k, v must continue what the cache holds: same B, H, d_head (v's too), dtype and device."""
+    held_k, held_v = cache.k, cache.v
+    if held_k is None or held_v is None:
+        return
+    name = type(cache).__name__
+    if k.shape[0] != held_k.shape[0]:
+        raise ValueError(f"{name} holds a batch of {held_k.shape[0]} sequences but got k, v with batch size "
+                         f"{k.shape[0]}; a cache serves one batch from start to end: call reset() (or make new "
+                         f"caches) to start another")
+    if (k.shape[1], k.shape[3], v.shape[3]) != (held_k.shape[1], held_k.shape[3], held_v.shape[3]):
+        raise ValueError(f"{name} holds k {tuple(held_k.shape)} and v {tuple(held_v.shape)} (B, H, T, d_head), got "
+                         f"k {tuple(k.shape)} and v {tuple(v.shape)}: the heads and head widths must match")
+    if k.dtype != held_k.dtype or k.device != held_k.device:
+        raise TypeError(f"{name} holds {held_k.dtype} tensors on {held_k.device}, got {k.dtype} on {k.device}; "
+                        f"convert them, or call reset() to start over")
 
 
 class KVCache:
@@ -51,6 +73,7 @@ class KVCache:
     def update(self, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Append k, v (B, H, T, d_head); returns all keys and values held, (B, H, length, d_head)."""
         _check_kv(k, v)
+        _check_matches(self, k, v)
         if self.length + k.shape[2] > self.capacity:
             raise ValueError(
                 f"KVCache is full: it holds {self.length} of capacity={self.capacity} tokens and cannot take "
@@ -100,6 +123,7 @@ class SinkCache:
     def update(self, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Append k, v (B, H, T, d_head), evict past capacity; returns what is held (unrotated keys)."""
         _check_kv(k, v)
+        _check_matches(self, k, v)
         T = k.shape[2]
         if T > 1 and self.length + T > self.capacity:
             raise ValueError(
