@@ -18,6 +18,7 @@ import plotly.graph_objects as go
 import pytest
 import torch
 
+import mlbook.analysis.absolute as AM
 import mlbook.viz.absolute as A
 from mlbook import exercises
 from mlbook.transformer.positional import sinusoidal_positional_encoding
@@ -470,7 +471,7 @@ def test_live_figures_redraw_when_a_control_changes(live, displayed, name):
 
 def test_wavelength_table_matches_float64_formula():
     pairs = (0, 16, 32, 48, 63)
-    table = A.wavelength_table(128, 10000, pairs)
+    table = AM.wavelength_table(128, 10000, pairs)
     assert [row[0] for row in table.rows] == list(pairs)
     for i, theta, lam in table.rows:
         theta64 = 10000.0 ** (-2.0 * i / 128)
@@ -481,7 +482,7 @@ def test_wavelength_table_matches_float64_formula():
 
 def test_wavelength_table_rejects_pairs_out_of_range():
     with pytest.raises(ValueError, match=r"pairs \[64\].*0\.\.63"):
-        A.wavelength_table(128, 10000, (0, 64))
+        AM.wavelength_table(128, 10000, (0, 64))
 
 
 def _first_pair_oracle(d: int, base: float, length: int) -> int | None:
@@ -496,11 +497,11 @@ def _first_pair_oracle(d: int, base: float, length: int) -> int | None:
     [(128, 10000.0, 8192), (64, 500000.0, 4096), (128, 500000.0, 131072), (256, 1e6, 32768), (128, 10000.0, 10**9)],
 )
 def test_first_pair_exceeding_matches_independent_search(d, base, length):
-    assert A.first_pair_exceeding(d, base, length) == _first_pair_oracle(d, base, length)
+    assert AM.first_pair_exceeding(d, base, length) == _first_pair_oracle(d, base, length)
 
 
 def test_first_pair_exceeding_chapter_value():
-    assert A.first_pair_exceeding(128, 10000, 8192) == _first_pair_oracle(128, 10000.0, 8192) == 50
+    assert AM.first_pair_exceeding(128, 10000, 8192) == _first_pair_oracle(128, 10000.0, 8192) == 50
 
 
 @pytest.mark.parametrize("d, T, max_angle", [(64, 100, 0.2), (64, 100, 1.0), (128, 500, 0.1), (16, 50, 0.05)])
@@ -514,7 +515,7 @@ def test_first_pair_within_angle_matches_the_table_itself(d, T, max_angle):
         return bool((pe[:, 2 * i :: 2].abs() <= math.sin(max_angle) + eps).all()
                     and (pe[:, 2 * i + 1 :: 2] >= math.cos(max_angle) - eps).all())
 
-    first = A.first_pair_within_angle(d, 10000.0, T, max_angle)
+    first = AM.first_pair_within_angle(d, 10000.0, T, max_angle)
     if first is None:
         assert not near_rest(d // 2 - 1)
     else:
@@ -524,19 +525,19 @@ def test_first_pair_within_angle_matches_the_table_itself(d, T, max_angle):
 def test_first_pair_within_angle_section_value():
     """Sinusoidal section: d = 64, 100 rows; pair 16 turns under a sixth of a circle, but only from 22 on
     does every entry stay near (sine 0, cosine 1)."""
-    assert A.first_pair_within_angle(64, 10000.0, 100, 0.2) == 22
-    assert A.first_pair_within_angle(64, 10000.0, 100, 2 * math.pi / 6) == 16
-    assert A.first_pair_within_angle(64, 10000.0, 10**9, 0.2) is None
+    assert AM.first_pair_within_angle(64, 10000.0, 100, 0.2) == 22
+    assert AM.first_pair_within_angle(64, 10000.0, 100, 2 * math.pi / 6) == 16
+    assert AM.first_pair_within_angle(64, 10000.0, 10**9, 0.2) is None
     with pytest.raises(ValueError, match="max_angle"):
-        A.first_pair_within_angle(64, 10000.0, 100, 0)
+        AM.first_pair_within_angle(64, 10000.0, 100, 0)
     with pytest.raises(ValueError, match="T must"):
-        A.first_pair_within_angle(64, 10000.0, 0)
+        AM.first_pair_within_angle(64, 10000.0, 0)
 
 
 def test_offset_property_holds_and_transpose_breaks_it():
-    assert A.offset_property_error() < 1e-5
-    assert A.offset_property_error(d_model=32, base=500.0) < 1e-5
-    assert A.offset_property_error(transpose=True) > 0.5
+    assert AM.offset_property_error() < 1e-5
+    assert AM.offset_property_error(d_model=32, base=500.0) < 1e-5
+    assert AM.offset_property_error(transpose=True) > 0.5
 
 
 def _case(report, name, permutation):
@@ -545,7 +546,7 @@ def _case(report, name, permutation):
 
 
 def test_equivariance_report_encoder_exact_causal_not():
-    report = A.equivariance_report()
+    report = AM.equivariance_report()
     assert _case(report, "encoder block, no position", "reverse").max_error < 1e-12
     assert _case(report, "encoder block + sinusoidal PE", "reverse").max_error > 1e-3
     assert _case(report, "causal attention, no position", "reverse").max_error > 1e-3
@@ -558,8 +559,8 @@ def test_equivariance_report_encoder_exact_causal_not():
 def test_permutation_errors_zero_for_pointwise_map_nonzero_for_prefix_sum():
     x = torch.randn(2, 6, 3, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
     perm = torch.tensor([2, 0, 1, 5, 3, 4])
-    assert A.permutation_errors(torch.tanh, x, perm).max() == 0
-    assert A.permutation_errors(lambda z: z.cumsum(1), x, perm).max() > 1e-3
+    assert AM.permutation_errors(torch.tanh, x, perm).max() == 0
+    assert AM.permutation_errors(lambda z: z.cumsum(1), x, perm).max() > 1e-3
 
 
 # ---------------------------------------------------------------------------
@@ -620,7 +621,7 @@ def test_offset_matrix_oracle_is_right():
     pe = sinusoidal_positional_encoding(30, 16, 100.0).double()
     M = _rot_blocks(5, 16, 100.0)
     assert (pe[5:] - pe[:-5] @ M.T).abs().max() < 1e-5
-    assert torch.allclose(M, A.offset_matrix(5, 16, 100.0), atol=1e-6)
+    assert torch.allclose(M, AM.offset_matrix(5, 16, 100.0), atol=1e-6)
 
 
 def _dense_wrong(k, d, base):

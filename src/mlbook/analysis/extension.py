@@ -2,7 +2,7 @@
 
 Every frequency comes from `mlbook.transformer` (`positional.frequency_ladder`; `RopeScaling`,
 `ntk_base`, `yarn_ramp` and `yarn_attention_factor` from `rope_scaling`); the wavelength ladder from
-`mlbook.viz.absolute.pair_wavelengths`. This module arranges them into the quantities the section reasons with:
+`mlbook.analysis.absolute.pair_wavelengths`. This module arranges them into the quantities the section reasons with:
 
     angle_coverage        per pair, the largest angle seen in training (L theta_i) against the
                           largest angle needed at a longer length L' ((L' - 1) theta_i)
@@ -29,6 +29,7 @@ from typing import Sequence
 import numpy as np
 import torch
 
+from mlbook.analysis.absolute import first_pair_exceeding, format_sig, pair_wavelengths
 from mlbook.transformer.positional import frequency_ladder
 from mlbook.transformer.rope_scaling import (
     ROPE_SCALINGS,
@@ -40,7 +41,6 @@ from mlbook.transformer.rope_scaling import (
     yarn_ramp,
 )
 from mlbook.transformer.validate import check_choice, check_int, check_positive_float
-from mlbook.viz.absolute import _sig, first_pair_exceeding, pair_wavelengths
 
 __all__ = [
     "METHODS",
@@ -146,7 +146,7 @@ class AngleCoverage:
         first = self.first_unwrapped
         pairs = sorted({0, self.d_head // 4, first - 1 if first else 0, first or 0, self.d_head // 2 - 1})
         head = ("pair i", "seen: L theta_i", "turns", "needed: (L'-1) theta_i", "wrapped")
-        cells = [(str(i), _sig(a, 4), _sig(t, 3), _sig(b, 4), w) for i, a, t, b, w in self.rows(pairs)]
+        cells = [(str(i), format_sig(a, 4), format_sig(t, 3), format_sig(b, 4), w) for i, a, t, b, w in self.rows(pairs)]
         widths = [max(len(h), *(len(c[j]) for c in cells)) for j, h in enumerate(head)]
         line = lambda row: "  ".join(v.rjust(w) for v, w in zip(row, widths))  # noqa: E731
         title = (f"d_head = {self.d_head}, base = {self.base:,g}, L = {self.original_max_len:,}, "
@@ -417,7 +417,7 @@ class YarnBands:
             if not ix:
                 return "none"
             lo, hi = ix[0], ix[-1]
-            return f"pairs {lo}..{hi}: {_sig(float(self.turns[hi]), 3)} to {_sig(float(self.turns[lo]), 3)} turns in L"
+            return f"pairs {lo}..{hi}: {format_sig(float(self.turns[hi]), 3)} to {format_sig(float(self.turns[lo]), 3)} turns in L"
 
         return "\n".join([
             f"YaRN bands, d_head = {self.d_head}, base = {self.base:,g}, L = {self.original_max_len:,},",
@@ -491,7 +491,7 @@ class MethodWavelengthTable:
 
     def __repr__(self) -> str:
         head = ["pair i"] + self._header()
-        rows = [[str(i)] + [_sig(self.wavelengths[m][n], 4) for m in self.methods] for n, i in enumerate(self.pairs)]
+        rows = [[str(i)] + [format_sig(self.wavelengths[m][n], 4) for m in self.methods] for n, i in enumerate(self.pairs)]
         widths = [max(len(h), *(len(r[j]) for r in rows)) for j, h in enumerate(head)]
         line = lambda row: "  ".join(v.rjust(w) for v, w in zip(row, widths))  # noqa: E731
         title = (f"wavelength 2 pi / theta_i' in tokens, s = {self.factor:g}\n"
@@ -502,7 +502,7 @@ class MethodWavelengthTable:
         th = "<th>pair <i>i</i></th>" + "".join(f"<th>{h}</th>" for h in self._header())
         body = "".join(
             f"<tr><td style='text-align:right'>{i}</td>"
-            + "".join(f"<td style='text-align:right'>{_sig(self.wavelengths[m][n], 4)}</td>" for m in self.methods)
+            + "".join(f"<td style='text-align:right'>{format_sig(self.wavelengths[m][n], 4)}</td>" for m in self.methods)
             + "</tr>"
             for n, i in enumerate(self.pairs)
         )

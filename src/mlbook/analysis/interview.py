@@ -10,7 +10,7 @@
     sequences_that_fit     how many sequences' caches fit in a device's memory beside the weights
 
 KV-cache sizes come from `mlbook.analysis.systems.kv_cache_bytes` and wavelengths from
-`mlbook.viz.absolute.pair_wavelengths`; angle ranges, NTK bases, YaRN bands, ALiBi penalties,
+`mlbook.analysis.absolute.pair_wavelengths`; angle ranges, NTK bases, YaRN bands, ALiBi penalties,
 bias sizes and sink-cache positions are computed by the section modules that develop them
 (`analysis.extension`, `analysis.alibi`, `analysis.relative`, `analysis.sinks`).
 """
@@ -20,9 +20,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from mlbook.analysis.absolute import pair_wavelengths
 from mlbook.analysis.systems import format_bytes, kv_cache_bytes
 from mlbook.transformer.validate import check_even_d, check_int, check_positive_float
-from mlbook.viz.absolute import pair_wavelengths
 
 __all__ = [
     "WavelengthSpan",

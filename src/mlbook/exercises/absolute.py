@@ -12,9 +12,9 @@ from typing import Callable
 
 import torch
 
+from mlbook.analysis.absolute import offset_matrix, pair_frequencies
 from mlbook.exercises._common import _as_float, _call, _verdict
 from mlbook.transformer.positional import frequency_ladder, sinusoidal_positional_encoding
-from mlbook.viz.absolute import offset_matrix, pair_frequencies
 
 __all__ = ["check_equivariance_error", "check_offset_matrix"]
 

@@ -15,11 +15,11 @@ from typing import Callable
 import numpy as np
 import torch
 
+from mlbook.analysis.absolute import pair_wavelengths
 from mlbook.analysis.extension import ntk_stretch, yarn_bands
 from mlbook.exercises._common import _as_float, _call, _verdict
 from mlbook.transformer.positional import RotaryEmbedding
 from mlbook.transformer.rope_scaling import RopeScaling
-from mlbook.viz.absolute import pair_wavelengths
 
 __all__ = ["check_ntk_base", "check_pi_positions", "check_yarn_band"]
 

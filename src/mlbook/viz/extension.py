@@ -25,6 +25,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from mlbook.analysis.absolute import pair_wavelengths
 from mlbook.analysis.extension import (
     METHOD_LABELS,
     METHODS,
@@ -33,7 +34,6 @@ from mlbook.analysis.extension import (
     frequency_ratios,
     yarn_bands,
 )
-from mlbook.viz.absolute import pair_wavelengths
 from mlbook.viz.core import LINE_COLORS, grid_slider, live_sliders
 
 __all__ = [

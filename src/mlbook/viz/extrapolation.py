@@ -12,9 +12,7 @@ from typing import Any, Sequence
 
 import plotly.graph_objects as go
 
-from mlbook.experiments import exp_context_extension as _ce
-from mlbook.experiments import exp_extrapolation as _ex
-from mlbook.experiments import exp_permutation as _pe
+from mlbook.experiments import exp_context_extension, exp_extrapolation, exp_permutation
 from mlbook.experiments.common import TUNED_BETAS, yarn_bands
 from mlbook.viz.core import LINE_COLORS
 
@@ -92,8 +90,8 @@ def permutation_accuracy_figure(record: dict[str, Any]) -> go.Figure:
     a dash at the order-blind guesser that sees what that model sees (bidirectional for the encoders,
     causal for the GPTs; exact expectation averaged over the scored positions)."""
     r = _check_record(record, "permutation")
-    s = _pe.summary(record)
-    b = _pe.order_blind_baselines(record)
+    s = exp_permutation.summary(record)
+    b = exp_permutation.order_blind_baselines(record)
     names = list(r["models"])
     labels = [r["models"][n]["label"] for n in names]
     fig = go.Figure(go.Bar(
@@ -131,13 +129,13 @@ def permutation_position_figure(record: dict[str, Any], seed: str = "mean") -> g
     x = list(range(r["lag"], T))
     for i, (name, e) in enumerate(r["models"].items()):
         if seed == "mean":
-            pp = _pe.per_position(record, name)
+            pp = exp_permutation.per_position(record, name)
             mean, sd = pp["mean"][r["lag"]:], pp["sd"][r["lag"]:]
         else:
             row = next(s for s in e["per_seed"] if str(s["seed"]) == str(seed))
             mean, sd = row["per_position"][r["lag"]:], [None] * len(x)
         _band(fig, x, mean, sd, _MODEL_COLORS.get(name, LINE_COLORS[i]), e["label"], _DASHES[i % len(_DASHES)])
-    b = _pe.order_blind_baselines(record)
+    b = exp_permutation.order_blind_baselines(record)
     fig.add_trace(go.Scatter(x=x, y=[round(v, 4) for v in b["causal"][r["lag"]:]], mode="lines+markers",
                              name="order-blind guesser, causal (GPTs)",
                              line={"color": "black", "width": 2, "dash": "dot"}, marker={"size": 5}))
@@ -174,7 +172,7 @@ def extrapolation_figure(record: dict[str, Any], metric: str = "tail") -> go.Fig
         raise ValueError(f"metric must be one of {', '.join(_EX_METRICS)}, got {metric!r}")
     r = _check_record(record, "extrapolation")
     L, lengths = r["train_len"], r["eval_lengths"]
-    s = _ex.summary(record)
+    s = exp_extrapolation.summary(record)
     fig = go.Figure()
     values = []
     for name, entry in r["schemes"].items():
@@ -251,7 +249,7 @@ def context_extension_figure(record: dict[str, Any], metric: str = "mean") -> go
     fig = go.Figure()
     values = []
     for phase, dash in (("before", "solid"), ("after", "dash")):
-        stats = _ce.summary(record, phase, metric)
+        stats = exp_context_extension.summary(record, phase, metric)
         for name, st in stats.items():
             label = r["reference"]["label"] if name == "reference" else r["variants"][name]["label"]
             ys = [st[i]["mean"] for i in idx]

@@ -14,9 +14,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from mlbook.experiments import exp_passkey as _pk
-from mlbook.experiments import exp_sinks as _sk
-from mlbook.experiments import exp_t5_length as _t5
+from mlbook.experiments import exp_passkey, exp_sinks, exp_t5_length
 from mlbook.experiments.common import mean_sd
 from mlbook.viz.core import LINE_COLORS, SEQUENTIAL
 
@@ -87,7 +85,7 @@ def fig_t5_per_position(record: dict[str, Any], length: int = 16) -> go.Figure:
         raise ValueError(f"length must be one of the evaluated lengths {r['eval_lens']}, got {length!r}")
     fig = go.Figure()
     for i, variant in enumerate(r["variants"]):
-        pp = _t5.per_position(record, variant, length)
+        pp = exp_t5_length.per_position(record, variant, length)
         x = list(range(length))
         if pp is None:  # keep the trace count fixed for sliders: an empty line in the legend
             fig.add_trace(go.Scatter(x=x, y=[None] * length, fill="toself", showlegend=False, name=f"{variant} ± sd",
@@ -175,7 +173,7 @@ def fig_sink_mass_vs_query(record: dict[str, Any], setting: str = "repetitive", 
     n_layers = len(r["settings"][setting]["per_seed"][0]["mass"]["per_layer"])
     if isinstance(layer, bool) or not isinstance(layer, int) or not 1 <= layer <= n_layers:
         raise ValueError(f"layer must be an int in 1..{n_layers}, got {layer!r}")
-    curve = _sk.strongest_head_per_query(record, setting, layer - 1)
+    curve = exp_sinks.strongest_head_per_query(record, setting, layer - 1)
     q = list(range(1, len(curve["mean"])))
     fig = go.Figure()
     _band(fig, q, curve["mean"][1:], curve["sd"][1:], LINE_COLORS[5], f"strongest head of layer {layer}")
@@ -261,7 +259,7 @@ def fig_stream_loss(record: dict[str, Any], setting: str = "text_bos") -> go.Fig
 def _passkey_finetune(record: dict[str, Any]) -> str:
     """'after 30 steps at 512 on passkey and text' (or 'on text only', the earlier design)."""
     r = record["results"]
-    mix = "passkey and text" if "passkey" in _pk.finetune_mix(record) else "text only"
+    mix = "passkey and text" if "passkey" in exp_passkey.finetune_mix(record) else "text only"
     return f"after {r['finetune']['steps']} steps at {r['finetune_len']} on {mix}"
 
 
@@ -277,7 +275,7 @@ def fig_passkey_heatmaps(record: dict[str, Any], phase: str = "zero_shot") -> go
     depths = [f"{d:g}" for d in r["depths"]]
     lengths = [str(n) for n in r["lengths"]]
     for c, m in enumerate(methods, start=1):
-        g = _pk.grid(record, phase, m)
+        g = exp_passkey.grid(record, phase, m)
         z = np.asarray(g["mean"])  # (lengths, depths)
         sd = np.nan_to_num(np.asarray(g["sd"]))
         fig.add_trace(go.Heatmap(z=np.round(z, 3), x=depths, y=lengths, zmin=0, zmax=1, colorscale=SEQUENTIAL,
@@ -300,7 +298,7 @@ def fig_passkey_vs_loss(record: dict[str, Any], phase: str = "zero_shot") -> go.
         raise ValueError(f"phase must be one of {', '.join(r['phases'])}, got {phase!r}")
     fig = make_subplots(rows=1, cols=2, subplot_titles=("corpus loss (perplexity proxy)", "passkey accuracy, all digits"))
     for i, m in enumerate(r["methods"]):
-        s = _pk.summary(record, phase, m)
+        s = exp_passkey.summary(record, phase, m)
         style = dict(color=LINE_COLORS[i], dash=_DASHES[i % 4])
         for col, key in ((1, "loss"), (2, "accuracy")):
             fig.add_trace(go.Scatter(
