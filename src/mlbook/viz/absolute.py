@@ -10,13 +10,13 @@ one figure) behind two public forms:
 
 Every number comes from `mlbook.transformer` and `mlbook.analysis.absolute` (frequencies,
 wavelengths, the offset matrix, the equivariance report); this module only rounds and draws it.
-Static data is rounded (`_DIGITS`) and slider grids are short, so a page stays small.
+Static data is rounded (`round_array`) and slider grids are short, so a page stays small.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 import plotly.graph_objects as go
@@ -32,7 +32,17 @@ from mlbook.analysis.absolute import (
     pair_wavelengths,
 )
 from mlbook.transformer.positional import sinusoidal_positional_encoding
-from mlbook.viz.core import DIVERGING, LINE_COLORS, SEQUENTIAL, grid_slider, live_sliders
+from mlbook.viz.core import (
+    DIVERGING,
+    LINE_COLORS,
+    SEQUENTIAL,
+    format_base,
+    int_slider,
+    knob_figure,
+    live_sliders,
+    log_slider,
+    round_array,
+)
 
 __all__ = [
     "BASES",
@@ -56,7 +66,6 @@ BASES: tuple[float, ...] = (10.0, 100.0, 1_000.0, 10_000.0, 100_000.0, 500_000.0
 HEATMAP_BASES: tuple[float, ...] = (10.0, 100.0, 1_000.0, 10_000.0, 100_000.0, 1_000_000.0)  # heavier figures
 D_MODELS: tuple[int, ...] = (8, 16, 32, 64, 128)
 D_HEADS: tuple[int, ...] = (32, 64, 128, 256)
-_DIGITS = 3  # decimals kept in static heatmaps and curves
 
 
 # ---------------------------------------------------------------------------
@@ -97,44 +106,6 @@ def fig_permutation_equivariance(report: EquivarianceReport | None = None, *, fl
 # ---------------------------------------------------------------------------
 
 
-def _round(a: np.ndarray | torch.Tensor, digits: int = _DIGITS) -> np.ndarray:
-    """float64 rounding (float32 values would serialise with spurious digits)."""
-    if isinstance(a, torch.Tensor):
-        a = a.detach().double().numpy()
-    return np.round(np.asarray(a, dtype=np.float64), digits)
-
-
-def _fmt_base(base: float) -> str:
-    return f"{base:,.0f}" if float(base).is_integer() else f"{base:,g}"
-
-
-def _knob_figure(
-    build: Callable[..., go.Figure], name: str, value: Any, grid: Sequence[Any] | None, label: str,
-    fixed: dict[str, Any],
-) -> go.Figure:
-    """build(**fixed, name=value), or a `grid_slider` over `grid` (value added if missing) starting at value."""
-    if grid is None:
-        return build(**fixed, **{name: value})
-    values = list(grid)
-    if value not in values:
-        values = sorted(values + [value])
-    return grid_slider(build, name, values, active=values.index(value), label=label, fixed=fixed)
-
-
-def _log_slider(value: float, description: str, lo: float = 1.0, hi: float = 7.0) -> Any:
-    import ipywidgets as widgets
-
-    return widgets.FloatLogSlider(value=value, base=10, min=lo, max=hi, step=0.05, description=description,
-                                  readout_format=",.0f", continuous_update=False, style={"description_width": "initial"})
-
-
-def _int_slider(value: int, description: str, lo: int, hi: int, step: int = 1) -> Any:
-    import ipywidgets as widgets
-
-    return widgets.IntSlider(value=value, min=lo, max=hi, step=step, description=description,
-                             continuous_update=False, style={"description_width": "initial"})
-
-
 # ---------------------------------------------------------------------------
 # Section 2.1 figures
 # ---------------------------------------------------------------------------
@@ -144,12 +115,12 @@ def _heatmap(T: int, d: int, base: float, fraction: bool = False) -> go.Figure:
     pe = sinusoidal_positional_encoding(T, d, base)  # (T, d)
     x = [(j + 0.5) / d for j in range(d)] if fraction else list(range(d))
     fig = go.Figure(go.Heatmap(
-        z=_round(pe, 2), x=x, y=list(range(T)), zmin=-1, zmax=1, colorscale=DIVERGING, zmid=0,
+        z=round_array(pe, 2), x=x, y=list(range(T)), zmin=-1, zmax=1, colorscale=DIVERGING, zmid=0,
         colorbar=dict(title="PE value"),
         hovertemplate="position t=%{y}<br>column %{x}<br>PE=%{z}<extra></extra>",
     ))
     fig.update_layout(
-        title=f"Sinusoidal PE, T={T}, d={d}, base={_fmt_base(base)}: column 2i = sin(ω_i t), 2i+1 = cos(ω_i t)",
+        title=f"Sinusoidal PE, T={T}, d={d}, base={format_base(base)}: column 2i = sin(ω_i t), 2i+1 = cos(ω_i t)",
         height=520, title_font_size=14,
         xaxis_title=("column j / d (fraction of the width)" if fraction else "embedding dimension j (2i = sin, 2i+1 = cos)"),
         yaxis_title="position t (tokens)",
@@ -170,9 +141,9 @@ def fig_sinusoidal_heatmap(
     Pass bases=None (or ds=None) for one heatmap at exactly (T, d, base).
     """
     if vary == "base":
-        return _knob_figure(_heatmap, "base", float(base), bases, "base", {"T": T, "d": d})
+        return knob_figure(_heatmap, "base", float(base), bases, "base", {"T": T, "d": d})
     if vary == "d":
-        return _knob_figure(_heatmap, "d", d, ds, "d", {"T": T, "base": base, "fraction": ds is not None})
+        return knob_figure(_heatmap, "d", d, ds, "d", {"T": T, "base": base, "fraction": ds is not None})
     raise ValueError(f"vary must be 'base' or 'd', got {vary!r}")
 
 
@@ -184,8 +155,8 @@ def live_sinusoidal_heatmap(
     """Live form of `fig_sinusoidal_heatmap`: any T, even d and base. Wrap in `show_live`."""
     return live_sliders(
         lambda T, d, base: _heatmap(T, d, base), caption=caption, alt=alt,
-        T=_int_slider(T, "T (positions)", 10, 400, 10), d=_int_slider(d, "d (width)", 2, 256, 2),
-        base=_log_slider(base, "base"),
+        T=int_slider(T, "T (positions)", 10, 400, 10), d=int_slider(d, "d (width)", 2, 256, 2),
+        base=log_slider(base, "base"),
     )
 
 
@@ -198,13 +169,13 @@ def _similarity(T: int, d: int, base: float, positions: Sequence[int]) -> go.Fig
     for n, t in enumerate(positions):
         sim = pe @ pe[t]  # (T,) PE_s . PE_t for every s
         fig.add_scatter(
-            x=list(range(T)), y=_round(sim, 2), mode="lines", name=f"t = {t}",
+            x=list(range(T)), y=round_array(sim, 2), mode="lines", name=f"t = {t}",
             line=dict(color=LINE_COLORS[n % len(LINE_COLORS)], width=2),
             hovertemplate=f"t={t}, s=%{{x}}<br>PE_t·PE_s=%{{y}}<extra></extra>",
         )
         fig.add_vline(x=t, line_dash="dot", line_color="grey", opacity=0.5)
     fig.update_layout(
-        title=f"PE_t · PE_s against s (d={d}, base={_fmt_base(base)}); maximum d/2 = {d // 2} at s = t",
+        title=f"PE_t · PE_s against s (d={d}, base={format_base(base)}); maximum d/2 = {d // 2} at s = t",
         height=440, title_font_size=14,
         xaxis_title="position s (tokens)", yaxis_title="PE_t · PE_s (dimensionless)",
         yaxis_range=[-d / 4 - 1, d / 2 + 2],
@@ -218,7 +189,7 @@ def fig_pe_similarity(
     *, bases: Sequence[float] | None = HEATMAP_BASES,
 ) -> go.Figure:
     """Dot product PE_t . PE_s as a function of s, one curve per t in `positions`; slider over base."""
-    return _knob_figure(_similarity, "base", float(base), bases, "base", {"T": T, "d": d, "positions": tuple(positions)})
+    return knob_figure(_similarity, "base", float(base), bases, "base", {"T": T, "d": d, "positions": tuple(positions)})
 
 
 def live_pe_similarity(
@@ -232,8 +203,8 @@ def live_pe_similarity(
 
     return live_sliders(
         build, caption=caption, alt=alt,
-        T=_int_slider(T, "T (positions)", 20, 1000, 10), d=_int_slider(d, "d (width)", 2, 256, 2),
-        base=_log_slider(base, "base"),
+        T=int_slider(T, "T (positions)", 20, 1000, 10), d=int_slider(d, "d (width)", 2, 256, 2),
+        base=log_slider(base, "base"),
     )
 
 
@@ -248,7 +219,7 @@ def _wavelengths(d_head: int, base: float, length: int, fraction: bool = False) 
         (lam > length, f"never completes a turn in {length:,} tokens", LINE_COLORS[1], "diamond"),
     ):
         fig.add_scatter(
-            x=x[mask].tolist(), y=_round(lam[mask], 1), customdata=i[mask].tolist(), mode="markers", name=name,
+            x=x[mask].tolist(), y=round_array(lam[mask], 1), customdata=i[mask].tolist(), mode="markers", name=name,
             marker=dict(color=color, size=6, symbol=symbol),
             hovertemplate="pair %{customdata}<br>wavelength %{y:,.1f} tokens<extra></extra>",
         )
@@ -256,7 +227,7 @@ def _wavelengths(d_head: int, base: float, length: int, fraction: bool = False) 
                   annotation_text=f"context length {length:,}", annotation_position="top left")
     where = "no pair exceeds it" if first is None else f"first pair past it: i = {first} of {d_head // 2}"
     fig.update_layout(
-        title=f"Wavelength 2π/θ_i per pair, d_head={d_head}, base={_fmt_base(base)} ({where})",
+        title=f"Wavelength 2π/θ_i per pair, d_head={d_head}, base={format_base(base)} ({where})",
         height=460, title_font_size=14,
         xaxis_title="pair position 2i / d_head" if fraction else "pair index i",
         yaxis_title="wavelength 2π/θ_i (tokens, log scale)", yaxis_type="log",
@@ -276,10 +247,10 @@ def fig_wavelengths(
     2i/d_head so every width fills the same axis. None for one figure at exactly these values.
     """
     if vary == "base":
-        return _knob_figure(_wavelengths, "base", float(base), bases, "base", {"d_head": d_head, "length": length})
+        return knob_figure(_wavelengths, "base", float(base), bases, "base", {"d_head": d_head, "length": length})
     if vary == "d_head":
         fixed = {"base": base, "length": length, "fraction": d_heads is not None}
-        return _knob_figure(_wavelengths, "d_head", d_head, d_heads, "d_head", fixed)
+        return knob_figure(_wavelengths, "d_head", d_head, d_heads, "d_head", fixed)
     raise ValueError(f"vary must be 'base' or 'd_head', got {vary!r}")
 
 
@@ -291,8 +262,8 @@ def live_wavelengths(
     """Live form of `fig_wavelengths`: any even d_head, base and context length."""
     return live_sliders(
         lambda d_head, base, length: _wavelengths(d_head, base, length), caption=caption, alt=alt,
-        d_head=_int_slider(d_head, "d_head", 2, 512, 2), base=_log_slider(base, "base", 1.0, 8.0),
-        length=_int_slider(length, "context length", 256, 131072, 256),
+        d_head=int_slider(d_head, "d_head", 2, 512, 2), base=log_slider(base, "base", 1.0, 8.0),
+        length=int_slider(length, "context length", 256, 131072, 256),
     )
 
 
@@ -317,7 +288,7 @@ def fig_binary_vs_sinusoid(n_bits: int = 4, oversample: int = 3) -> go.Figure:
     scale = 2**oversample * math.pi  # library positions u per token of x
     U = int(math.ceil(x_max * scale)) + 1
     pe = sinusoidal_positional_encoding(U, d, base)  # (U, d)
-    x = _round(np.arange(U) / scale, 3)
+    x = round_array(np.arange(U) / scale, 3)
     t = np.arange(x_max + 1)
     fig = make_subplots(rows=n_bits, cols=1, shared_xaxes=True, vertical_spacing=0.05,
                         subplot_titles=[f"bit {b}: period {2 ** (b + 1)} tokens" for b in range(n_bits)])
@@ -327,9 +298,9 @@ def fig_binary_vs_sinusoid(n_bits: int = 4, oversample: int = 3) -> go.Figure:
         fig.add_scatter(x=t.tolist(), y=((t >> b) & 1).tolist(), mode="lines+markers", line_shape="hv",
                         name="bit b of t (0 or 1)", line=dict(color="black", width=2), marker=dict(size=5),
                         legendgroup="bit", showlegend=first, row=b + 1, col=1)
-        fig.add_scatter(x=x, y=_round(pe[:, col]), mode="lines", name="sin, same period",
+        fig.add_scatter(x=x, y=round_array(pe[:, col]), mode="lines", name="sin, same period",
                         line=dict(color=LINE_COLORS[0], width=2), legendgroup="sin", showlegend=first, row=b + 1, col=1)
-        fig.add_scatter(x=x, y=_round(pe[:, col + 1]), mode="lines", name="cos, same period",
+        fig.add_scatter(x=x, y=round_array(pe[:, col + 1]), mode="lines", name="cos, same period",
                         line=dict(color=LINE_COLORS[1], width=2, dash="dash"), legendgroup="cos", showlegend=first,
                         row=b + 1, col=1)
         fig.update_yaxes(range=[-1.15, 1.15], tickvals=[-1, 0, 1], row=b + 1, col=1)
@@ -356,19 +327,19 @@ def _rotation(d: int, pair: int, k: int, T: int, base: float, starts: Sequence[i
     omega = float(pair_frequencies(d, base)[pair])
     fig = go.Figure()
     fig.add_scatter(
-        x=_round(u[:T, 0]), y=_round(u[:T, 1]), mode="markers+text", text=[str(t) for t in range(T)],
+        x=round_array(u[:T, 0]), y=round_array(u[:T, 1]), mode="markers+text", text=[str(t) for t in range(T)],
         textposition="top center", textfont=dict(size=9), name="u_i(t) for t = 0..T-1 (label: t)",
         marker=dict(size=9, color=list(range(T)), colorscale=SEQUENTIAL, showscale=False),
         hovertemplate="t=%{text}<br>(sin, cos)=(%{x}, %{y})<extra></extra>",
     )
     fig.add_scatter(
-        x=_round(moved[:ring, 0]), y=_round(moved[:ring, 1]), mode="markers", name="R(ω_i k) u_i(t)",
+        x=round_array(moved[:ring, 0]), y=round_array(moved[:ring, 1]), mode="markers", name="R(ω_i k) u_i(t)",
         marker=dict(size=15, color="rgba(0,0,0,0)", line=dict(color=LINE_COLORS[5], width=2)),
         hovertemplate="R(ω_i k) u_i(t) lands on u_i(t+k)<extra></extra>",
     )
     for n, s in enumerate(starts):
         fig.add_scatter(
-            x=_round(torch.stack([u[s, 0], moved[s, 0]])), y=_round(torch.stack([u[s, 1], moved[s, 1]])),
+            x=round_array(torch.stack([u[s, 0], moved[s, 0]])), y=round_array(torch.stack([u[s, 1], moved[s, 1]])),
             mode="lines+markers", marker=dict(symbol="arrow", angleref="previous", size=[0, 12]),
             line=dict(color=LINE_COLORS[(n + 2) % len(LINE_COLORS)], width=2),
             name=f"t = {s} → {s + k}", hoverinfo="skip",
@@ -393,7 +364,7 @@ def fig_offset_rotation(
     R(phi) = [[cos, sin], [-sin, cos]] acting on (sin, cos). Slider over the offset k.
     """
     fixed = {"d": d, "pair": pair, "T": T, "base": base, "starts": tuple(starts)}
-    return _knob_figure(_rotation, "k", k, ks, "offset k", fixed)
+    return knob_figure(_rotation, "k", k, ks, "offset k", fixed)
 
 
 def live_offset_rotation(
@@ -407,6 +378,6 @@ def live_offset_rotation(
 
     return live_sliders(
         build, caption=caption, alt=alt,
-        pair=_int_slider(pair, f"pair i (d={d})", 0, d // 2 - 1), k=_int_slider(k, "offset k (tokens)", 0, 40),
-        base=_log_slider(base, "base"),
+        pair=int_slider(pair, f"pair i (d={d})", 0, d // 2 - 1), k=int_slider(k, "offset k (tokens)", 0, 40),
+        base=log_slider(base, "base"),
     )

@@ -15,9 +15,7 @@ import plotly.graph_objects as go
 
 from mlbook.analysis.alibi import alibi_penalty, effective_window, naive_slopes, slope_provenance
 from mlbook.transformer.positional import alibi_bias, alibi_slopes
-from mlbook.viz.absolute import _int_slider, _knob_figure
-from mlbook.viz.core import LINE_COLORS, SEQUENTIAL, live_sliders
-from mlbook.viz.learned import _legend_below
+from mlbook.viz.core import LINE_COLORS, SEQUENTIAL, int_slider, knob_figure, legend_below, live_sliders
 
 __all__ = [
     "HEAD_COUNTS",
@@ -72,12 +70,12 @@ def _slopes(n_heads: int) -> go.Figure:
         yaxis=dict(title="slope m_h (log scale)", type="log", range=[math.log10(2.0 ** -8.6), math.log10(1.1)],
                    **_log2_ticks(0, 8)),
     )
-    return _legend_below(fig, height=580, rows=3)
+    return legend_below(fig, height=580, rows=3)
 
 
 def fig_alibi_slopes(n_heads: int = 8, *, head_counts: Sequence[int] | None = HEAD_COUNTS) -> go.Figure:
     """Slope of every head (log axis) with the naive formula for comparison; slider over H."""
-    return _knob_figure(_slopes, "n_heads", n_heads, head_counts, "heads H", {})
+    return knob_figure(_slopes, "n_heads", n_heads, head_counts, "heads H", {})
 
 
 def live_alibi_slopes(
@@ -86,7 +84,7 @@ def live_alibi_slopes(
     alt: str = "Scatter plot of slope on a log axis against head index, with hollow markers for the naive formula.",
 ) -> Any:
     """Live form of `fig_alibi_slopes`: any H from 1 to 32."""
-    return live_sliders(_slopes, caption=caption, alt=alt, n_heads=_int_slider(n_heads, "heads H", 1, 32))
+    return live_sliders(_slopes, caption=caption, alt=alt, n_heads=int_slider(n_heads, "heads H", 1, 32))
 
 
 # ---------------------------------------------------------------------------
@@ -125,7 +123,7 @@ def _penalty(n_heads: int, nats: float, max_heads: int) -> go.Figure:
         yaxis=dict(title="penalty (nats, log scale)", type="log", range=[-2.5, 2.2]),
     )
     fig.update_layout(legend_entrywidth=0.5, legend_entrywidthmode="fraction")  # two columns
-    return _legend_below(fig, height=640 + 22 * math.ceil((n_heads + 2) / 2), rows=math.ceil((n_heads + 2) / 2))
+    return legend_below(fig, height=640 + 22 * math.ceil((n_heads + 2) / 2), rows=math.ceil((n_heads + 2) / 2))
 
 
 def _slope_label(m: float) -> str:
@@ -146,7 +144,7 @@ def fig_alibi_penalty(
 ) -> go.Figure:
     """m_h * distance for every head on log-log axes (parallel lines) and each head's effective
     window at `nats`; slider over the threshold."""
-    return _knob_figure(_penalty, "nats", float(nats), nats_grid, "threshold (nats)",
+    return knob_figure(_penalty, "nats", float(nats), nats_grid, "threshold (nats)",
                         {"n_heads": n_heads, "max_heads": n_heads})
 
 
@@ -160,7 +158,7 @@ def live_alibi_penalty(
 
     return live_sliders(
         lambda n_heads, nats: _penalty(n_heads, nats, 32), caption=caption, alt=alt,
-        n_heads=_int_slider(n_heads, "heads H", 1, 32),
+        n_heads=int_slider(n_heads, "heads H", 1, 32),
         nats=widgets.FloatSlider(value=nats, min=0.5, max=10.0, step=0.5, description="threshold (nats)",
                                  continuous_update=False, style={"description_width": "initial"}),
     )
@@ -200,7 +198,7 @@ def fig_alibi_bias_map(
     """Heatmap of one head's causal bias (future keys blank), colours clipped at `floor` nats so
     every head shares one scale; slider over `heads` (default: all)."""
     grid = list(range(n_heads)) if heads == () else heads
-    return _knob_figure(_bias_map, "head", head, grid, "head", {"n_heads": n_heads, "T": T, "floor": floor})
+    return knob_figure(_bias_map, "head", head, grid, "head", {"n_heads": n_heads, "T": T, "floor": floor})
 
 
 def live_alibi_bias_map(
@@ -217,8 +215,8 @@ def live_alibi_bias_map(
 
     return live_sliders(
         build, caption=caption, alt=alt,
-        head=_int_slider(head, "head", 0, 31), n_heads=_int_slider(n_heads, "heads H", 1, 32),
-        T=_int_slider(T, "T (tokens)", 8, 256, 8),
+        head=int_slider(head, "head", 0, 31), n_heads=int_slider(n_heads, "heads H", 1, 32),
+        T=int_slider(T, "T (tokens)", 8, 256, 8),
         floor=widgets.FloatSlider(value=-8.0, min=-30.0, max=-0.5, step=0.5, description="colour floor (nats)",
                                   continuous_update=False, style={"description_width": "initial"}),
     )

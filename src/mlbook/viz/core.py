@@ -59,6 +59,17 @@ __all__ = [
     "live_sliders",
     "grid_slider",
     "show_knob",
+    "DIGITS",
+    "round_array",
+    "format_base",
+    "knob_values",
+    "knob_figure",
+    "log_slider",
+    "int_slider",
+    "float_slider",
+    "light_figure",
+    "legend_below",
+    "rgba",
 ]
 
 # ---------------------------------------------------------------------------
@@ -498,3 +509,96 @@ def show_knob(
         return w
 
     show_live(make)
+
+
+# ---------------------------------------------------------------------------
+# Helpers the section modules share: rounding, labels, knob grids, sliders, layouts
+# ---------------------------------------------------------------------------
+
+DIGITS = 3  # decimals kept in static heatmaps and curves
+_TEMPLATE: dict[str, Any] | None = None  # plotly_white as plain JSON, built once by `light_figure`
+
+
+def round_array(a: np.ndarray | Any, digits: int = DIGITS) -> np.ndarray:
+    """`a` (array or tensor) as float64 numpy rounded to `digits` decimals (float32 values would
+    serialise with spurious digits)."""
+    if hasattr(a, "detach"):  # a torch tensor, without importing torch here
+        a = a.detach().double().numpy()
+    return np.round(np.asarray(a, dtype=np.float64), digits)
+
+
+def format_base(base: float) -> str:
+    """A RoPE or sinusoidal base for a title: 10000.0 -> "10,000", 0.5 -> "0.5"."""
+    return f"{base:,.0f}" if float(base).is_integer() else f"{base:,g}"
+
+
+def knob_values(value: Any, grid: Sequence[Any] | None) -> list[Any] | None:
+    """The grid of a static slider with `value` added (sorted in) if missing; None stays None."""
+    if grid is None:
+        return None
+    values = list(grid)
+    if value not in values:
+        values = sorted(values + [value])
+    return values
+
+
+def knob_figure(
+    build: Callable[..., go.Figure], name: str, value: Any, grid: Sequence[Any] | None, label: str,
+    fixed: dict[str, Any],
+) -> go.Figure:
+    """build(**fixed, name=value), or a `grid_slider` over `grid` (value added if missing) starting at value."""
+    values = knob_values(value, grid)
+    if values is None:
+        return build(**fixed, **{name: value})
+    return grid_slider(build, name, values, active=values.index(value), label=label, fixed=fixed)
+
+
+def log_slider(value: float, description: str, lo: float = 1.0, hi: float = 7.0, fmt: str = ",.0f") -> Any:
+    """An ipywidgets slider over 10^lo .. 10^hi in steps of 10^0.05, redrawn on release."""
+    import ipywidgets as widgets
+
+    return widgets.FloatLogSlider(value=value, base=10, min=lo, max=hi, step=0.05, description=description,
+                                  readout_format=fmt, continuous_update=False, style={"description_width": "initial"})
+
+
+def int_slider(value: int, description: str, lo: int, hi: int, step: int = 1) -> Any:
+    """An ipywidgets integer slider over lo .. hi, redrawn on release."""
+    import ipywidgets as widgets
+
+    return widgets.IntSlider(value=value, min=lo, max=hi, step=step, description=description,
+                             continuous_update=False, style={"description_width": "initial"})
+
+
+def float_slider(value: float, description: str, lo: float, hi: float, step: float) -> Any:
+    """An ipywidgets float slider over lo .. hi, redrawn on release."""
+    import ipywidgets as widgets
+
+    return widgets.FloatSlider(value=value, min=lo, max=hi, step=step, description=description,
+                               continuous_update=False, style={"description_width": "initial"})
+
+
+def light_figure(data: Sequence[dict[str, Any]] = (), **layout: Any) -> go.Figure:
+    """A figure in the plotly_white template from plain trace dicts, built without plotly's
+    property validation, which costs tens of milliseconds per figure (the template alone about
+    35 ms, each trace about 5 ms), so a live slider can redraw within its 50 ms budget. Callers
+    pass valid properties; the tests check the traces."""
+    global _TEMPLATE
+    if _TEMPLATE is None:
+        _TEMPLATE = pio.templates["plotly_white"].to_plotly_json()
+    return go.Figure(data=list(data), layout={"template": _TEMPLATE, **layout}, _validate=False)
+
+
+def legend_below(fig: go.Figure, *, height: int, rows: int, gap: int = 150, top: int = 80) -> go.Figure:
+    """Put a horizontal legend `gap` pixels under the plot area, clear of the x title and of a
+    static slider (which hangs below the plot), and make room for `rows` legend rows."""
+    bottom = gap + 22 * rows + 16
+    plot_px = height - top - bottom
+    fig.update_layout(height=height, margin=dict(t=top, b=bottom),
+                      legend=dict(orientation="h", x=0, xanchor="left", y=-gap / plot_px, yanchor="top", font_size=11))
+    return fig
+
+
+def rgba(hex_color: str, alpha: float) -> str:
+    """A palette colour made translucent for a band: rgba("#0072B2", 0.18) -> "rgba(0, 114, 178, 0.18)"."""
+    h = hex_color.lstrip("#")
+    return f"rgba({int(h[0:2], 16)}, {int(h[2:4], 16)}, {int(h[4:6], 16)}, {alpha})"

@@ -34,7 +34,7 @@ from mlbook.analysis.extension import (
     frequency_ratios,
     yarn_bands,
 )
-from mlbook.viz.core import LINE_COLORS, grid_slider, live_sliders
+from mlbook.viz.core import LINE_COLORS, float_slider, grid_slider, int_slider, knob_values, live_sliders, log_slider
 
 __all__ = [
     "SCALE_FACTORS",
@@ -74,36 +74,6 @@ _BAND_TEXT = {"extrapolate": "YaRN keeps θ_i", "blend": "YaRN blends", "interpo
 
 def _fmt_len(n: float) -> str:
     return f"{n:,.0f}"
-
-
-def _log_slider(value: float, description: str, lo: float, hi: float, fmt: str = ",.0f") -> Any:
-    import ipywidgets as widgets
-
-    return widgets.FloatLogSlider(value=value, base=10, min=lo, max=hi, step=0.05, description=description,
-                                  readout_format=fmt, continuous_update=False, style={"description_width": "initial"})
-
-
-def _int_slider(value: int, description: str, lo: int, hi: int, step: int = 1) -> Any:
-    import ipywidgets as widgets
-
-    return widgets.IntSlider(value=value, min=lo, max=hi, step=step, description=description,
-                             continuous_update=False, style={"description_width": "initial"})
-
-
-def _float_slider(value: float, description: str, lo: float, hi: float, step: float) -> Any:
-    import ipywidgets as widgets
-
-    return widgets.FloatSlider(value=value, min=lo, max=hi, step=step, description=description,
-                               continuous_update=False, style={"description_width": "initial"})
-
-
-def _grid(value: Any, grid: Sequence[Any] | None) -> list[Any] | None:
-    if grid is None:
-        return None
-    values = list(grid)
-    if value not in values:
-        values = sorted(values + [value])
-    return values
 
 
 def _check_factor(factor: float) -> float:
@@ -175,7 +145,7 @@ def fig_angle_coverage(
     The pairs that never complete a turn in L (wavelength > L) are shaded: past L they meet
     angles the model has never seen. factors=None gives the single figure at `factor`.
     """
-    values = _grid(float(factor), factors)
+    values = knob_values(float(factor), factors)
     top = max(values or [factor])
     y_max = 3 * top * original_max_len
     fixed = dict(d_head=d_head, base=base, original_max_len=original_max_len, y_max=y_max)
@@ -195,9 +165,9 @@ def live_angle_coverage(
 
     return live_sliders(
         build, caption=caption, alt=alt,
-        d_head=_int_slider(d_head, "d_head", 8, 256, 8), base=_log_slider(base, "base", 2.0, 7.0),
-        original_max_len=_int_slider(original_max_len, "L (trained)", 256, 32768, 256),
-        factor=_float_slider(factor, "s = L'/L", 1.0, 32.0, 0.5),
+        d_head=int_slider(d_head, "d_head", 8, 256, 8), base=log_slider(base, "base", 2.0, 7.0),
+        original_max_len=int_slider(original_max_len, "L (trained)", 256, 32768, 256),
+        factor=float_slider(factor, "s = L'/L", 1.0, 32.0, 0.5),
     )
 
 
@@ -305,7 +275,7 @@ def fig_context_scaling(
             raise ValueError(f"unknown method {m!r}; valid values are {', '.join(repr(x) for x in METHODS)}")
     if not methods:
         raise ValueError("methods is empty; give at least one of " + ", ".join(METHODS))
-    values = _grid(float(factor), factors)
+    values = knob_values(float(factor), factors)
     top = max(values or [factor])
     wave_max = 3 * top * max(float(pair_wavelengths(d_head, base)[-1]), top * original_max_len)
     fixed = dict(d_head=d_head, base=base, original_max_len=original_max_len, seq_len=seq_len, beta_fast=beta_fast,
@@ -335,12 +305,12 @@ def live_context_scaling(
 
     return live_sliders(
         build, caption=caption, alt=alt,
-        factor=_float_slider(factor, "s = L'/L", 1.0, 32.0, 0.5), base=_log_slider(base, "base", 3.0, 7.0),
-        d_head=_int_slider(d_head, "d_head", 16, 256, 16),
-        original_max_len=_int_slider(original_max_len, "L (trained)", 512, 32768, 512),
-        beta_fast=_float_slider(beta_fast, "beta_fast", 2.0, 128.0, 1.0),
-        beta_slow=_float_slider(beta_slow, "beta_slow", 0.25, 8.0, 0.25),
-        n_over_L=_float_slider(factor, "dynamic: n / L", 1.0, 32.0, 0.5),
+        factor=float_slider(factor, "s = L'/L", 1.0, 32.0, 0.5), base=log_slider(base, "base", 3.0, 7.0),
+        d_head=int_slider(d_head, "d_head", 16, 256, 16),
+        original_max_len=int_slider(original_max_len, "L (trained)", 512, 32768, 512),
+        beta_fast=float_slider(beta_fast, "beta_fast", 2.0, 128.0, 1.0),
+        beta_slow=float_slider(beta_slow, "beta_slow", 0.25, 8.0, 0.25),
+        n_over_L=float_slider(factor, "dynamic: n / L", 1.0, 32.0, 0.5),
     )
 
 
@@ -426,7 +396,7 @@ def fig_score_fit(
     Slider over the ridge term of the fit (None: one figure at `ridge`): the fit on [0, L) hardly
     changes while the extrapolated curve follows whatever the data left unconstrained.
     """
-    values = _grid(float(ridge), ridges)
+    values = knob_values(float(ridge), ridges)
     fixed = dict(d_head=d_head, base=base, original_max_len=original_max_len, n_points=n_points, factor=factor, seed=seed)
     if values is None:
         return _score_fit(ridge=ridge, **fixed)
@@ -446,8 +416,8 @@ def live_score_fit(
 
     return live_sliders(
         build, caption=caption, alt=alt,
-        ridge=_log_slider(ridge, "ridge", -12.0, 0.0, ".0e"), seed=_int_slider(seed, "seed", 0, 20),
-        n_points=_int_slider(n_points, "targets n", 64, 2048, 64), factor=_float_slider(factor, "s", 1.5, 16.0, 0.5),
-        d_head=_int_slider(d_head, "d_head", 16, 256, 16), base=_log_slider(base, "base", 3.0, 6.0),
-        original_max_len=_int_slider(original_max_len, "L (trained)", 512, 4096, 256),
+        ridge=log_slider(ridge, "ridge", -12.0, 0.0, ".0e"), seed=int_slider(seed, "seed", 0, 20),
+        n_points=int_slider(n_points, "targets n", 64, 2048, 64), factor=float_slider(factor, "s", 1.5, 16.0, 0.5),
+        d_head=int_slider(d_head, "d_head", 16, 256, 16), base=log_slider(base, "base", 3.0, 6.0),
+        original_max_len=int_slider(original_max_len, "L (trained)", 512, 4096, 256),
     )

@@ -14,7 +14,7 @@ import plotly.graph_objects as go
 
 from mlbook.experiments import exp_context_extension, exp_extrapolation, exp_permutation
 from mlbook.experiments.common import TUNED_BETAS, yarn_bands
-from mlbook.viz.core import LINE_COLORS
+from mlbook.viz.core import LINE_COLORS, rgba
 
 __all__ = [
     "SCHEME_COLORS",
@@ -46,17 +46,12 @@ _MODEL_COLORS: dict[str, str] = {
 _DASHES = ("solid", "dash", "dot", "dashdot", "longdash")
 
 
-def _rgba(hex_color: str, alpha: float) -> str:
-    h = hex_color.lstrip("#")
-    return f"rgba({int(h[0:2], 16)}, {int(h[2:4], 16)}, {int(h[4:6], 16)}, {alpha})"
-
-
 def _band(fig: go.Figure, x: Sequence[float], mean: Sequence[float | None], sd: Sequence[float | None], color: str,
           name: str, dash: str = "solid", group: str | None = None, showlegend: bool = True) -> None:
     """A line at the mean with a shaded band of +- one sd (two traces: band, then line)."""
     lo = [None if m is None or s is None else m - s for m, s in zip(mean, sd)]
     hi = [None if m is None or s is None else m + s for m, s in zip(mean, sd)]
-    fig.add_trace(go.Scatter(x=list(x) + list(x)[::-1], y=hi + lo[::-1], fill="toself", fillcolor=_rgba(color, 0.18),
+    fig.add_trace(go.Scatter(x=list(x) + list(x)[::-1], y=hi + lo[::-1], fill="toself", fillcolor=rgba(color, 0.18),
                              line={"width": 0}, hoverinfo="skip", showlegend=False, legendgroup=group or name,
                              name=f"{name} ± sd"))
     fig.add_trace(go.Scatter(x=list(x), y=list(mean), mode="lines", name=name, legendgroup=group or name,

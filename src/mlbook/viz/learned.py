@@ -15,8 +15,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from mlbook.analysis.learned import DriftCurves, TailRowReport
-from mlbook.viz.absolute import _int_slider
-from mlbook.viz.core import LINE_COLORS, grid_slider, live_sliders
+from mlbook.viz.core import LINE_COLORS, grid_slider, int_slider, legend_below, live_sliders
 
 __all__ = [
     "snapshot_steps",
@@ -25,16 +24,6 @@ __all__ = [
     "fig_decode_drift",
     "live_decode_drift",
 ]
-
-
-def _legend_below(fig: go.Figure, *, height: int, rows: int, gap: int = 150, top: int = 80) -> go.Figure:
-    """Put a horizontal legend `gap` pixels under the plot area, clear of the x title and of a
-    static slider (which hangs below the plot), and make room for `rows` legend rows."""
-    bottom = gap + 22 * rows + 16
-    plot_px = height - top - bottom
-    fig.update_layout(height=height, margin=dict(t=top, b=bottom),
-                      legend=dict(orientation="h", x=0, xanchor="left", y=-gap / plot_px, yanchor="top", font_size=11))
-    return fig
 
 
 def snapshot_steps(total: int, n: int = 5) -> list[int]:
@@ -79,7 +68,7 @@ def _tail(report: TailRowReport, step: int) -> go.Figure:
         title_font_size=14, bargap=0.1,
     )
     fig.update_annotations(font_size=12)
-    return _legend_below(fig, height=760, rows=3)
+    return legend_below(fig, height=760, rows=3)
 
 
 def fig_tail_rows(report: TailRowReport, step: int | None = None, *, steps: Sequence[int] | None = ()) -> go.Figure:
@@ -103,7 +92,7 @@ def live_tail_rows(
 ) -> Any:
     """Live form of `fig_tail_rows`: any training step of the run."""
     return live_sliders(lambda step: _tail(report, step), caption=caption, alt=alt,
-                        step=_int_slider(report.steps, "training step", 1, report.steps))
+                        step=int_slider(report.steps, "training step", 1, report.steps))
 
 
 # ---------------------------------------------------------------------------
@@ -147,7 +136,7 @@ def _drift(curves: DriftCurves, T: int, atol: float) -> go.Figure:
         title_font_size=14,
     )
     fig.update_annotations(font_size=12)
-    return _legend_below(fig, height=820, rows=6)
+    return legend_below(fig, height=820, rows=6)
 
 
 def _check_curves(curves: Mapping[int, DriftCurves]) -> dict[int, DriftCurves]:

@@ -16,8 +16,7 @@ from mlbook.analysis.interview import format_bytes
 from mlbook.analysis.systems import kv_cache_bytes, kv_cache_options
 from mlbook.data.model_families import MODEL_FAMILIES, ModelFamily, positional_summary
 from mlbook.transformer.validate import check_choice
-from mlbook.viz.core import LINE_COLORS, grid_slider, live_sliders
-from mlbook.viz.systems import _light_figure
+from mlbook.viz.core import LINE_COLORS, grid_slider, light_figure, live_sliders
 
 __all__ = [
     "ACCELERATOR_BYTES",
@@ -73,7 +72,7 @@ def _kv_cache(n_layers: int = 32, n_kv_heads: int = 32, d_head: int = 128, bytes
              text=[format_bytes(total).split(" (")[0]], textposition="top left", textfont=dict(size=13),
              hovertemplate="%{x:,} tokens<br>%{y:.4g} GiB<extra></extra>"),
     ]
-    return _light_figure(
+    return light_figure(
         traces,
         title=dict(text=(f"{n_layers} layers x {n_kv_heads} KV heads x d_head {d_head} x {bytes_per_value:g} B x 2 "
                          f"(K, V) = {format_bytes(per_token)} per token<br>{format_bytes(total).split(' (')[0]} for "
@@ -172,7 +171,7 @@ def _family_kv(context_len: int = 131072, bytes_per_value: float = 2.0) -> go.Fi
         customdata=[list(c) for c in zip(per_token, kind, [n + b for n, b in zip(notes, beyond)])],
         hovertemplate="%{y}<br>%{customdata[1]}<br>%{customdata[0]} per token%{customdata[2]}<br>%{x:.3g} GiB<extra></extra>",
     )
-    return _light_figure(
+    return light_figure(
         [bar],
         title=dict(text=(f"KV cache of one sequence at {context_len:,} tokens, {bytes_per_value:g} bytes per value<br>"
                          "orange: a key and value for every head; blue: grouped-query"), font=dict(size=14)),

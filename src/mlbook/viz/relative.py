@@ -19,9 +19,7 @@ from plotly.subplots import make_subplots
 
 from mlbook.analysis.relative import bucket_layout
 from mlbook.transformer.positional import RelativePositionBias, RelativePositionBias2D, relative_position_bucket
-from mlbook.viz.absolute import _int_slider, _knob_figure
-from mlbook.viz.core import DIVERGING, LINE_COLORS, live_sliders
-from mlbook.viz.learned import _legend_below
+from mlbook.viz.core import DIVERGING, LINE_COLORS, int_slider, knob_figure, legend_below, live_sliders
 
 __all__ = [
     "NUM_BUCKETS",
@@ -121,7 +119,7 @@ def _buckets(num_buckets: int, max_distance: int, span: int, show: str = "bidire
             active=["bidirectional", "causal", "both"].index(show),
         )],
     )
-    return _legend_below(fig, height=600, rows=3)
+    return legend_below(fig, height=600, rows=3)
 
 
 def _exact(num_buckets: int, bidirectional: bool) -> int:
@@ -156,13 +154,13 @@ def fig_buckets(
     if vary == "num_buckets":
         values = NUM_BUCKETS if grid == () else grid
         span = span or int(1.25 * max_distance)
-        fig = _knob_figure(_buckets, "num_buckets", num_buckets, values, "num_buckets",
+        fig = knob_figure(_buckets, "num_buckets", num_buckets, values, "num_buckets",
                            {"max_distance": max_distance, "span": span, "show": show})
         return _per_frame_y_range(fig, lambda name: int(name))
     if vary == "max_distance":
         values = MAX_DISTANCES if grid == () else grid
         span = span or int(1.25 * max([max_distance, *(values or ())]))
-        fig = _knob_figure(_buckets, "max_distance", max_distance, values, "max_distance",
+        fig = knob_figure(_buckets, "max_distance", max_distance, values, "max_distance",
                            {"num_buckets": num_buckets, "span": span, "show": show})
         return _per_frame_y_range(fig, lambda name: num_buckets)
     raise ValueError(f"vary must be 'num_buckets' or 'max_distance', got {vary!r}")
@@ -186,8 +184,8 @@ def live_buckets(
 
     return live_sliders(
         build, caption=caption, alt=alt,
-        num_buckets=_int_slider(num_buckets, "num_buckets", 4, 128, 2),
-        max_distance=_int_slider(max_distance, "max_distance", 8, 1024, 8),
+        num_buckets=int_slider(num_buckets, "num_buckets", 4, 128, 2),
+        max_distance=int_slider(max_distance, "max_distance", 8, 1024, 8),
         bidirectional=_toggle(True, "direction"),
     )
 
@@ -227,7 +225,7 @@ def fig_t5_bias_map(
     grid = list(range(n_heads)) if heads == () else heads
     fixed = {"T": T, "n_heads": n_heads, "num_buckets": num_buckets, "max_distance": max_distance,
              "bidirectional": bidirectional, "seed": seed}
-    return _knob_figure(_t5_map, "head", head, grid, "head", fixed)
+    return knob_figure(_t5_map, "head", head, grid, "head", fixed)
 
 
 def live_t5_bias_map(
@@ -242,8 +240,8 @@ def live_t5_bias_map(
 
     return live_sliders(
         build, caption=caption, alt=alt,
-        head=_int_slider(head, "head", 0, n_heads - 1), T=_int_slider(T, "T (tokens)", 8, 160, 8),
-        num_buckets=_int_slider(32, "num_buckets", 4, 64, 4), max_distance=_int_slider(128, "max_distance", 8, 256, 8),
+        head=int_slider(head, "head", 0, n_heads - 1), T=int_slider(T, "T (tokens)", 8, 160, 8),
+        num_buckets=int_slider(32, "num_buckets", 4, 64, 4), max_distance=int_slider(128, "max_distance", 8, 256, 8),
         bidirectional=_toggle(True, "direction"),
     )
 
@@ -298,7 +296,7 @@ def fig_swin_bias(
     window: int = 7, head: int = 0, n_heads: int = 4, seed: int = 0, *, windows: Sequence[int] | None = WINDOWS,
 ) -> go.Figure:
     """Swin's ((2w-1), (2w-1)) table of one head beside the (w^2, w^2) bias it gathers; slider over window."""
-    fig = _knob_figure(_swin, "window", window, windows, "window", {"head": head, "n_heads": n_heads, "seed": seed})
+    fig = knob_figure(_swin, "window", window, windows, "window", {"head": head, "n_heads": n_heads, "seed": seed})
     base = [a.to_plotly_json() for a in fig.layout.annotations]  # the two subplot titles
     for frame in fig.frames:  # each window gets axes that fit it, and its own subplot titles
         w = int(frame.name)
@@ -316,5 +314,5 @@ def live_swin_bias(
     """Live form of `fig_swin_bias`: window size and head."""
     return live_sliders(
         lambda window, head: _swin(window, head, n_heads, 0), caption=caption, alt=alt,
-        window=_int_slider(window, "window w", 1, 12), head=_int_slider(head, "head", 0, n_heads - 1),
+        window=int_slider(window, "window w", 1, 12), head=int_slider(head, "head", 0, n_heads - 1),
     )

@@ -33,8 +33,17 @@ from mlbook.analysis.rope import (
     PortingReport,
 )
 from mlbook.transformer.validate import check_even_d, check_int
-from mlbook.viz.absolute import BASES, _fmt_base, _int_slider, _knob_figure, _log_slider, _round
-from mlbook.viz.core import LINE_COLORS, SEQUENTIAL, live_sliders
+from mlbook.viz.absolute import BASES
+from mlbook.viz.core import (
+    LINE_COLORS,
+    SEQUENTIAL,
+    format_base,
+    int_slider,
+    knob_figure,
+    live_sliders,
+    log_slider,
+    round_array,
+)
 
 __all__ = [
     "Q_PAIR",
@@ -138,27 +147,27 @@ def _rotation(
     arc = np.linspace(now.angle_q, now.angle_q + between, 40)
     mid = now.angle_q + between / 2
     data: list[dict[str, Any]] = [
-        dict(type="scatter", x=_round(np.cos(t)), y=_round(np.sin(t)), mode="lines", hoverinfo="skip",
+        dict(type="scatter", x=round_array(np.cos(t)), y=round_array(np.sin(t)), mode="lines", hoverinfo="skip",
              line=dict(color="#bbbbbb", width=1), name="unit circle", showlegend=False),
     ]
     for vec, color, name in ((ref.q_m, LINE_COLORS[0], f"q at m = {rm}"), (ref.k_n, LINE_COLORS[1], f"k at n = {rn}")):
-        xy = _round(np.array(vec))
+        xy = round_array(np.array(vec))
         data.append(dict(type="scatter", x=[0, xy[0]], y=[0, xy[1]], mode="lines", opacity=0.55, hoverinfo="skip",
                          line=dict(color=color, width=2, dash="dot"), name=f"{name} (dotted)"))
     for vec, color, name in ((now.q_m, LINE_COLORS[0], "q rotated to m"), (now.k_n, LINE_COLORS[1], "k rotated to n")):
-        xy = _round(np.array(vec))
+        xy = round_array(np.array(vec))
         data.append(dict(
             type="scatter", x=[0, xy[0]], y=[0, xy[1]], mode="lines+markers", line=dict(color=color, width=4),
             marker=dict(symbol="arrow", angleref="previous", size=[0, 16], color=color), name=name,
             hovertemplate=f"{name}<br>(a, b) = (%{{x}}, %{{y}})<extra></extra>",
         ))
     data += [
-        dict(type="scatter", x=_round(0.25 * np.cos(arc)), y=_round(0.25 * np.sin(arc)), mode="lines",
+        dict(type="scatter", x=round_array(0.25 * np.cos(arc)), y=round_array(0.25 * np.sin(arc)), mode="lines",
              line=dict(color=LINE_COLORS[2], width=3), name="angle from q to k", hoverinfo="skip"),
         dict(type="scatter", x=[round(0.45 * math.cos(mid), 3)], y=[round(0.45 * math.sin(mid), 3)], mode="text",
              text=[f"{_deg(between):+.0f}°"], textfont=dict(size=14, color=LINE_COLORS[2]), showlegend=False,
              hoverinfo="skip"),
-        dict(type="scatter", x=offsets, y=_round(np.array(scores)), mode="lines+markers", xaxis="x2", yaxis="y2",
+        dict(type="scatter", x=offsets, y=round_array(np.array(scores)), mode="lines+markers", xaxis="x2", yaxis="y2",
              line=dict(color="#888888", width=1), marker=dict(size=5, color="#444444"),
              name="pair score at each offset", hovertemplate="n − m = %{x}<br>score %{y}<extra></extra>"),
         dict(type="scatter", x=[n - m], y=[round(now.score, 3)], mode="markers", xaxis="x2", yaxis="y2",
@@ -195,7 +204,7 @@ def fig_rotation_shift(
     def build(c: int) -> go.Figure:
         return _rotation(m + c, n + c, pair, d_head, base, reference=(m, n))
 
-    return _styled(_knob_figure(build, "c", c, shifts, "common shift c (tokens)", {}))
+    return _styled(knob_figure(build, "c", c, shifts, "common shift c (tokens)", {}))
 
 
 def fig_rotation_offset(
@@ -217,7 +226,7 @@ def fig_rotation_offset(
     def build(offset: int) -> go.Figure:
         return _rotation(m, m + offset, pair, d_head, base, reference=(m, m + 1), curve_offsets=curve)
 
-    return _styled(_knob_figure(build, "offset", offset, offsets, "n − m (tokens)", {}))
+    return _styled(knob_figure(build, "offset", offset, offsets, "n − m (tokens)", {}))
 
 
 def live_rotation(
@@ -232,8 +241,8 @@ def live_rotation(
 
     return live_sliders(
         _live(build), caption=caption, alt=alt,
-        m=_int_slider(m, "m (query position)", 0, 200), n=_int_slider(n, "n (key position)", 0, 200),
-        pair=_int_slider(pair, f"pair i (d_head = {d_head})", 0, d_head // 2 - 1), base=_log_slider(base, "base"),
+        m=int_slider(m, "m (query position)", 0, 200), n=int_slider(n, "n (key position)", 0, 200),
+        pair=int_slider(pair, f"pair i (d_head = {d_head})", 0, d_head // 2 - 1), base=log_slider(base, "base"),
     )
 
 
@@ -251,14 +260,14 @@ def _bands(d_head: int, T: int, base: float, pairs: Sequence[int] | None = None)
     wavelength = bands.wavelength.numpy()
     m = list(range(T))
     data: list[dict[str, Any]] = [
-        dict(type="scatter", x=m, y=_round(bands.sin[i]), mode="lines+markers" if T <= 128 else "lines",
+        dict(type="scatter", x=m, y=round_array(bands.sin[i]), mode="lines+markers" if T <= 128 else "lines",
              line=dict(color=LINE_COLORS[n % len(LINE_COLORS)], width=2), marker=dict(size=4),
              name=f"pair {i} (λ = {wavelength[i]:,.1f})",
              hovertemplate=f"pair {i}<br>m = %{{x}}<br>sin(m θ) = %{{y}}<extra></extra>")
         for n, i in enumerate(pairs)
     ]
     data.append(dict(
-        type="heatmap", z=_round(bands.angle_mod, 2), x=m, y=list(range(d_head // 2)), zmin=0, zmax=2 * math.pi,
+        type="heatmap", z=round_array(bands.angle_mod, 2), x=m, y=list(range(d_head // 2)), zmin=0, zmax=2 * math.pi,
         colorscale=SEQUENTIAL, xaxis="x2", yaxis="y2",
         colorbar=dict(title=dict(text="angle (rad)"), tickvals=[0, math.pi / 2, math.pi, 3 * math.pi / 2, 2 * math.pi],
                       ticktext=["0", "π/2", "π", "3π/2", "2π"], len=0.46, y=0.0, yanchor="bottom"),
@@ -266,7 +275,7 @@ def _bands(d_head: int, T: int, base: float, pairs: Sequence[int] | None = None)
     ))
     last = d_head // 2 - 1
     layout = dict(
-        title=_title(f"RoPE angles, d_head = {d_head}, base = {_fmt_base(base)}<br>pair 0 turns every "
+        title=_title(f"RoPE angles, d_head = {d_head}, base = {format_base(base)}<br>pair 0 turns every "
                      f"{wavelength[0]:.2f} tokens, pair {last} every {wavelength[last]:,.0f} "
                      "(λ: wavelength in tokens)"),
         height=860, margin=dict(t=160, b=60, l=60, r=20),
@@ -290,7 +299,7 @@ def fig_frequency_bands(
     """sin(m theta_i) for a few pairs and a heatmap of m theta_i mod 2 pi; slider over the base."""
     fixed = {"d_head": d_head, "T": T, "pairs": None if pairs is None else tuple(pairs)}
     grid = None if bases is None else [float(b) for b in bases]
-    return _styled(_knob_figure(_bands, "base", float(base), grid, "base", fixed))
+    return _styled(knob_figure(_bands, "base", float(base), grid, "base", fixed))
 
 
 def live_frequency_bands(
@@ -301,8 +310,8 @@ def live_frequency_bands(
     """Live form of `fig_frequency_bands`: any even d_head, T and base (five pairs spread over the head)."""
     return live_sliders(
         _live(lambda d_head, T, base: _bands(d_head, T, base)), caption=caption, alt=alt,
-        d_head=_int_slider(d_head, "d_head", 8, 256, 8), T=_int_slider(T, "T (positions)", 8, 1024, 8),
-        base=_log_slider(base, "base"),
+        d_head=int_slider(d_head, "d_head", 8, 256, 8), T=int_slider(T, "T (positions)", 8, 1024, 8),
+        base=log_slider(base, "base"),
     )
 
 
@@ -371,7 +380,7 @@ def _pairings(d_head: int) -> go.Figure:
 
 def fig_pairings(d_head: int = 8, *, d_heads: Sequence[int] | None = PAIRING_D_HEADS) -> go.Figure:
     """The two RoPE layouts as dims joined by arcs, and the permutation between them; slider over d_head."""
-    return _styled(_knob_figure(_pairings, "d_head", d_head, d_heads, "d_head", {}))
+    return _styled(knob_figure(_pairings, "d_head", d_head, d_heads, "d_head", {}))
 
 
 def live_pairings(
@@ -381,7 +390,7 @@ def live_pairings(
 ) -> Any:
     """Live form of `fig_pairings`."""
     return live_sliders(_live(lambda d_head: _pairings(d_head)), caption=caption, alt=alt,
-                        d_head=_int_slider(d_head, "d_head", 2, 32, 2))
+                        d_head=int_slider(d_head, "d_head", 2, 32, 2))
 
 
 # ---------------------------------------------------------------------------
@@ -400,12 +409,13 @@ def _porting(head: int, report: PortingReport) -> go.Figure:
     scale = report.scores_reference[head].abs().max().item()
     lim = 1.1 * max(ref.abs().max().item(), raw.abs().max().item())
     data = [
-        dict(type="scatter", x=dist, y=_round(ref), mode="lines", line=dict(color=LINE_COLORS[0], width=3),
+        dict(type="scatter", x=dist, y=round_array(ref), mode="lines", line=dict(color=LINE_COLORS[0], width=3),
              name="reference: interleaved checkpoint, interleaved model"),
-        dict(type="scatter", x=dist, y=_round(conv), mode="markers",
+        dict(type="scatter", x=dist, y=round_array(conv), mode="markers",
              name="half model, q/k through convert_rotary_weights",
              marker=dict(color=LINE_COLORS[2], size=7, symbol="circle-open", line=dict(width=2))),
-        dict(type="scatter", x=dist, y=_round(raw), mode="lines", line=dict(color=LINE_COLORS[5], width=2, dash="dash"),
+        dict(type="scatter", x=dist, y=round_array(raw), mode="lines",
+             line=dict(color=LINE_COLORS[5], width=2, dash="dash"),
              name="half model, q/k loaded as they are"),
     ]
     layout = dict(
@@ -428,7 +438,7 @@ def fig_porting_bug(
     """
     report = report or porting_bug(d_model=128, n_heads=4, T=48)
     grid = list(range(report.n_heads)) if heads is None else list(heads)
-    return _styled(_knob_figure(_porting, "head", head, grid, "head", {"report": report}))
+    return _styled(knob_figure(_porting, "head", head, grid, "head", {"report": report}))
 
 
 def live_porting_bug(
@@ -441,8 +451,8 @@ def live_porting_bug(
     def build(head: int, base: float) -> go.Figure:
         return _porting(head, porting_bug(d_model=128, n_heads=4, T=48, base=base))
 
-    return live_sliders(_live(build), caption=caption, alt=alt, head=_int_slider(head, "head", 0, 3),
-                        base=_log_slider(base, "base", 2.0, 7.0))
+    return live_sliders(_live(build), caption=caption, alt=alt, head=int_slider(head, "head", 0, 3),
+                        base=log_slider(base, "base", 2.0, 7.0))
 
 
 # ---------------------------------------------------------------------------
@@ -465,20 +475,21 @@ def _decay(d_head: int, base: float, max_distance: int = 16384, n_samples: int =
     x = D[1:].tolist()  # distance 0 (score 1) cannot sit on a log axis
     hover = "|m − n| = %{x}<br>%{y}<extra>%{fullData.name}</extra>"
     data = [
-        dict(type="scatter", x=x, y=_round(curve.high[1:]), mode="lines", line=dict(width=0), hoverinfo="skip",
+        dict(type="scatter", x=x, y=round_array(curve.high[1:]), mode="lines", line=dict(width=0), hoverinfo="skip",
              showlegend=False, name="90th percentile"),
-        dict(type="scatter", x=x, y=_round(curve.low[1:]), mode="lines", line=dict(width=0), fill="tonexty",
+        dict(type="scatter", x=x, y=round_array(curve.low[1:]), mode="lines", line=dict(width=0), fill="tonexty",
              fillcolor="rgba(0,114,178,0.18)", name=f"10th to 90th percentile over {n_samples} q", hoverinfo="skip"),
-        dict(type="scatter", x=x, y=_round(curve.single[1:]), mode="lines", line=dict(color=LINE_COLORS[1], width=1),
+        dict(type="scatter", x=x, y=round_array(curve.single[1:]), mode="lines",
+             line=dict(color=LINE_COLORS[1], width=1),
              name="one random q", hovertemplate=hover),
-        dict(type="scatter", x=x, y=_round(curve.mean[1:]), mode="lines", line=dict(color=LINE_COLORS[0], width=3),
+        dict(type="scatter", x=x, y=round_array(curve.mean[1:]), mode="lines", line=dict(color=LINE_COLORS[0], width=3),
              name=f"mean over {n_samples} random q", hovertemplate=hover),
-        dict(type="scatter", x=x, y=_round(curve.expected[1:]), mode="lines", hovertemplate=hover,
+        dict(type="scatter", x=x, y=round_array(curve.expected[1:]), mode="lines", hovertemplate=hover,
              line=dict(color="black", width=1.5, dash="dot"),
              name="expectation: mean over pairs of cos(|m − n| θ_i)"),
     ]
     layout = dict(
-        title=_title(f"⟨R_m q, R_n q⟩ / |q|² against distance<br>d_head = {d_head}, base = {_fmt_base(base)}"),
+        title=_title(f"⟨R_m q, R_n q⟩ / |q|² against distance<br>d_head = {d_head}, base = {format_base(base)}"),
         height=540, margin=dict(t=160, b=60, l=70, r=20),
         legend=dict(orientation="h", x=0, y=1.02, yanchor="bottom", font_size=11),
         xaxis=dict(title="distance |m − n| (tokens, log scale)", type="log", range=[0, math.log10(max_distance)]),
@@ -495,7 +506,7 @@ def fig_decay(
     """Mean normalised score of q with itself against distance, with percentile band; slider over the base."""
     fixed = {"d_head": d_head, "max_distance": max_distance, "n_samples": n_samples}
     grid = None if bases is None else [float(b) for b in bases]
-    return _styled(_knob_figure(_decay, "base", float(base), grid, "base", fixed))
+    return _styled(knob_figure(_decay, "base", float(base), grid, "base", fixed))
 
 
 def live_decay(
@@ -508,9 +519,9 @@ def live_decay(
     return live_sliders(
         _live(lambda d_head, base, max_distance, n_samples: _decay(d_head, base, max_distance, n_samples)),
         caption=caption, alt=alt,
-        d_head=_int_slider(d_head, "d_head", 8, 256, 8), base=_log_slider(base, "base"),
-        max_distance=_int_slider(16384, "largest distance", 256, 131072, 256),
-        n_samples=_int_slider(256, "random q", 16, 1024, 16),
+        d_head=int_slider(d_head, "d_head", 8, 256, 8), base=log_slider(base, "base"),
+        max_distance=int_slider(16384, "largest distance", 256, 131072, 256),
+        n_samples=int_slider(256, "random q", 16, 1024, 16),
     )
 
 
@@ -552,7 +563,7 @@ def _angle_error(pair: int, d_head: int = 64, base: float = 10000.0, max_positio
         ))
     layout = dict(
         title=_title(f"Angle error of pair {pair} (θ = {theta:.3g} rad/token)<br>d_head = {d_head}, "
-                     f"base = {_fmt_base(base)}"),
+                     f"base = {format_base(base)}"),
         height=520, margin=dict(t=140, b=60, l=80, r=20),
         legend=dict(orientation="h", x=0, y=1.02, yanchor="bottom", font_size=11),
         xaxis=dict(title="position m (tokens, log scale)", type="log", range=[0, math.log10(max_position)]),
@@ -576,7 +587,7 @@ def fig_angle_error(
     to [0, pi] (`mlbook.analysis.rope.angle_error`). Slider over the pair index.
     """
     fixed = {"d_head": d_head, "base": base, "max_position": max_position}
-    return _styled(_knob_figure(_angle_error, "pair", pair, pairs, "pair i", fixed))
+    return _styled(knob_figure(_angle_error, "pair", pair, pairs, "pair i", fixed))
 
 
 def live_angle_error(
@@ -590,6 +601,6 @@ def live_angle_error(
 
     return live_sliders(
         _live(build), caption=caption, alt=alt,
-        pair=_int_slider(pair, "pair i", 0, 127), d_head=_int_slider(d_head, "d_head", 8, 256, 8),
-        base=_log_slider(base, "base"), max_position=_int_slider(65536, "largest position", 1024, 262144, 1024),
+        pair=int_slider(pair, "pair i", 0, 127), d_head=int_slider(d_head, "d_head", 8, 256, 8),
+        base=log_slider(base, "base"), max_position=int_slider(65536, "largest position", 1024, 262144, 1024),
     )

@@ -21,7 +21,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from mlbook.analysis.sinks import PARKING_TOKENS, SCHEME_LABELS, SCHEMES, cache_report, softmax_parking
-from mlbook.viz.core import LINE_COLORS, grid_slider, live_sliders
+from mlbook.viz.core import LINE_COLORS, float_slider, grid_slider, int_slider, knob_values, live_sliders
 
 __all__ = [
     "RELEVANCES",
@@ -34,27 +34,6 @@ __all__ = [
 
 RELEVANCES: tuple[float, ...] = (0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0)
 STEPS: tuple[int, ...] = (6, 12, 13, 16, 20, 24)
-
-
-def _int_slider(value: int, description: str, lo: int, hi: int, step: int = 1) -> Any:
-    import ipywidgets as widgets
-
-    return widgets.IntSlider(value=value, min=lo, max=hi, step=step, description=description,
-                             continuous_update=False, style={"description_width": "initial"})
-
-
-def _float_slider(value: float, description: str, lo: float, hi: float, step: float) -> Any:
-    import ipywidgets as widgets
-
-    return widgets.FloatSlider(value=value, min=lo, max=hi, step=step, description=description,
-                               continuous_update=False, style={"description_width": "initial"})
-
-
-def _grid(value: Any, grid: Sequence[Any]) -> list[Any]:
-    values = list(grid)
-    if value not in values:
-        values = sorted(values + [value])
-    return values
 
 
 # ---------------------------------------------------------------------------
@@ -95,7 +74,7 @@ def fig_softmax_parking(
     """
     if relevances is None:
         return _parking(relevance, sink_score)
-    values = _grid(float(relevance), relevances)
+    values = knob_values(float(relevance), relevances)
     fig = grid_slider(_parking, "relevance", values, active=values.index(float(relevance)),
                       label="relevance of 'cat'", fixed={"sink_score": sink_score})
     fig.layout.sliders[0].update(pad=dict(t=60))
@@ -110,8 +89,8 @@ def live_softmax_parking(
     """Live form of `fig_softmax_parking`: the relevance of 'cat' and the sink's score."""
     return live_sliders(
         _parking, caption=caption, alt=alt,
-        relevance=_float_slider(relevance, "relevance of 'cat'", 0.0, 8.0, 0.25),
-        sink_score=_float_slider(sink_score, "sink score", -2.0, 8.0, 0.25),
+        relevance=float_slider(relevance, "relevance of 'cat'", 0.0, 8.0, 0.25),
+        sink_score=float_slider(sink_score, "sink score", -2.0, 8.0, 0.25),
     )
 
 
@@ -191,15 +170,15 @@ def fig_cache_diagram(
     if vary == "t":
         if steps is None:
             return _cache(t, n_sink, window, trained_len, t)
-        values = _grid(t, steps)
+        values = knob_values(t, steps)
         fig = grid_slider(_cache, "t", values, active=values.index(t), label="tokens streamed t",
                           fixed=dict(n_sink=n_sink, window=window, trained_len=trained_len, x_max=max(values)))
     elif vary == "n_sink":
-        values = _grid(n_sink, n_sinks)
+        values = knob_values(n_sink, n_sinks)
         fig = grid_slider(_cache, "n_sink", values, active=values.index(n_sink), label="n_sink",
                           fixed=dict(t=t, window=window, trained_len=trained_len, x_max=t))
     elif vary == "window":
-        values = _grid(window, windows)
+        values = knob_values(window, windows)
         fig = grid_slider(_cache, "window", values, active=values.index(window), label="window W",
                           fixed=dict(t=t, n_sink=n_sink, trained_len=trained_len, x_max=t))
     else:
@@ -219,6 +198,6 @@ def live_cache_diagram(
 
     return live_sliders(
         build, caption=caption, alt=alt,
-        t=_int_slider(t, "tokens streamed t", 1, 64), window=_int_slider(window, "window W", 2, 32),
-        n_sink=_int_slider(n_sink, "n_sink", 0, 8),
+        t=int_slider(t, "tokens streamed t", 1, 64), window=int_slider(window, "window W", 2, 32),
+        n_sink=int_slider(n_sink, "n_sink", 0, 8),
     )

@@ -16,7 +16,7 @@ from plotly.subplots import make_subplots
 
 from mlbook.experiments import exp_passkey, exp_sinks, exp_t5_length
 from mlbook.experiments.common import mean_sd
-from mlbook.viz.core import LINE_COLORS, SEQUENTIAL
+from mlbook.viz.core import LINE_COLORS, SEQUENTIAL, rgba
 
 __all__ = [
     "fig_t5_per_position",
@@ -35,18 +35,13 @@ _CACHE_NAMES = {"full": "full KV cache (absolute positions)", "window": "sliding
                 "sink1": "1 sink + sliding window", "sink4": "4 sinks + sliding window"}
 
 
-def _rgba(hex_color: str, alpha: float) -> str:
-    h = hex_color.lstrip("#")
-    return f"rgba({int(h[0:2], 16)}, {int(h[2:4], 16)}, {int(h[4:6], 16)}, {alpha})"
-
-
 def _band(fig: go.Figure, x: Sequence[float], mean: Sequence[float | None], sd: Sequence[float | None], color: str,
           name: str, dash: str = "solid", row: int | None = None, col: int | None = None) -> None:
     """A line at the mean and a shaded band of ± one sd (two traces: band, then line)."""
     lo = [None if m is None or s is None else m - s for m, s in zip(mean, sd)]
     hi = [None if m is None or s is None else m + s for m, s in zip(mean, sd)]
     kw = {} if row is None else {"row": row, "col": col}
-    fig.add_trace(go.Scatter(x=list(x) + list(x)[::-1], y=hi + lo[::-1], fill="toself", fillcolor=_rgba(color, 0.18),
+    fig.add_trace(go.Scatter(x=list(x) + list(x)[::-1], y=hi + lo[::-1], fill="toself", fillcolor=rgba(color, 0.18),
                              line={"width": 0}, hoverinfo="skip", showlegend=False, legendgroup=name,
                              name=f"{name} ± sd"), **kw)
     fig.add_trace(go.Scatter(x=list(x), y=list(mean), mode="lines+markers", name=name, legendgroup=name,

@@ -15,11 +15,10 @@ from typing import Any, Sequence
 
 import numpy as np
 import plotly.graph_objects as go
-import plotly.io as pio
 from plotly.subplots import make_subplots
 
 from mlbook.analysis.systems import attention_flops, position_cost
-from mlbook.viz.core import LINE_COLORS, live_sliders
+from mlbook.viz.core import LINE_COLORS, light_figure, live_sliders
 
 __all__ = [
     "D_MODELS",
@@ -56,18 +55,6 @@ def _check_record(record: Any, name: str) -> dict[str, Any]:
 # ---------------------------------------------------------------------------
 
 
-_TEMPLATE: dict[str, Any] | None = None
-
-
-def _light_figure(data: Sequence[dict[str, Any]] = (), **layout: Any) -> go.Figure:
-    """A figure in the plotly_white template from plain trace dicts, built without plotly's
-    property validation, which costs tens of milliseconds per figure (the template alone about
-    35 ms, each trace about 5 ms), so a live slider can redraw within its 50 ms budget. Callers
-    pass valid properties; the tests check the traces."""
-    global _TEMPLATE
-    if _TEMPLATE is None:
-        _TEMPLATE = pio.templates["plotly_white"].to_plotly_json()
-    return go.Figure(data=list(data), layout={"template": _TEMPLATE, **layout}, _validate=False)
 
 
 def _two_panels(
@@ -78,7 +65,7 @@ def _two_panels(
     axes: extra properties of xaxis, yaxis, xaxis2, yaxis2."""
     w = (1 - gap) / 2
     title = dict(xref="paper", yref="paper", y=1.0, yanchor="bottom", showarrow=False, font=dict(size=13))
-    return _light_figure(
+    return light_figure(
         data, xaxis=dict(domain=[0, w], anchor="y", **axes[0]), yaxis=dict(anchor="x", **axes[1]),
         xaxis2=dict(domain=[1 - w, 1], anchor="y2", **axes[2]), yaxis2=dict(anchor="x2", **axes[3]),
         annotations=[dict(text=left, x=w / 2, xanchor="center", **title),
