@@ -13,7 +13,7 @@ from typing import Callable
 import torch
 
 from mlbook.analysis.absolute import offset_matrix, pair_frequencies
-from mlbook.exercises._common import _as_float, _call, _verdict
+from mlbook.exercises.common import as_float, call_answer, verdict
 from mlbook.transformer.positional import frequency_ladder, sinusoidal_positional_encoding
 
 __all__ = ["check_equivariance_error", "check_offset_matrix"]
@@ -54,42 +54,42 @@ def check_equivariance_error(fn: Callable[[Callable, torch.Tensor, torch.Tensor]
 
     got = {}
     for name, f in (("equivariant", _bag_mixer), ("causal", _running_mean)):
-        value, err = _call(fn, f, x, perm)
+        value, err = call_answer(fn, f, x, perm)
         if err is not None:
             hint = ""
             if "index" in err.lower() or "out of bounds" in err.lower():
                 hint = (" Positions are dimension 1 of x (B, T, d): permute with x[:, perm] and f(x)[:, perm],"
                         " not x[perm] (batch) or x[..., perm] (features).")
-            return _verdict(False, f"Your function raised {err}.{hint}")
-        v = _as_float(value)
+            return verdict(False, f"Your function raised {err}.{hint}")
+        v = as_float(value)
         if v is None:
-            return _verdict(False, f"Return one number (a float or a 1-element tensor); got {type(value).__name__}.")
+            return verdict(False, f"Return one number (a float or a 1-element tensor); got {type(value).__name__}.")
         got[name] = v
 
     want_eq, want_causal = ref(_bag_mixer), ref(_running_mean)
     close = lambda a, b: abs(a - b) <= 1e-9 * max(1.0, abs(b))  # noqa: E731
     if close(got["equivariant"], want_eq) and close(got["causal"], want_causal):
-        return _verdict(True, "Zero (to rounding) for the equivariant function and a clear nonzero error for the "
-                              "causal running mean.")
+        return verdict(True, "Zero (to rounding) for the equivariant function and a clear nonzero error for the "
+                             "causal running mean.")
     if got["equivariant"] < -1e-9 or got["causal"] < 0:
-        return _verdict(False, "An error must be >= 0: take the absolute value before the max.")
+        return verdict(False, "An error must be >= 0: take the absolute value before the max.")
     if got["equivariant"] > 1e-9:
         if close(got["equivariant"], ref(_bag_mixer, None)):
-            return _verdict(False, "For an equivariant f the answer must be 0, but you compared f(Px) with the "
-                                   "unpermuted f(x). Apply the same permutation to the output, f(x)[:, perm], "
-                                   "before subtracting.")
+            return verdict(False, "For an equivariant f the answer must be 0, but you compared f(Px) with the "
+                                  "unpermuted f(x). Apply the same permutation to the output, f(x)[:, perm], "
+                                  "before subtracting.")
         if close(got["equivariant"], ref(_bag_mixer, inv)):
-            return _verdict(False, "You permuted the output with the inverse permutation. (Px)[:, j] = x[:, perm[j]], "
-                                   "so P f(x) is f(x)[:, perm], not f(x)[:, argsort(perm)]; the two agree only when "
-                                   "perm is its own inverse, e.g. a reversal or a single swap.")
-        return _verdict(False, "For an equivariant f the answer must be 0 (to rounding); yours is not. Compute "
-                               "f(x[:, perm]) - f(x)[:, perm], then the max of its absolute value.")
+            return verdict(False, "You permuted the output with the inverse permutation. (Px)[:, j] = x[:, perm[j]], "
+                                  "so P f(x) is f(x)[:, perm], not f(x)[:, argsort(perm)]; the two agree only when "
+                                  "perm is its own inverse, e.g. a reversal or a single swap.")
+        return verdict(False, "For an equivariant f the answer must be 0 (to rounding); yours is not. Compute "
+                              "f(x[:, perm]) - f(x)[:, perm], then the max of its absolute value.")
     if got["causal"] < 1e-9:
-        return _verdict(False, "You report 0 for a causal running mean, which is not equivariant. Are both sides of "
-                               "the difference computed from the same tensor? One side is f of the permuted input, "
-                               "the other the permuted output of f on the original input.")
-    return _verdict(False, "Zero for the equivariant case, but the wrong size for the causal running mean: take the "
-                           "max of |f(x[:, perm]) - f(x)[:, perm]| over every batch row, position and feature.")
+        return verdict(False, "You report 0 for a causal running mean, which is not equivariant. Are both sides of "
+                              "the difference computed from the same tensor? One side is f of the permuted input, "
+                              "the other the permuted output of f on the original input.")
+    return verdict(False, "Zero for the equivariant case, but the wrong size for the causal running mean: take the "
+                          "max of |f(x[:, perm]) - f(x)[:, perm]| over every batch row, position and feature.")
 
 
 # ---------------------------------------------------------------------------
@@ -117,14 +117,14 @@ def check_offset_matrix(fn: Callable[[int, int, float], object]) -> bool:
     """
     cases = ((3, 8, 10000.0), (5, 16, 100.0), (11, 12, 500.0))
     for k, d, base in cases:
-        value, err = _call(fn, k, d, base)
+        value, err = call_answer(fn, k, d, base)
         if err is not None:
-            return _verdict(False, f"fn({k}, {d}, {base:g}) raised {err}.")
+            return verdict(False, f"fn({k}, {d}, {base:g}) raised {err}.")
         if not isinstance(value, torch.Tensor):
-            return _verdict(False, f"Return a torch.Tensor; fn({k}, {d}, {base:g}) returned {type(value).__name__}.")
+            return verdict(False, f"Return a torch.Tensor; fn({k}, {d}, {base:g}) returned {type(value).__name__}.")
         if tuple(value.shape) != (d, d):
-            return _verdict(False, f"fn({k}, {d}, {base:g}) has shape {tuple(value.shape)}; it must be (d_model, "
-                                   f"d_model) = ({d}, {d}), one row and one column per PE dimension.")
+            return verdict(False, f"fn({k}, {d}, {base:g}) has shape {tuple(value.shape)}; it must be (d_model, "
+                                  f"d_model) = ({d}, {d}), one row and one column per PE dimension.")
         M = value.detach().double()
         want = offset_matrix(k, d, base)
         if torch.allclose(M, want, atol=1e-5):
@@ -132,31 +132,31 @@ def check_offset_matrix(fn: Callable[[int, int, float], object]) -> bool:
         phi = torch.from_numpy(pair_frequencies(d, base)) * k  # (d/2,)
         where = f"for k={k}, d_model={d}, base={base:g}"
         if torch.allclose(M, torch.eye(d, dtype=torch.float64), atol=1e-6):
-            return _verdict(False, f"Your matrix is the identity {where}: it maps PE[t] to itself, not to PE[t+k]. "
-                                   "Each (sin, cos) pair must turn by the angle omega_i * k.")
+            return verdict(False, f"Your matrix is the identity {where}: it maps PE[t] to itself, not to PE[t+k]. "
+                                  "Each (sin, cos) pair must turn by the angle omega_i * k.")
         if torch.allclose(M, want.T, atol=1e-5):
-            return _verdict(False, f"Your rotation turns the wrong way {where}: it maps PE[t] to PE[t-k]. With the "
-                                   "pair stored as (sin, cos), sin(a+b) = sin a cos b + cos a sin b puts +sin(phi) in "
-                                   "the top-right: R(phi) = [[cos phi, sin phi], [-sin phi, cos phi]].")
+            return verdict(False, f"Your rotation turns the wrong way {where}: it maps PE[t] to PE[t-k]. With the "
+                                  "pair stored as (sin, cos), sin(a+b) = sin a cos b + cos a sin b puts +sin(phi) in "
+                                  "the top-right: R(phi) = [[cos phi, sin phi], [-sin phi, cos phi]].")
         if torch.allclose(M, _blocks(phi, layout="half"), atol=1e-5) or torch.allclose(
             M, _blocks(phi, layout="half", sign=-1), atol=1e-5
         ):
-            return _verdict(False, f"Your blocks couple column i with column i + d/2 {where} (the rotate-half layout "
-                                   "of GPT-NeoX and LLaMA RoPE), but the sinusoidal table interleaves its pairs: "
-                                   "sin at column 2i, cos at column 2i + 1.")
+            return verdict(False, f"Your blocks couple column i with column i + d/2 {where} (the rotate-half layout "
+                                  "of GPT-NeoX and LLaMA RoPE), but the sinusoidal table interleaves its pairs: "
+                                  "sin at column 2i, cos at column 2i + 1.")
         half_rate = frequency_ladder(2 * d, base)[: d // 2].double() * k  # base^(-i/d) * k
         if torch.allclose(M, _blocks(half_rate), atol=1e-5) or torch.allclose(M, _blocks(half_rate, sign=-1), atol=1e-5):
-            return _verdict(False, f"Right structure, wrong frequencies {where}: you used base^(-i/d). Pair i turns "
-                                   "at omega_i = base^(-2i/d), i.e. the exponent is the even column index 2i over d.")
+            return verdict(False, f"Right structure, wrong frequencies {where}: you used base^(-i/d). Pair i turns "
+                                  "at omega_i = base^(-2i/d), i.e. the exponent is the even column index 2i over d.")
         off = M.clone()
         for i in range(d // 2):
             off[2 * i : 2 * i + 2, 2 * i : 2 * i + 2] = 0
         if off.abs().max() > 1e-6:
-            return _verdict(False, f"Your matrix has entries outside the 2x2 blocks on the diagonal {where}. Pair i "
-                                   "only ever mixes columns 2i and 2i + 1 with each other.")
+            return verdict(False, f"Your matrix has entries outside the 2x2 blocks on the diagonal {where}. Pair i "
+                                  "only ever mixes columns 2i and 2i + 1 with each other.")
         pe = sinusoidal_positional_encoding(40 + k, d, base).double()  # (40 + k, d)
         gap = (pe[k:] - pe[:-k] @ M.T).abs().max().item() if k else 0.0
-        return _verdict(False, f"M @ PE[t] misses PE[t+k] by up to {gap:.2g} {where}. Build pair i's block from the "
-                               "angle-addition identities for sin(omega_i (t+k)) and cos(omega_i (t+k)).")
-    return _verdict(True, "M_k maps PE[t] to PE[t+k] for every t tested, with the (sin, cos) layout and the "
-                          "frequencies omega_i = base^(-2i/d).")
+        return verdict(False, f"M @ PE[t] misses PE[t+k] by up to {gap:.2g} {where}. Build pair i's block from the "
+                              "angle-addition identities for sin(omega_i (t+k)) and cos(omega_i (t+k)).")
+    return verdict(True, "M_k maps PE[t] to PE[t+k] for every t tested, with the (sin, cos) layout and the "
+                         "frequencies omega_i = base^(-2i/d).")

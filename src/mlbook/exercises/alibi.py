@@ -16,8 +16,7 @@ from typing import Callable
 import torch
 
 from mlbook.analysis.alibi import naive_slopes
-from mlbook.exercises._common import _call, _verdict
-from mlbook.exercises.learned import _guarded
+from mlbook.exercises.common import call_answer, guarded, verdict
 from mlbook.transformer.positional import alibi_bias, alibi_slopes
 
 __all__ = ["check_alibi_key_bias"]
@@ -32,7 +31,7 @@ def _attention(scores: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
     return s.softmax(dim=-1)
 
 
-@_guarded
+@guarded
 def check_alibi_key_bias(fn: Callable[[int, int], object]) -> bool:
     """Check fn(n_heads, T_k) -> (1, H, 1, T_k) key-only bias giving ALiBi's causal attention.
 
@@ -41,23 +40,23 @@ def check_alibi_key_bias(fn: Callable[[int, int], object]) -> bool:
     queries at the end (cached decoding).
     """
     for H, T_k in ((8, 12), (12, 10)):
-        value, err = _call(fn, H, T_k)
+        value, err = call_answer(fn, H, T_k)
         where = f"for n_heads={H}, T_k={T_k}"
         if err is not None:
             hint = " For H = 12 follow the paper's recipe (alibi_slopes handles any H)." if H == 12 else ""
-            return _verdict(False, f"fn({H}, {T_k}) raised {err}.{hint}")
+            return verdict(False, f"fn({H}, {T_k}) raised {err}.{hint}")
         if not isinstance(value, torch.Tensor):
-            return _verdict(False, f"Return a torch.Tensor; got {type(value).__name__} {where}.")
+            return verdict(False, f"Return a torch.Tensor; got {type(value).__name__} {where}.")
         bias = value.detach().double()
         if bias.dim() == 3:
             bias = bias[None]
         if bias.dim() != 4 or bias.shape[0] != 1 or bias.shape[1] != H or bias.shape[-1] != T_k:
-            return _verdict(False, f"Shape {tuple(value.shape)} {where}; it must broadcast against scores "
-                                   f"(B, H, T_q, T_k): use (1, H, 1, T_k) = (1, {H}, 1, {T_k}).")
+            return verdict(False, f"Shape {tuple(value.shape)} {where}; it must broadcast against scores "
+                                  f"(B, H, T_q, T_k): use (1, H, 1, T_k) = (1, {H}, 1, {T_k}).")
         if bias.shape[2] != 1:
-            return _verdict(False, f"Your bias has a query axis of length {bias.shape[2]} {where}. The point of this "
-                                   "form is that it does not depend on the query: return (1, H, 1, T_k), one row "
-                                   "shared by every query (and by every decoding step).")
+            return verdict(False, f"Your bias has a query axis of length {bias.shape[2]} {where}. The point of this "
+                                  "form is that it does not depend on the query: return (1, H, 1, T_k), one row "
+                                  "shared by every query (and by every decoding step).")
         gen = torch.Generator().manual_seed(H)
         for T_q in (T_k, 3):
             scores = torch.randn(2, H, T_q, T_k, generator=gen, dtype=torch.float64)  # (B, H, T_q, T_k)
@@ -72,26 +71,26 @@ def check_alibi_key_bias(fn: Callable[[int, int], object]) -> bool:
                 return torch.allclose(got, _attention(scores, candidate[None, :, None, :]), atol=1e-9)
 
             if same(-m * j):
-                return _verdict(False, f"Wrong sign {where}: -m_h * j favours the earliest keys. ALiBi penalises "
-                                       "distance, -m_h (i - j) = m_h j - m_h i; drop the per-row constant -m_h i and "
-                                       "the key-only form is +m_h * j.")
+                return verdict(False, f"Wrong sign {where}: -m_h * j favours the earliest keys. ALiBi penalises "
+                                      "distance, -m_h (i - j) = m_h j - m_h i; drop the per-row constant -m_h i and "
+                                      "the key-only form is +m_h * j.")
             if torch.allclose(got, _attention(scores, torch.zeros(1, H, 1, T_k, dtype=torch.float64)), atol=1e-9):
-                return _verdict(False, f"Your bias changes nothing {where}: it is constant along each query row (did you "
-                                       "use the query position i instead of the key position j?). Softmax ignores a "
-                                       "per-row constant; the position of the key is what must enter.")
+                return verdict(False, f"Your bias changes nothing {where}: it is constant along each query row (did you "
+                                      "use the query position i instead of the key position j?). Softmax ignores a "
+                                      "per-row constant; the position of the key is what must enter.")
             if same(m[:1] * j.expand(H, T_k)) or same(torch.full((H, 1), float(m[0])) * j):
-                return _verdict(False, f"Every head uses the same slope {where}. ALiBi gives head h its own slope "
-                                       "m_h (alibi_slopes(H)): a range of windows from local to global.")
+                return verdict(False, f"Every head uses the same slope {where}. ALiBi gives head h its own slope "
+                                      "m_h (alibi_slopes(H)): a range of windows from local to global.")
             if H == 12 and same(naive_slopes(H)[:, None] * j):
-                return _verdict(False, "For H = 12 you used 2^(-8h/H). That is the power-of-two formula applied to a "
-                                       "non-power of two; the paper takes the 8 slopes for 8 heads and adds every "
-                                       "other slope of the 16-head sequence. alibi_slopes(12) does this.")
+                return verdict(False, "For H = 12 you used 2^(-8h/H). That is the power-of-two formula applied to a "
+                                      "non-power of two; the paper takes the 8 slopes for 8 heads and adds every "
+                                      "other slope of the 16-head sequence. alibi_slopes(12) does this.")
             if same(m.flip(0) * j):
-                return _verdict(False, f"Your slopes are in reverse head order {where}: head 0 has the steepest slope, "
-                                       "2^(-8/H) for a power-of-two H.")
+                return verdict(False, f"Your slopes are in reverse head order {where}: head 0 has the steepest slope, "
+                                      "2^(-8/H) for a power-of-two H.")
             per_head = [h for h in range(H) if not torch.allclose(got[:, h], want[:, h], atol=1e-9)]
-            return _verdict(False, f"Attention differs from ALiBi's for heads {per_head} {where} (T_q = {T_q}). Head h "
-                                   "needs bias m_h * j (plus any constant per row), m_h = alibi_slopes(H)[h].")
-    return _verdict(True, "m_h * j gives exactly ALiBi's attention: it differs from -m_h (i - j) by m_h * i, a "
-                          "constant along each query row, which softmax cancels. One (1, H, 1, T_k) row serves "
-                          "every query.")
+            return verdict(False, f"Attention differs from ALiBi's for heads {per_head} {where} (T_q = {T_q}). Head h "
+                                  "needs bias m_h * j (plus any constant per row), m_h = alibi_slopes(H)[h].")
+    return verdict(True, "m_h * j gives exactly ALiBi's attention: it differs from -m_h (i - j) by m_h * i, a "
+                         "constant along each query row, which softmax cancels. One (1, H, 1, T_k) row serves "
+                         "every query.")

@@ -24,7 +24,7 @@ from typing import Any, Callable
 import torch
 
 from mlbook import chapter_tests
-from mlbook.exercises._common import _verdict
+from mlbook.exercises.common import verdict
 from mlbook.transformer import positional as P
 
 __all__ = [
@@ -381,17 +381,17 @@ def check_rope_drill(rotate_half: Callable, apply_rotary: Callable, RotaryEmbedd
                     problem += (" (Your RotaryEmbedding is interleaved too, so together they are a consistent "
                                 "GPT-J-style RoPE: valid, but not the layout of LLaMA checkpoints; "
                                 "convert_rotary_weights converts between the two.)")
-            return _verdict(False, problem)
+            return verdict(False, problem)
     if "RotaryEmbedding" not in stubs:
         problem, _ = _diagnose_rope_tables(RotaryEmbedding)
         if problem is None:
             problem = _diagnose_rope_precision(RotaryEmbedding)
         if problem is not None:
-            return _verdict(False, problem)
+            return verdict(False, problem)
     if "apply_rotary" not in stubs:
         problem = _diagnose_apply_rotary(apply_rotary)
         if problem is not None:
-            return _verdict(False, problem)
+            return verdict(False, problem)
     if stubs:
         done = [n for n in ("rotate_half", "RotaryEmbedding", "apply_rotary") if n not in stubs]
         so_far = f" What you have written so far ({_join(done)}) passes its checks." if done else ""
@@ -410,11 +410,11 @@ def check_rope_drill(rotate_half: Callable, apply_rotary: Callable, RotaryEmbedd
     for name, test, kwargs in named:
         reason = _run_named(test, **kwargs)
         if reason is not None:
-            return _verdict(False, f"Your three pieces pass their own checks but {name} fails on them: {reason}.")
-    return _verdict(True, "rotate_half, RotaryEmbedding and apply_rotary match the library and the complex "
-                          "rotation e^(i m theta_i), keep float32 angles at position 16,000 (also after "
-                          ".to(torch.bfloat16)), and pass test_rotate_half, test_rope_relative_position_property "
-                          "and test_rope_matches_complex_multiplication.")
+            return verdict(False, f"Your three pieces pass their own checks but {name} fails on them: {reason}.")
+    return verdict(True, "rotate_half, RotaryEmbedding and apply_rotary match the library and the complex "
+                         "rotation e^(i m theta_i), keep float32 angles at position 16,000 (also after "
+                         ".to(torch.bfloat16)), and pass test_rotate_half, test_rope_relative_position_property "
+                         "and test_rope_matches_complex_multiplication.")
 
 
 # ---------------------------------------------------------------------------
@@ -497,7 +497,7 @@ def check_rope_property_test(test: Callable[[Callable, Callable, Callable], None
     if exc is not None:
         hint = (" If it is a tolerance: float32 rounding grows with the position, so compare scores with "
                 "math.isclose(a, b, rel_tol=1e-4)." if isinstance(exc, AssertionError) else "")
-        return _verdict(False, f"Your test fails on a correct RoPE (the library's): {_err(exc)}.{hint}")
+        return verdict(False, f"Your test fails on a correct RoPE (the library's): {_err(exc)}.{hint}")
     caught = {m.name: _try(test, *_mutant_rope(m.name))[1] is not None for m in _MUTANTS}
     missed = [m for m in _MUTANTS if m.breaks_property and not caught[m.name]]
     if missed:
@@ -510,8 +510,8 @@ def check_rope_property_test(test: Callable[[Callable, Callable, Callable], None
             "no_cat": ("compare two pairs of positions with the same offset, e.g. score(3, 1) == score(103, 101), "
                        "with random q and k of a realistic d_head (64)"),
         }[m.name]
-        return _verdict(False, f"Your test passes {m.explanation}, which breaks the relative-position property: "
-                               f"{fix}.")
+        return verdict(False, f"Your test passes {m.explanation}, which breaks the relative-position property: "
+                              f"{fix}.")
     extra = [m for m in _MUTANTS if not m.breaks_property]
     got = [m.explanation.removeprefix("a RoPE with ") for m in extra if caught[m.name]]
     not_got = [m.name for m in extra if not caught[m.name]]
@@ -522,8 +522,8 @@ def check_rope_property_test(test: Callable[[Callable, Callable, Callable], None
                  "multiplication, the exact rotation e^(i m theta_i)) catches them.")
     if "bf16" in not_got:
         also += " Add a pair of positions in the thousands (e.g. 4003 and 4001) to catch bf16 angles."
-    return _verdict(True, "Your test passes the library's RoPE and fails RoPEs that do not rotate, ignore the "
-                          "offset, mix up the pairing, or turn the halves of a pair by different angles." + also)
+    return verdict(True, "Your test passes the library's RoPE and fails RoPEs that do not rotate, ignore the "
+                         "offset, mix up the pairing, or turn the halves of a pair by different angles." + also)
 
 
 # ---------------------------------------------------------------------------
@@ -577,21 +577,21 @@ def check_sinusoidal_drill(fn: Callable[[int, int, float], torch.Tensor]) -> boo
             return _not_implemented("sinusoidal_positional_encoding still raises NotImplementedError: write it in "
                                     "the cell above and run this cell again.")
         if exc is not None:
-            return _verdict(False, f"{call} raised {_err(exc)}.")
+            return verdict(False, f"{call} raised {_err(exc)}.")
         if not isinstance(pe, torch.Tensor):
-            return _verdict(False, f"Return a torch.Tensor; {call} returned {type(pe).__name__}.")
+            return verdict(False, f"Return a torch.Tensor; {call} returned {type(pe).__name__}.")
         if tuple(pe.shape) == (d, T):
-            return _verdict(False, f"{call} has shape {tuple(pe.shape)} = (d_model, T): rows are positions, so the "
-                                   f"table is (T, d_model) = ({T}, {d}). Take the outer product positions x "
-                                   "frequencies, not the other way round.")
+            return verdict(False, f"{call} has shape {tuple(pe.shape)} = (d_model, T): rows are positions, so the "
+                                  f"table is (T, d_model) = ({T}, {d}). Take the outer product positions x "
+                                  "frequencies, not the other way round.")
         if tuple(pe.shape) != (T, d):
-            return _verdict(False, f"{call} has shape {tuple(pe.shape)}; it must be (T, d_model) = ({T}, {d}).")
+            return verdict(False, f"{call} has shape {tuple(pe.shape)}; it must be (T, d_model) = ({T}, {d}).")
         ref = P.sinusoidal_positional_encoding(T, d, base)
         got = pe.double()
         if _close(got, ref, 1e-5):
             if pe.dtype != torch.float32:
-                return _verdict(False, f"Values right, dtype {pe.dtype}: return float32 (torch.arange(T, "
-                                       "dtype=torch.float32)), the dtype of the embeddings it is added to.")
+                return verdict(False, f"Values right, dtype {pe.dtype}: return float32 (torch.arange(T, "
+                                      "dtype=torch.float32)), the dtype of the embeddings it is added to.")
             continue
         th = _theta(d, base)
         candidates = {
@@ -608,17 +608,17 @@ def check_sinusoidal_drill(fn: Callable[[int, int, float], torch.Tensor]) -> boo
             candidates["base_ignored"] = _sin_table(T, d, _theta(d, 10000.0))
         for name, (table, tol) in candidates.items():
             if ((got - table).abs() <= tol).all():
-                return _verdict(False, f"{call}: " + _SIN_MESSAGES[name])
+                return verdict(False, f"{call}: " + _SIN_MESSAGES[name])
         t, c = (int(v) for v in ((got - ref).abs() > 1e-4).nonzero()[0])
         kind = "sin" if c % 2 == 0 else "cos"
-        return _verdict(False, f"{call}: PE[{t}, {c}] = {float(got[t, c]):.5f}, expected {kind}({t} * w_{c // 2}) = "
-                               f"{float(ref[t, c]):.5f}, with w_i = base^(-2i/d_model).")
+        return verdict(False, f"{call}: PE[{t}, {c}] = {float(got[t, c]):.5f}, expected {kind}({t} * w_{c // 2}) = "
+                              f"{float(ref[t, c]):.5f}, with w_i = base^(-2i/d_model).")
     reason = _run_named(chapter_tests.test_sinusoidal_values_and_linear_offset_property,
                         sinusoidal_positional_encoding=fn)
     if reason is not None:
-        return _verdict(False, f"The values match but test_sinusoidal_values_and_linear_offset_property fails: {reason}.")
-    return _verdict(True, "sin at column 2i, cos at 2i+1, w_i = base^(-2i/d_model), float32, and "
-                          "test_sinusoidal_values_and_linear_offset_property passes (PE[t+k] = M(k) PE[t]).")
+        return verdict(False, f"The values match but test_sinusoidal_values_and_linear_offset_property fails: {reason}.")
+    return verdict(True, "sin at column 2i, cos at 2i+1, w_i = base^(-2i/d_model), float32, and "
+                         "test_sinusoidal_values_and_linear_offset_property passes (PE[t+k] = M(k) PE[t]).")
 
 
 # ---------------------------------------------------------------------------
@@ -742,11 +742,11 @@ def check_alibi_drill(alibi_slopes: Callable[[int], torch.Tensor], alibi_bias: C
     if "alibi_slopes" not in stubs:
         problem = _diagnose_slopes(alibi_slopes)
         if problem is not None:
-            return _verdict(False, problem)
+            return verdict(False, problem)
     if "alibi_bias" not in stubs:
         problem = _diagnose_bias(alibi_bias)
         if problem is not None:
-            return _verdict(False, problem)
+            return verdict(False, problem)
     if stubs:
         so_far = " alibi_slopes passes its checks." if stubs == ["alibi_bias"] else ""
         so_far = " alibi_bias passes its checks." if stubs == ["alibi_slopes"] else so_far
@@ -755,10 +755,10 @@ def check_alibi_drill(alibi_slopes: Callable[[int], torch.Tensor], alibi_bias: C
                                 f"and run this cell again.{so_far}")
     reason = _run_named(chapter_tests.test_alibi_slopes_and_bias, alibi_slopes=alibi_slopes, alibi_bias=alibi_bias)
     if reason is not None:
-        return _verdict(False, f"Your functions pass their own checks but test_alibi_slopes_and_bias fails: {reason}.")
-    return _verdict(True, "Slopes 2^(-8h/H) with the paper's interleaving for any H, bias -m_h (i - j) clamped at 0 "
-                          "for future keys with the queries last, shape (1, H, T_q, T_k); test_alibi_slopes_and_bias "
-                          "passes.")
+        return verdict(False, f"Your functions pass their own checks but test_alibi_slopes_and_bias fails: {reason}.")
+    return verdict(True, "Slopes 2^(-8h/H) with the paper's interleaving for any H, bias -m_h (i - j) clamped at 0 "
+                         "for future keys with the queries last, shape (1, H, T_q, T_k); test_alibi_slopes_and_bias "
+                         "passes.")
 
 
 # ---------------------------------------------------------------------------
@@ -858,51 +858,51 @@ def check_bucket_drill(fn: Callable[[torch.Tensor, bool, int, int], torch.Tensor
         call = f"fn(rel, bidirectional={bid}, num_buckets={nb}, max_distance={md})"
         got, exc = _try(fn, rel, bid, nb, md)
         if exc is not None:
-            return _verdict(False, f"{call} raised {_err(exc)} (rel = torch.arange(-300, 301)).")
+            return verdict(False, f"{call} raised {_err(exc)} (rel = torch.arange(-300, 301)).")
         if not isinstance(got, torch.Tensor) or tuple(got.shape) != tuple(rel.shape):
             shape = tuple(got.shape) if isinstance(got, torch.Tensor) else type(got).__name__
-            return _verdict(False, f"{call} must return bucket ids shaped like relative_position, {tuple(rel.shape)}; got {shape}.")
+            return verdict(False, f"{call} must return bucket ids shaped like relative_position, {tuple(rel.shape)}; got {shape}.")
         if got.is_floating_point() or got.is_complex() or got.dtype == torch.bool:
-            return _verdict(False, f"{call} returns {got.dtype}: bucket ids index an embedding table, so return "
-                                   "integers (.long() after the log formula truncates toward zero, which is the floor here).")
+            return verdict(False, f"{call} returns {got.dtype}: bucket ids index an embedding table, so return "
+                                  "integers (.long() after the log formula truncates toward zero, which is the floor here).")
         outputs[(bid, nb, md)] = got.long()
     mismatched = [c for c in configs if not torch.equal(outputs[c], P.relative_position_bucket(rel, *c))]
     if mismatched:
         for flags, message in _BUCKET_MISTAKES:
             if all(torch.equal(outputs[c], _bucket_variant(rel, *c, **flags)) for c in configs):
-                return _verdict(False, message)
+                return verdict(False, message)
         bid, nb, md = mismatched[0]
         want = P.relative_position_bucket(rel, bid, nb, md)
         got = outputs[(bid, nb, md)]
         per_dir = nb // 2 if bid else nb
         if bid and bool(((got < 0) & (rel != 0)).any()):
-            return _verdict(False, "Negative bucket ids in bidirectional mode: after choosing the half by the sign "
-                                   "of n, continue with |n| (n = n.abs()); the log of a negative distance is NaN.")
+            return verdict(False, "Negative bucket ids in bidirectional mode: after choosing the half by the sign "
+                                  "of n, continue with |n| (n = n.abs()); the log of a negative distance is NaN.")
         if bool((got >= nb).any()) or bool((got < 0).any()):
             r = int(rel[(got >= nb) | (got < 0)][0])
-            return _verdict(False, f"fn(..., bidirectional={bid}, num_buckets={nb}, max_distance={md}) gives bucket "
-                                   f"{int(got[rel == r])} at relative_position {r}: ids must lie in 0 .. "
-                                   f"{nb - 1}, one per row of the (num_buckets, H) table.")
+            return verdict(False, f"fn(..., bidirectional={bid}, num_buckets={nb}, max_distance={md}) gives bucket "
+                                  f"{int(got[rel == r])} at relative_position {r}: ids must lie in 0 .. "
+                                  f"{nb - 1}, one per row of the (num_buckets, H) table.")
         wrong = (got != want).nonzero().flatten()
         idx = int(wrong[rel[wrong].abs().argmin()])  # the smallest distance that is wrong
         r, n = int(rel[idx]), abs(int(rel[idx]))
         exact = per_dir // 2
         near = " (right at the exact/log boundary: off by one?)" if abs(n - exact) <= 1 else ""
-        return _verdict(False, f"fn(rel, bidirectional={bid}, num_buckets={nb}, max_distance={md}): at "
-                               f"relative_position = {r} (key {'after' if r > 0 else 'before'} the query, |n| = {n}, "
-                               f"in {_bucket_region(n, exact, md)}) you give bucket {int(got[idx])}, expected "
-                               f"{int(want[idx])}{near}. The log range is max_exact + floor(log(n / max_exact) / "
-                               f"log(max_distance / max_exact) * (num_buckets - max_exact)), clamped at "
-                               f"num_buckets - 1, with num_buckets halved first when bidirectional.")
+        return verdict(False, f"fn(rel, bidirectional={bid}, num_buckets={nb}, max_distance={md}): at "
+                              f"relative_position = {r} (key {'after' if r > 0 else 'before'} the query, |n| = {n}, "
+                              f"in {_bucket_region(n, exact, md)}) you give bucket {int(got[idx])}, expected "
+                              f"{int(want[idx])}{near}. The log range is max_exact + floor(log(n / max_exact) / "
+                              f"log(max_distance / max_exact) * (num_buckets - max_exact)), clamped at "
+                              f"num_buckets - 1, with num_buckets halved first when bidirectional.")
     grid = torch.arange(5)[None, :] - torch.arange(4)[:, None]  # (T_q, T_k) key - query
     got2, exc = _try(fn, grid, True, 32, 128)
     if exc is not None or not isinstance(got2, torch.Tensor) or not torch.equal(got2.long(), P.relative_position_bucket(grid)):
-        return _verdict(False, "Right on a 1-D tensor but not on a (T_q, T_k) grid of key - query offsets: use only "
-                               "elementwise operations (torch.where, clamp, abs), no loops over a flat index."
-                        + (f" (It raised {_err(exc)}.)" if exc is not None else ""))
+        return verdict(False, "Right on a 1-D tensor but not on a (T_q, T_k) grid of key - query offsets: use only "
+                              "elementwise operations (torch.where, clamp, abs), no loops over a flat index."
+                       + (f" (It raised {_err(exc)}.)" if exc is not None else ""))
     reason = _run_named(chapter_tests.test_relative_position_bucket_properties, relative_position_bucket=fn)
     if reason is not None:
-        return _verdict(False, f"The buckets match but test_relative_position_bucket_properties fails: {reason}.")
-    return _verdict(True, "Exact buckets below num_buckets // 2 (per direction), log-spaced to max_distance, clamped, "
-                          "future keys in the upper half (bidirectional) or bucket 0 (causal); "
-                          "test_relative_position_bucket_properties passes.")
+        return verdict(False, f"The buckets match but test_relative_position_bucket_properties fails: {reason}.")
+    return verdict(True, "Exact buckets below num_buckets // 2 (per direction), log-spaced to max_distance, clamped, "
+                         "future keys in the upper half (bidirectional) or bucket 0 (causal); "
+                         "test_relative_position_bucket_properties passes.")

@@ -17,7 +17,7 @@ import torch
 
 from mlbook.analysis.absolute import pair_wavelengths
 from mlbook.analysis.extension import ntk_stretch, yarn_bands
-from mlbook.exercises._common import _as_float, _call, _verdict
+from mlbook.exercises.common import as_float, call_answer, verdict
 from mlbook.transformer.positional import RotaryEmbedding
 from mlbook.transformer.rope_scaling import RopeScaling
 
@@ -37,13 +37,13 @@ def check_ntk_base(fn: Callable[[float, float, int], object]) -> bool:
     """
     cases = ((10000.0, 4.0, 128), (500000.0, 8.0, 64), (10000.0, 2.0, 8))
     for base, s, d in cases:
-        value, err = _call(fn, base, s, d)
+        value, err = call_answer(fn, base, s, d)
         if err is not None:
-            return _verdict(False, f"fn({base:g}, {s:g}, {d}) raised {err}.")
-        got = _as_float(value)
+            return verdict(False, f"fn({base:g}, {s:g}, {d}) raised {err}.")
+        got = as_float(value)
         if got is None:
-            return _verdict(False, f"Return one number (the new base); fn({base:g}, {s:g}, {d}) returned "
-                                   f"{type(value).__name__}.")
+            return verdict(False, f"Return one number (the new base); fn({base:g}, {s:g}, {d}) returned "
+                                  f"{type(value).__name__}.")
         want = ntk_stretch(d, base, s).new_base
         close = lambda a, b: abs(a - b) <= 1e-6 * abs(b)  # noqa: E731
         if close(got, want):
@@ -66,10 +66,10 @@ def check_ntk_base(fn: Callable[[float, float, int], object]) -> bool:
         )
         for cand, message in mistakes:
             if math.isfinite(cand) and close(got, cand):
-                return _verdict(False, f"Not the NTK base {where}: {message}")
-        return _verdict(False, f"fn gives {got:,.4g} {where}; the NTK-aware base is {want:,.4g}. Use "
-                               "base * s ** (d_head / (d_head - 2)).")
-    return _verdict(True, "base' = base * s^(d/(d-2)): theta_0 = 1 stays, the slowest pair is slowed by exactly s.")
+                return verdict(False, f"Not the NTK base {where}: {message}")
+        return verdict(False, f"fn gives {got:,.4g} {where}; the NTK-aware base is {want:,.4g}. Use "
+                              "base * s ** (d_head / (d_head - 2)).")
+    return verdict(True, "base' = base * s^(d/(d-2)): theta_0 = 1 stays, the slowest pair is slowed by exactly s.")
 
 
 # ---------------------------------------------------------------------------
@@ -92,40 +92,40 @@ def check_pi_positions(fn: Callable[[int, int], object]) -> bool:
     """
     cases = ((2048, 8192), (100, 250), (512, 8192))
     for L, L_new in cases:
-        value, err = _call(fn, L, L_new)
+        value, err = call_answer(fn, L, L_new)
         if err is not None:
-            return _verdict(False, f"fn({L}, {L_new}) raised {err}.")
+            return verdict(False, f"fn({L}, {L_new}) raised {err}.")
         try:
             got = torch.as_tensor(value, dtype=torch.float64).flatten()
         except (TypeError, ValueError, RuntimeError):
-            return _verdict(False, f"Return a tensor (or list) of positions; fn({L}, {L_new}) returned "
-                                   f"{type(value).__name__}.")
+            return verdict(False, f"Return a tensor (or list) of positions; fn({L}, {L_new}) returned "
+                                  f"{type(value).__name__}.")
         where = f"for L={L}, L_new={L_new}"
         if got.numel() != L_new:
             hint = " That is the trained length: PI keeps one position per token of the new context." if got.numel() == L else ""
-            return _verdict(False, f"fn returns {got.numel()} positions {where}; there must be one per token, "
-                                   f"L_new = {L_new}.{hint}")
+            return verdict(False, f"fn returns {got.numel()} positions {where}; there must be one per token, "
+                                  f"L_new = {L_new}.{hint}")
         want = _pi_reference(L, L_new)
         if torch.allclose(got, want, atol=1e-5):
             continue
         m = torch.arange(L_new, dtype=torch.float64)
         s = L_new / L
         if torch.allclose(got, m * s, atol=1e-5):
-            return _verdict(False, f"You multiplied by s {where}: positions then run to {float(m[-1] * s):,.0f}, "
-                                   f"s^2 times past the trained range. Interpolation divides: m' = m / s.")
+            return verdict(False, f"You multiplied by s {where}: positions then run to {float(m[-1] * s):,.0f}, "
+                                  f"s^2 times past the trained range. Interpolation divides: m' = m / s.")
         if torch.allclose(got, torch.floor(m / s), atol=1e-9) or torch.allclose(got, torch.round(m / s), atol=1e-9):
-            return _verdict(False, f"Your positions are whole numbers {where}: rounding m / s puts {s:g} neighbouring "
-                                   "tokens on the same position, so the model cannot tell their order. Keep m / s as "
-                                   "a float; RoPE's angles m' theta_i are fine at fractional m'.")
+            return verdict(False, f"Your positions are whole numbers {where}: rounding m / s puts {s:g} neighbouring "
+                                  "tokens on the same position, so the model cannot tell their order. Keep m / s as "
+                                  "a float; RoPE's angles m' theta_i are fine at fractional m'.")
         if torch.allclose(got, m * (L - 1) / (L_new - 1), atol=1e-5):
-            return _verdict(False, f"You scaled by (L-1)/(L_new-1) {where}, so the last token lands exactly on L-1. "
-                                   "PI (and the library's scaling='linear') divides by s = L_new / L: the last token "
-                                   f"sits at {float(want[-1]):,.2f}, just below L, and every angle stays in [0, L theta_i).")
+            return verdict(False, f"You scaled by (L-1)/(L_new-1) {where}, so the last token lands exactly on L-1. "
+                                  "PI (and the library's scaling='linear') divides by s = L_new / L: the last token "
+                                  f"sits at {float(want[-1]):,.2f}, just below L, and every angle stays in [0, L theta_i).")
         if torch.allclose(got, m * L / L_new + 1, atol=1e-5) or torch.allclose(got, (m + 1) / s, atol=1e-5):
-            return _verdict(False, f"Off by one {where}: positions start at 0 (token 0 is at position 0).")
-        return _verdict(False, f"Your positions differ from m / s {where} (largest difference "
-                               f"{float((got - want).abs().max()):.3g}). Token m goes to m * L / L_new.")
-    return _verdict(True, "m' = m / s: every position of the long context lands in [0, L), at fractional steps of 1/s.")
+            return verdict(False, f"Off by one {where}: positions start at 0 (token 0 is at position 0).")
+        return verdict(False, f"Your positions differ from m / s {where} (largest difference "
+                              f"{float((got - want).abs().max()):.3g}). Token m goes to m * L / L_new.")
+    return verdict(True, "m' = m / s: every position of the long context lands in [0, L), at fractional steps of 1/s.")
 
 
 # ---------------------------------------------------------------------------
@@ -153,38 +153,38 @@ def check_yarn_band(fn: Callable[..., object]) -> bool:
         want = [bands.band_of(i) for i in range(d // 2)]
         got = []
         for i in range(d // 2):
-            value, err = _call(fn, i, d, base, L, bf, bs)
+            value, err = call_answer(fn, i, d, base, L, bf, bs)
             if err is not None:
-                return _verdict(False, f"fn({i}, {d}, {base:g}, {L}, {bf:g}, {bs:g}) raised {err}.")
+                return verdict(False, f"fn({i}, {d}, {base:g}, {L}, {bf:g}, {bs:g}) raised {err}.")
             if value not in _BANDS:
-                return _verdict(False, f"Return one of 'extrapolate', 'blend', 'interpolate'; fn({i}, {d}, {base:g}, "
-                                       f"{L}, {bf:g}, {bs:g}) returned {value!r}.")
+                return verdict(False, f"Return one of 'extrapolate', 'blend', 'interpolate'; fn({i}, {d}, {base:g}, "
+                                      f"{L}, {bf:g}, {bs:g}) returned {value!r}.")
             got.append(value)
         if got == want:
             continue
         where = f"for d_head={d}, base={base:g}, L={L}, beta_fast={bf:g}, beta_slow={bs:g}"
         flip = {"extrapolate": "interpolate", "interpolate": "extrapolate", "blend": "blend"}
         if got == [flip[b] for b in want]:
-            return _verdict(False, f"Your bands are the wrong way round {where}: the fast pairs (low i, many turns "
-                                   "within L) must keep theta_i, since interpolating them blurs neighbouring tokens; "
-                                   "the slow pairs (fewer than beta_slow turns, never wrapped) are the ones divided by s.")
+            return verdict(False, f"Your bands are the wrong way round {where}: the fast pairs (low i, many turns "
+                                  "within L) must keep theta_i, since interpolating them blurs neighbouring tokens; "
+                                  "the slow pairs (fewer than beta_slow turns, never wrapped) are the ones divided by s.")
         turns = bands.turns
         if got == _bands_by_turns(turns, bs, bf):
-            return _verdict(False, f"You swapped beta_fast and beta_slow {where}: beta_fast ({bf:g}) is the number of "
-                                   f"turns above which a pair is kept, beta_slow ({bs:g}) the number below which it is "
-                                   "interpolated.")
+            return verdict(False, f"You swapped beta_fast and beta_slow {where}: beta_fast ({bf:g}) is the number of "
+                                  f"turns above which a pair is kept, beta_slow ({bs:g}) the number below which it is "
+                                  "interpolated.")
         inverted = pair_wavelengths(d, base) / L  # lambda / L: the reciprocal of the turns
         if got == _bands_by_turns(inverted, bf, bs) or got == [flip[b] for b in _bands_by_turns(inverted, bf, bs)]:
-            return _verdict(False, f"You used wavelength / L {where}; the number of turns pair i makes within L is the "
-                                   "reciprocal, r_i = L / lambda_i = L theta_i / (2 pi).")
+            return verdict(False, f"You used wavelength / L {where}; the number of turns pair i makes within L is the "
+                                  "reciprocal, r_i = L / lambda_i = L theta_i / (2 pi).")
         half_turns = L / pair_wavelengths(2 * d, base)[: d // 2]  # theta_i = base^(-i/d): the pair index not doubled
         if got == _bands_by_turns(half_turns, bf, bs):
-            return _verdict(False, f"Your frequencies are base^(-i/d) {where}; pair i turns at theta_i = "
-                                   "base^(-2i/d), so the band edges sit at half the pair index you found.")
+            return verdict(False, f"Your frequencies are base^(-i/d) {where}; pair i turns at theta_i = "
+                                  "base^(-2i/d), so the band edges sit at half the pair index you found.")
         wrong = [i for i in range(d // 2) if got[i] != want[i]]
         i = wrong[0]
-        return _verdict(False, f"Pair {i} {where} makes {turns[i]:.3g} turns within L and belongs in "
-                               f"'{want[i]}', not '{got[i]}' ({len(wrong)} pair(s) differ). Keep pairs with at least "
-                               "beta_fast turns, interpolate those with at most beta_slow, blend the rest.")
-    return _verdict(True, "Pairs with at least beta_fast turns in L keep theta_i, those with at most beta_slow are "
-                          "divided by s, the rest blend: the same bands as the library's yarn_ramp.")
+        return verdict(False, f"Pair {i} {where} makes {turns[i]:.3g} turns within L and belongs in "
+                              f"'{want[i]}', not '{got[i]}' ({len(wrong)} pair(s) differ). Keep pairs with at least "
+                              "beta_fast turns, interpolate those with at most beta_slow, blend the rest.")
+    return verdict(True, "Pairs with at least beta_fast turns in L keep theta_i, those with at most beta_slow are "
+                         "divided by s, the rest blend: the same bands as the library's yarn_ramp.")

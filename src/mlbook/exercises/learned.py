@@ -8,29 +8,14 @@ batch holds B sequences, and counting sequences instead of steps.
 
 from __future__ import annotations
 
-import functools
-from typing import Callable, TypeVar
+from typing import Callable
 
 import torch
 
 from mlbook.analysis.learned import expected_row_examples, expected_row_updates, short_length_distribution
-from mlbook.exercises._common import _call, _verdict
+from mlbook.exercises.common import call_answer, guarded, verdict
 
 __all__ = ["check_expected_row_updates"]
-
-_F = TypeVar("_F", bound=Callable[..., bool])
-
-
-def _guarded(checker: _F) -> _F:
-    """Whatever the reader's answer does to the comparison code, report it instead of raising."""
-    @functools.wraps(checker)
-    def wrapper(fn: Callable) -> bool:
-        try:
-            return checker(fn)
-        except Exception as exc:  # an answer of a kind the checks did not foresee
-            return _verdict(False, f"Your answer could not be compared ({type(exc).__name__}: {exc}); return a "
-                                   "plain real-valued torch.Tensor of the shape asked for.")
-    return wrapper  # type: ignore[return-value]
 
 
 def _cases() -> list[tuple[str, torch.Tensor, int, int]]:
@@ -51,7 +36,7 @@ def _survival_ge(probs: torch.Tensor) -> torch.Tensor:
     return probs.flip(0).cumsum(0).flip(0)[:-1]
 
 
-@_guarded
+@guarded
 def check_expected_row_updates(fn: Callable[[torch.Tensor, int, int], object]) -> bool:
     """Check fn(length_probs, steps, batch_size) -> (T_max,) expected steps with a gradient at row p.
 
@@ -62,17 +47,17 @@ def check_expected_row_updates(fn: Callable[[torch.Tensor, int, int], object]) -
     """
     for name, probs, steps, B in _cases():
         T_max = probs.numel() - 1
-        value, err = _call(fn, probs.clone(), steps, B)
+        value, err = call_answer(fn, probs.clone(), steps, B)
         where = f"for {name} (steps={steps}, batch_size={B})"
         if err is not None:
-            return _verdict(False, f"fn raised {err} {where}.")
+            return verdict(False, f"fn raised {err} {where}.")
         if not isinstance(value, torch.Tensor):
-            return _verdict(False, f"Return a torch.Tensor of shape (T_max,); got {type(value).__name__} {where}.")
+            return verdict(False, f"Return a torch.Tensor of shape (T_max,); got {type(value).__name__} {where}.")
         if value.shape == (T_max + 1,):
-            return _verdict(False, f"Your result has {T_max + 1} entries {where}, one per length 0..T_max. The table "
-                                   f"has T_max = {T_max} rows, positions 0..{T_max - 1}: return one entry per row.")
+            return verdict(False, f"Your result has {T_max + 1} entries {where}, one per length 0..T_max. The table "
+                                  f"has T_max = {T_max} rows, positions 0..{T_max - 1}: return one entry per row.")
         if value.shape != (T_max,):
-            return _verdict(False, f"Your result has shape {tuple(value.shape)} {where}; it must be (T_max,) = ({T_max},).")
+            return verdict(False, f"Your result has shape {tuple(value.shape)} {where}; it must be (T_max,) = ({T_max},).")
         got = value.detach().double()
         want = expected_row_updates(probs, steps, B)
         if torch.allclose(got, want, rtol=1e-6, atol=1e-9):
@@ -103,15 +88,15 @@ def check_expected_row_updates(fn: Callable[[torch.Tensor, int, int], object]) -
         ]
         for cand, message in candidates:
             if torch.allclose(got, cand.double(), rtol=1e-6, atol=1e-9):
-                return _verdict(False, message + f" (Seen {where}.)")
+                return verdict(False, message + f" (Seen {where}.)")
         if (got < -1e-9).any() or (got > steps + 1e-9).any():
-            return _verdict(False, f"Some entries are outside [0, steps] {where}: a count of steps with a gradient "
-                                   "cannot be negative or exceed the number of steps.")
+            return verdict(False, f"Some entries are outside [0, steps] {where}: a count of steps with a gradient "
+                                  "cannot be negative or exceed the number of steps.")
         if (got[1:] > got[:-1] + 1e-9).any():
-            return _verdict(False, f"Your counts increase with p somewhere {where}. Every sequence that reaches row "
-                                   "p + 1 also reaches row p, so the expected count cannot grow with p.")
+            return verdict(False, f"Your counts increase with p somewhere {where}. Every sequence that reaches row "
+                                  "p + 1 also reaches row p, so the expected count cannot grow with p.")
         worst = int((got - want).abs().argmax())
-        return _verdict(False, f"Row {worst} gets {got[worst]:.4g}, expected {want[worst]:.4g} {where}. Row p is "
-                               "updated at a step unless all B lengths are <= p.")
-    return _verdict(True, "steps * (1 - (1 - P(L > p))^B) for every row: a length-L sequence reaches rows "
-                          "0..L-1, and one sequence in the batch is enough.")
+        return verdict(False, f"Row {worst} gets {got[worst]:.4g}, expected {want[worst]:.4g} {where}. Row p is "
+                              "updated at a step unless all B lengths are <= p.")
+    return verdict(True, "steps * (1 - (1 - P(L > p))^B) for every row: a length-L sequence reaches rows "
+                         "0..L-1, and one sequence in the batch is enough.")

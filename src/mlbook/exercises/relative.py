@@ -15,8 +15,7 @@ from typing import Callable
 import torch
 
 from mlbook.analysis.relative import swin_index, swin_table_entries
-from mlbook.exercises._common import _call, _verdict
-from mlbook.exercises.learned import _guarded
+from mlbook.exercises.common import call_answer, guarded, verdict
 
 __all__ = ["check_swin_index", "check_swin_bias"]
 
@@ -44,7 +43,7 @@ def _offsets(w: int) -> tuple[torch.Tensor, torch.Tensor]:
     return delta[0], delta[1]
 
 
-@_guarded
+@guarded
 def check_swin_index(fn: Callable[[int], object]) -> bool:
     """Check fn(window) -> (w^2, w^2) integer tensor of table rows, for windows 7, 3 and 4.
 
@@ -52,18 +51,18 @@ def check_swin_index(fn: Callable[[int], object]) -> bool:
     RelativePositionBias2D's index, (dy + w - 1)(2w - 1) + (dx + w - 1), (dy, dx) = q - k.
     """
     for w in _WINDOWS:
-        value, err = _call(fn, w)
+        value, err = call_answer(fn, w)
         if err is not None:
-            return _verdict(False, f"fn({w}) raised {err}.")
+            return verdict(False, f"fn({w}) raised {err}.")
         if not isinstance(value, torch.Tensor):
-            return _verdict(False, f"Return a torch.Tensor; fn({w}) returned {type(value).__name__}.")
+            return verdict(False, f"Return a torch.Tensor; fn({w}) returned {type(value).__name__}.")
         n = w * w
         if tuple(value.shape) != (n, n):
-            return _verdict(False, f"fn({w}) has shape {tuple(value.shape)}; it must be (w^2, w^2) = ({n}, {n}): one "
-                                   "row per query cell and one column per key cell of the window.")
+            return verdict(False, f"fn({w}) has shape {tuple(value.shape)}; it must be (w^2, w^2) = ({n}, {n}): one "
+                                  "row per query cell and one column per key cell of the window.")
         if value.is_floating_point() or value.is_complex() or value.dtype == torch.bool:
-            return _verdict(False, f"fn({w}) has dtype {value.dtype}; table rows are looked up with an integer "
-                                   "tensor (torch.long).")
+            return verdict(False, f"fn({w}) has dtype {value.dtype}; table rows are looked up with an integer "
+                                  "tensor (torch.long).")
         got = value.long()
         want = swin_index(w)
         if torch.equal(got, want):
@@ -100,60 +99,60 @@ def check_swin_index(fn: Callable[[int], object]) -> bool:
         ]
         for cand, message in named:
             if torch.equal(got, cand):
-                return _verdict(False, message + f" (Seen {where}.)")
+                return verdict(False, message + f" (Seen {where}.)")
         if int(got.min()) < 0 or int(got.max()) >= size:
-            return _verdict(False, f"Your indices run from {int(got.min())} to {int(got.max())} {where}; the table "
-                                   f"has rows 0..{size - 1} ((2w - 1)^2 = {size}).")
+            return verdict(False, f"Your indices run from {int(got.min())} to {int(got.max())} {where}; the table "
+                                  f"has rows 0..{size - 1} ((2w - 1)^2 = {size}).")
         dy, dx = _offsets(w)
         key = (dy + w - 1) * (2 * w - 1) + (dx + w - 1)  # the offset, as one number
         for k in range(size):
             vals = got[key == k]
             if vals.numel() and (vals != vals[0]).any():
-                return _verdict(False, f"Not translation invariant {where}: pairs with the same offset (dy, dx) "
-                                       "get different rows. The index must depend on the cells only through "
-                                       "their difference.")
+                return verdict(False, f"Not translation invariant {where}: pairs with the same offset (dy, dx) "
+                                      "get different rows. The index must depend on the cells only through "
+                                      "their difference.")
         if torch.unique(got).numel() < size:
-            return _verdict(False, f"Different offsets share a row {where}: only {torch.unique(got).numel()} of the "
-                                   f"{size} offsets get a row of their own.")
-        return _verdict(False, f"A consistent labelling {where}, but not Swin's: use (dy + w - 1) * (2w - 1) + "
-                               "(dx + w - 1) with (dy, dx) = query cell - key cell.")
-    return _verdict(True, "(dy + w - 1)(2w - 1) + (dx + w - 1) for every pair, with (dy, dx) = query minus key and "
-                          "cells numbered row-major: the same rows as RelativePositionBias2D.")
+            return verdict(False, f"Different offsets share a row {where}: only {torch.unique(got).numel()} of the "
+                                  f"{size} offsets get a row of their own.")
+        return verdict(False, f"A consistent labelling {where}, but not Swin's: use (dy + w - 1) * (2w - 1) + "
+                              "(dx + w - 1) with (dy, dx) = query cell - key cell.")
+    return verdict(True, "(dy + w - 1)(2w - 1) + (dx + w - 1) for every pair, with (dy, dx) = query minus key and "
+                         "cells numbered row-major: the same rows as RelativePositionBias2D.")
 
 
-@_guarded
+@guarded
 def check_swin_bias(fn: Callable[[torch.Tensor, int], object]) -> bool:
     """Check fn(table, window) -> (H, w^2, w^2): the bias gathered from a ((2w-1)^2, H) table with
     Swin's index, for windows 7 and 3 with H = 4 and 3 heads (different, so swapped dims show)."""
     for w, H in ((7, 4), (3, 3)):
         gen = torch.Generator().manual_seed(w)
         table = torch.randn(swin_table_entries(w), H, generator=gen)  # ((2w-1)^2, H)
-        value, err = _call(fn, table.clone(), w)
+        value, err = call_answer(fn, table.clone(), w)
         where = f"for window {w}, H = {H}"
         if err is not None:
-            return _verdict(False, f"fn(table, {w}) raised {err}.")
+            return verdict(False, f"fn(table, {w}) raised {err}.")
         if not isinstance(value, torch.Tensor):
-            return _verdict(False, f"Return a torch.Tensor; got {type(value).__name__} {where}.")
+            return verdict(False, f"Return a torch.Tensor; got {type(value).__name__} {where}.")
         n = w * w
         gathered = table[swin_index(w).reshape(-1)].reshape(n, n, H)  # (w^2, w^2, H)
         want = gathered.permute(2, 0, 1)  # (H, w^2, w^2)
         if tuple(value.shape) == (n, n, H):
             if torch.allclose(value.float(), gathered):
-                return _verdict(False, f"Right values, wrong layout {where}: you return (w^2, w^2, H). Attention "
-                                       "scores are (H, T_q, T_k), so permute the heads to the front: .permute(2, 0, 1).")
+                return verdict(False, f"Right values, wrong layout {where}: you return (w^2, w^2, H). Attention "
+                                      "scores are (H, T_q, T_k), so permute the heads to the front: .permute(2, 0, 1).")
         if tuple(value.shape) != (H, n, n):
-            return _verdict(False, f"Shape {tuple(value.shape)} {where}; it must be (H, w^2, w^2) = ({H}, {n}, {n}).")
+            return verdict(False, f"Shape {tuple(value.shape)} {where}; it must be (H, w^2, w^2) = ({H}, {n}, {n}).")
         got = value.detach().float()
         if torch.allclose(got, want):
             continue
         if torch.allclose(got, gathered.reshape(H, n, n)):
-            return _verdict(False, f"You reshaped (w^2, w^2, H) to (H, w^2, w^2) {where}. A reshape keeps the memory "
-                                   "order and scrambles heads with positions; move the head axis with "
-                                   "permute(2, 0, 1) instead.")
+            return verdict(False, f"You reshaped (w^2, w^2, H) to (H, w^2, w^2) {where}. A reshape keeps the memory "
+                                  "order and scrambles heads with positions; move the head axis with "
+                                  "permute(2, 0, 1) instead.")
         if torch.allclose(got, want.transpose(-1, -2)):
-            return _verdict(False, f"Your bias is transposed {where}: entry [h, q, k] must be for query cell q and key "
-                                   "cell k, i.e. table[index[q, k], h]. Did you index with (key - query)?")
-        return _verdict(False, f"The values differ from table[index[q, k], h] {where}. Gather the table with the "
-                               "flattened index, reshape to (w^2, w^2, H), then permute to (H, w^2, w^2).")
-    return _verdict(True, "bias[h, q, k] = table[index[q, k], h], shape (H, w^2, w^2), as RelativePositionBias2D "
-                          "computes it.")
+            return verdict(False, f"Your bias is transposed {where}: entry [h, q, k] must be for query cell q and key "
+                                  "cell k, i.e. table[index[q, k], h]. Did you index with (key - query)?")
+        return verdict(False, f"The values differ from table[index[q, k], h] {where}. Gather the table with the "
+                              "flattened index, reshape to (w^2, w^2, H), then permute to (H, w^2, w^2).")
+    return verdict(True, "bias[h, q, k] = table[index[q, k], h], shape (H, w^2, w^2), as RelativePositionBias2D "
+                         "computes it.")

@@ -18,7 +18,7 @@ from typing import Callable
 import torch
 
 from mlbook.analysis.rope import pairing_permutation
-from mlbook.exercises._common import _call, _verdict
+from mlbook.exercises.common import call_answer, verdict
 from mlbook.transformer.positional import RotaryEmbedding, apply_rotary, frequency_ladder
 
 __all__ = ["check_rope_rotation", "check_pairing_permutation"]
@@ -102,23 +102,23 @@ def check_rope_rotation(fn: Callable[[torch.Tensor, int, float], object]) -> boo
     for d, m, base in _ROTATION_CASES:
         x = torch.randn(3, d, generator=gen)  # (3, d_head) float32 rows
         where = f"at m = {m}, d_head = {d}, base = {base:g}"
-        value, err = _call(fn, x.clone(), m, base)
+        value, err = call_answer(fn, x.clone(), m, base)
         if err is not None:
-            return _verdict(False, f"fn(x, {m}, {base:g}) with x of shape {tuple(x.shape)} raised {err}.")
+            return verdict(False, f"fn(x, {m}, {base:g}) with x of shape {tuple(x.shape)} raised {err}.")
         if not isinstance(value, torch.Tensor):
-            return _verdict(False, f"Return a torch.Tensor shaped like x; fn(x, {m}, {base:g}) returned "
-                                   f"{type(value).__name__}.")
+            return verdict(False, f"Return a torch.Tensor shaped like x; fn(x, {m}, {base:g}) returned "
+                                  f"{type(value).__name__}.")
         if tuple(value.shape) != tuple(x.shape):
-            return _verdict(False, f"fn(x, {m}, {base:g}) has shape {tuple(value.shape)}; it must keep the shape of "
-                                   f"x, {tuple(x.shape)} (each row rotated on its own).")
+            return verdict(False, f"fn(x, {m}, {base:g}) has shape {tuple(value.shape)}; it must keep the shape of "
+                                  f"x, {tuple(x.shape)} (each row rotated on its own).")
         if not value.is_floating_point():
-            return _verdict(False, f"fn returned dtype {value.dtype}; return a floating-point tensor.")
+            return verdict(False, f"fn returned dtype {value.dtype}; return a floating-point tensor.")
         if value.dtype in (torch.bfloat16, torch.float16):
-            return _verdict(False, f"For float32 x you return {value.dtype}: the rotation (and the angles before it) "
-                                   "should run in float32; return x's dtype.")
+            return verdict(False, f"For float32 x you return {value.dtype}: the rotation (and the angles before it) "
+                                  "should run in float32; return x's dtype.")
         got = value.detach().double()
         if not torch.isfinite(got).all():
-            return _verdict(False, f"fn returned NaN or inf {where}.")
+            return verdict(False, f"fn returned NaN or inf {where}.")
         candidates = _candidates(d, m, base)
         want = candidates[0][1](x).double()
         # float32 angles are exact to about 1e-7 * m radians: allow for a float64 answer at m = 3000
@@ -127,24 +127,24 @@ def check_rope_rotation(fn: Callable[[torch.Tensor, int, float], object]) -> boo
             continue
         for name, rotate, message in candidates[1:]:
             if torch.allclose(got, rotate(x).double(), atol=tol, rtol=0):
-                return _verdict(False, f"{message} (Seen {where}.)")
+                return verdict(False, f"{message} (Seen {where}.)")
         for name, rotate, message in candidates[1:]:  # a bfloat16 recipe of its own: close to one of ours
             if name.startswith("bf16") and torch.allclose(got, rotate(x).double(), atol=2e-2, rtol=0):
-                return _verdict(False, f"{message} (Seen {where}.)")
+                return verdict(False, f"{message} (Seen {where}.)")
         gap = (got - want).abs().max().item()
         if m >= 1000 and gap > 1e-3:
-            return _verdict(False, f"Right at m = 5 and 37, but off by up to {gap:.2g} {where}: the angles are "
-                                   "not accurate at large positions. Compute m * theta_i in float32 or float64, "
-                                   "not bfloat16 or float16.")
+            return verdict(False, f"Right at m = 5 and 37, but off by up to {gap:.2g} {where}: the angles are "
+                                  "not accurate at large positions. Compute m * theta_i in float32 or float64, "
+                                  "not bfloat16 or float16.")
         same_norm = torch.allclose(got.norm(dim=-1), x.double().norm(dim=-1), rtol=1e-4)
         hint = ("" if same_norm else " It also changes the length of the rows, so it is not a rotation: each pair "
                 "must keep its length.")
-        return _verdict(False, f"Your result differs from R_m x by up to {gap:.3g} {where}.{hint} Pair i = "
-                               "(x_i, x_(i+d/2)) turns by m * theta_i, theta_i = base^(-2i/d_head): "
-                               "x * cos + rotate_half(x) * sin with cos, sin = torch.cat([angles, angles]).cos() "
-                               "and .sin().")
-    return _verdict(True, "R_m x matches the library at m = 5, 37 and 3000: pairs (i, i + d/2), counter-clockwise, "
-                          "theta_i = base^(-2i/d_head), float32 angles.")
+        return verdict(False, f"Your result differs from R_m x by up to {gap:.3g} {where}.{hint} Pair i = "
+                              "(x_i, x_(i+d/2)) turns by m * theta_i, theta_i = base^(-2i/d_head): "
+                              "x * cos + rotate_half(x) * sin with cos, sin = torch.cat([angles, angles]).cos() "
+                              "and .sin().")
+    return verdict(True, "R_m x matches the library at m = 5, 37 and 3000: pairs (i, i + d/2), counter-clockwise, "
+                         "theta_i = base^(-2i/d_head), float32 angles.")
 
 
 # ---------------------------------------------------------------------------
@@ -161,45 +161,45 @@ def check_pairing_permutation(fn: Callable[[int], object]) -> bool:
     and an answer that is not a permutation.
     """
     for d in (8, 12, 64):
-        value, err = _call(fn, d)
+        value, err = call_answer(fn, d)
         if err is not None:
-            return _verdict(False, f"fn({d}) raised {err}.")
+            return verdict(False, f"fn({d}) raised {err}.")
         if not isinstance(value, torch.Tensor):
             try:
                 value = torch.as_tensor(value)
             except Exception:
-                return _verdict(False, f"Return a tensor (or list) of d_head integers; fn({d}) returned "
-                                       f"{type(value).__name__}.")
+                return verdict(False, f"Return a tensor (or list) of d_head integers; fn({d}) returned "
+                                      f"{type(value).__name__}.")
         if value.is_floating_point() or value.is_complex() or value.dtype == torch.bool:
-            return _verdict(False, f"fn({d}) has dtype {value.dtype}; return integer indices (torch.long).")
+            return verdict(False, f"fn({d}) has dtype {value.dtype}; return integer indices (torch.long).")
         perm = value.long().flatten()
         if perm.numel() != d:
-            return _verdict(False, f"fn({d}) has {perm.numel()} entries; it needs one index per dim, {d}.")
+            return verdict(False, f"fn({d}) has {perm.numel()} entries; it needs one index per dim, {d}.")
         if sorted(perm.tolist()) != list(range(d)):
-            return _verdict(False, f"fn({d}) is not a permutation of 0..{d - 1} (some index is repeated or missing): "
-                                   "every channel must appear exactly once.")
+            return verdict(False, f"fn({d}) is not a permutation of 0..{d - 1} (some index is repeated or missing): "
+                                  "every channel must appear exactly once.")
         want = pairing_permutation(d)  # (d,) [0, d/2, 1, d/2 + 1, ...]
         if torch.equal(perm, want):
             continue
         where = f"for d_head = {d}"
         if torch.equal(perm, torch.arange(d)):
-            return _verdict(False, f"That is the identity {where}: the layouts store a pair in different channels. "
-                                   "Interleaved slot 2i holds half dim i, slot 2i + 1 holds half dim i + d/2.")
+            return verdict(False, f"That is the identity {where}: the layouts store a pair in different channels. "
+                                  "Interleaved slot 2i holds half dim i, slot 2i + 1 holds half dim i + d/2.")
         if torch.equal(perm, torch.argsort(want)):
-            return _verdict(False, f"That is the inverse permutation {where}: x_half[perm] must give the interleaved "
-                                   "vector, so perm[2i] = i and perm[2i + 1] = i + d/2 (perm = [0, d/2, 1, d/2 + 1, "
-                                   "...]). Yours maps the other way: interleaved -> half.")
+            return verdict(False, f"That is the inverse permutation {where}: x_half[perm] must give the interleaved "
+                                  "vector, so perm[2i] = i and perm[2i + 1] = i + d/2 (perm = [0, d/2, 1, d/2 + 1, "
+                                  "...]). Yours maps the other way: interleaved -> half.")
         x = torch.randn(d, generator=torch.Generator().manual_seed(d), dtype=torch.float64)  # (d,) half layout
         rope_h, rope_i = RotaryEmbedding(d, pairing="half"), RotaryEmbedding(d, pairing="interleaved")
         lhs = rope_h.rotate(x[None], offset=7)[0][perm]  # (d,) rotate, then permute
         rhs = rope_i.rotate(x[perm][None], offset=7)[0]  # (d,) permute, then rotate
         gap = (lhs - rhs).abs().max().item()
         if gap < 1e-9:
-            return _verdict(False, f"Your permutation commutes with the rotation {where}, but it also reorders the "
-                                   "pairs: interleaved pair i must be half pair i (theta_i is shared), so "
-                                   "perm[2i] = i and perm[2i + 1] = i + d/2.")
-        return _verdict(False, f"With your permutation {where}, rotating then permuting differs from permuting then "
-                               f"rotating by up to {gap:.2g}: some pair is split across two pairs. Interleaved slot "
-                               "2i must hold half dim i and slot 2i + 1 half dim i + d/2.")
-    return _verdict(True, "perm = [0, d/2, 1, d/2 + 1, ...]: x_half[perm] is the interleaved vector, and rotating "
-                          "commutes with it, as convert_rotary_weights uses it.")
+            return verdict(False, f"Your permutation commutes with the rotation {where}, but it also reorders the "
+                                  "pairs: interleaved pair i must be half pair i (theta_i is shared), so "
+                                  "perm[2i] = i and perm[2i + 1] = i + d/2.")
+        return verdict(False, f"With your permutation {where}, rotating then permuting differs from permuting then "
+                              f"rotating by up to {gap:.2g}: some pair is split across two pairs. Interleaved slot "
+                              "2i must hold half dim i and slot 2i + 1 half dim i + d/2.")
+    return verdict(True, "perm = [0, d/2, 1, d/2 + 1, ...]: x_half[perm] is the interleaved vector, and rotating "
+                         "commutes with it, as convert_rotary_weights uses it.")

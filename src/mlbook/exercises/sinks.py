@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Callable
 
 from mlbook.analysis.sinks import SCHEMES, cache_contents
-from mlbook.exercises._common import _call, _verdict
+from mlbook.exercises.common import call_answer, verdict
 
 __all__ = ["check_sink_slots", "check_largest_offset"]
 
@@ -32,15 +32,15 @@ def check_sink_slots(fn: Callable[[int, int, int], object]) -> bool:
     """
     cases = ((40, 4, 12), (10, 4, 12), (3, 4, 8), (17, 4, 12), (100, 0, 10), (1000, 2, 5))
     for t, n_sink, window in cases:
-        value, err = _call(fn, t, n_sink, window)
+        value, err = call_answer(fn, t, n_sink, window)
         where = f"for t={t}, n_sink={n_sink}, window={window}"
         if err is not None:
-            return _verdict(False, f"fn({t}, {n_sink}, {window}) raised {err}.")
+            return verdict(False, f"fn({t}, {n_sink}, {window}) raised {err}.")
         if not isinstance(value, (tuple, list)) or len(value) != 2:
-            return _verdict(False, f"Return a pair (kept, slots) of two lists; got {type(value).__name__} {where}.")
+            return verdict(False, f"Return a pair (kept, slots) of two lists; got {type(value).__name__} {where}.")
         kept, slots = _as_int_list(value[0]), _as_int_list(value[1])
         if kept is None or slots is None:
-            return _verdict(False, f"kept and slots must be sequences of integers {where}.")
+            return verdict(False, f"kept and slots must be sequences of integers {where}.")
         ref = cache_contents("sink_slot", t, n_sink, window)
         want_kept, want_slots = list(ref.kept), list(ref.given)
         if kept == want_kept and slots == want_slots:
@@ -48,29 +48,29 @@ def check_sink_slots(fn: Callable[[int, int, int], object]) -> bool:
         if kept != want_kept:
             capacity = n_sink + window
             if n_sink and kept == list(range(max(0, t - capacity), t)):
-                return _verdict(False, f"Your cache is a plain sliding window {where}: it evicts tokens "
-                                       f"0..{n_sink - 1}. The sinks stay pinned; only the {window} tokens after "
-                                       "them slide.")
+                return verdict(False, f"Your cache is a plain sliding window {where}: it evicts tokens "
+                                      f"0..{n_sink - 1}. The sinks stay pinned; only the {window} tokens after "
+                                      "them slide.")
             if kept == sorted(set(range(n_sink)) | set(range(max(0, t - window - 1), t))):
-                return _verdict(False, f"Your window holds one token too many {where}: keep the last {window}.")
+                return verdict(False, f"Your window holds one token too many {where}: keep the last {window}.")
             if kept == sorted(set(range(n_sink)) | set(range(max(0, t - window + 1), t))):
-                return _verdict(False, f"Your window holds one token too few {where}: keep the last {window}.")
+                return verdict(False, f"Your window holds one token too few {where}: keep the last {window}.")
             if t < n_sink + window and len(kept) != t:
-                return _verdict(False, f"Only {t} tokens have arrived {where}; the cache holds all of them, each "
-                                       "once (no position twice, none that has not been seen yet).")
-            return _verdict(False, f"kept should be {want_kept[:8]}{'...' if len(want_kept) > 8 else ''} {where} "
-                                   f"(the first {n_sink} tokens, then the last {window}); yours is "
-                                   f"{kept[:8]}{'...' if len(kept) > 8 else ''}.")
+                return verdict(False, f"Only {t} tokens have arrived {where}; the cache holds all of them, each "
+                                      "once (no position twice, none that has not been seen yet).")
+            return verdict(False, f"kept should be {want_kept[:8]}{'...' if len(want_kept) > 8 else ''} {where} "
+                                  f"(the first {n_sink} tokens, then the last {window}); yours is "
+                                  f"{kept[:8]}{'...' if len(kept) > 8 else ''}.")
         if slots == kept:
-            return _verdict(False, f"Your slots are the text positions {where}. StreamingLLM gives each token its "
-                                   f"slot in the cache, 0..{len(kept) - 1}; with text positions the query sits "
-                                   f"{t - 1} tokens from the sinks, far past any trained offset.")
+            return verdict(False, f"Your slots are the text positions {where}. StreamingLLM gives each token its "
+                                  f"slot in the cache, 0..{len(kept) - 1}; with text positions the query sits "
+                                  f"{t - 1} tokens from the sinks, far past any trained offset.")
         if slots == [s + 1 for s in want_slots]:
-            return _verdict(False, f"Off by one {where}: slots start at 0.")
-        return _verdict(False, f"slots should be 0..{len(kept) - 1} in cache order {where}; yours are "
-                               f"{slots[:8]}{'...' if len(slots) > 8 else ''}.")
-    return _verdict(True, "The sinks stay in slots 0..n_sink-1, the window fills the slots after them, and no "
-                          "slot exceeds n_sink + window - 1 however long the stream.")
+            return verdict(False, f"Off by one {where}: slots start at 0.")
+        return verdict(False, f"slots should be 0..{len(kept) - 1} in cache order {where}; yours are "
+                              f"{slots[:8]}{'...' if len(slots) > 8 else ''}.")
+    return verdict(True, "The sinks stay in slots 0..n_sink-1, the window fills the slots after them, and no "
+                         "slot exceeds n_sink + window - 1 however long the stream.")
 
 
 def check_largest_offset(fn: Callable[[str, int, int, int], object]) -> bool:
@@ -82,41 +82,41 @@ def check_largest_offset(fn: Callable[[str, int, int, int], object]) -> bool:
     cases = ((40, 4, 12), (10, 4, 12), (1000, 4, 1020), (500, 1, 63))
     for t, n_sink, window in cases:
         for scheme in SCHEMES:
-            value, err = _call(fn, scheme, t, n_sink, window)
+            value, err = call_answer(fn, scheme, t, n_sink, window)
             where = f"for scheme={scheme!r}, t={t}, n_sink={n_sink}, window={window}"
             if err is not None:
-                return _verdict(False, f"fn({scheme!r}, {t}, {n_sink}, {window}) raised {err}.")
+                return verdict(False, f"fn({scheme!r}, {t}, {n_sink}, {window}) raised {err}.")
             if isinstance(value, bool):
-                return _verdict(False, f"Return a whole number of tokens, not a bool; got {value!r} {where}.")
+                return verdict(False, f"Return a whole number of tokens, not a bool; got {value!r} {where}.")
             if not isinstance(value, int):
                 try:
                     if float(value) != int(float(value)):  # type: ignore[arg-type]
                         raise ValueError
                     value = int(float(value))  # type: ignore[arg-type]
                 except (TypeError, ValueError):
-                    return _verdict(False, f"Return a whole number of tokens; got {value!r} {where}.")
+                    return verdict(False, f"Return a whole number of tokens; got {value!r} {where}.")
             view = cache_contents(scheme, t, n_sink, window)
             want = view.max_offset
             if value == want:
                 continue
             if value == view.max_position and view.max_position != want:
-                return _verdict(False, f"You returned the largest position ({value}) {where}, not the largest offset. "
-                                       "RoPE's score turns pair i by (query position - key position) theta_i, so only "
-                                       f"the difference matters: {want} here.")
+                return verdict(False, f"You returned the largest position ({value}) {where}, not the largest offset. "
+                                      "RoPE's score turns pair i by (query position - key position) theta_i, so only "
+                                      f"the difference matters: {want} here.")
             if value == want + 1:
-                return _verdict(False, f"Off by one {where}: {len(view.kept)} tokens span offsets 0..{want}, "
-                                       f"so the largest is {want}, not {value}.")
+                return verdict(False, f"Off by one {where}: {len(view.kept)} tokens span offsets 0..{want}, "
+                                      f"so the largest is {want}, not {value}.")
             if scheme == "sink_text" and value == len(view.kept) - 1:
-                return _verdict(False, f"With text positions the sinks keep their positions 0..{n_sink - 1} while the "
-                                       f"query is at {t - 1} {where}: the largest offset is {want}, the whole stream. "
-                                       "That is why StreamingLLM assigns slot positions.")
+                return verdict(False, f"With text positions the sinks keep their positions 0..{n_sink - 1} while the "
+                                      f"query is at {t - 1} {where}: the largest offset is {want}, the whole stream. "
+                                      "That is why StreamingLLM assigns slot positions.")
             if scheme == "full" and value == len(cache_contents("sink_slot", t, n_sink, window).kept) - 1:
-                return _verdict(False, f"The full cache never evicts {where}: it holds all {t} tokens at their text "
-                                       f"positions, so the query is {want} tokens from token 0.")
+                return verdict(False, f"The full cache never evicts {where}: it holds all {t} tokens at their text "
+                                      f"positions, so the query is {want} tokens from token 0.")
             if scheme == "sink_slot" and value == t - 1:
-                return _verdict(False, f"With slot positions the query is in the last slot and the first sink in slot 0 "
-                                       f"{where}: the largest offset is {want}, however long the stream.")
-            return _verdict(False, f"The largest offset {where} is {want}, not {value}: the query (the newest token) "
-                                   "minus the smallest position any kept token is given.")
-    return _verdict(True, "Full cache and sink cache with text positions grow with the stream; the sliding window "
-                          "and the slot-positioned sink cache stay below n_sink + window.")
+                return verdict(False, f"With slot positions the query is in the last slot and the first sink in slot 0 "
+                                      f"{where}: the largest offset is {want}, however long the stream.")
+            return verdict(False, f"The largest offset {where} is {want}, not {value}: the query (the newest token) "
+                                  "minus the smallest position any kept token is given.")
+    return verdict(True, "Full cache and sink cache with text positions grow with the stream; the sliding window "
+                         "and the slot-positioned sink cache stay below n_sink + window.")

@@ -12,7 +12,7 @@ from fractions import Fraction
 from typing import Callable
 
 from mlbook.analysis.systems import attention_flops, kv_cache_bytes, position_cost
-from mlbook.exercises._common import _call, _verdict
+from mlbook.exercises.common import call_answer, verdict
 
 __all__ = ["check_attention_flops", "check_kv_cache_bytes"]
 
@@ -61,17 +61,17 @@ def check_kv_cache_bytes(fn: Callable[..., object]) -> bool:
     cases = [dict(_KV_CASE), {"n_layers": 32, "n_heads": 32, "n_kv_heads": 32, "d_head": 128, "bits": 16,
                               "context_len": 131_072, "batch": 1}]
     for case in cases:
-        value, err = _call(fn, *case.values())
+        value, err = call_answer(fn, *case.values())
         if err is not None:
             if err.startswith("NotImplementedError"):
                 print(_NOT_IMPLEMENTED)
                 return False
-            return _verdict(False, f"fn({', '.join(f'{k}={v}' for k, v in case.items())}) raised {err}.")
+            return verdict(False, f"fn({', '.join(f'{k}={v}' for k, v in case.items())}) raised {err}.")
         if value is None:
             print(_NOT_IMPLEMENTED)
             return False
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            return _verdict(False, f"Return a number of bytes (int or float), got {type(value).__name__}.")
+            return verdict(False, f"Return a number of bytes (int or float), got {type(value).__name__}.")
         want = kv_cache_bytes(case["n_layers"], case["n_kv_heads"], case["d_head"], case["bits"] / 8,
                               case["context_len"], case["batch"])
         if abs(float(value) - want) <= 1e-6 * want:
@@ -79,18 +79,18 @@ def check_kv_cache_bytes(fn: Callable[..., object]) -> bool:
         where = ", ".join(f"{k}={v}" for k, v in case.items())
         for unit, size in (("GiB", 2**30), ("GB", 1e9), ("MiB", 2**20), ("MB", 1e6)):
             if abs(float(value) * size - want) <= 1e-6 * want:
-                return _verdict(False, f"You returned {value} for {where}: that is the size in {unit}, but the "
-                                       "function must return bytes. Convert units only when you print.")
+                return verdict(False, f"You returned {value} for {where}: that is the size in {unit}, but the "
+                                      "function must return bytes. Convert units only when you print.")
         r = _ratio(float(value), want)
         hint = _KV_FACTORS.get(r) if r is not None else None
         if hint is not None:
             times = f"{r} times" if r > 1 else f"{r} of"
-            return _verdict(False, f"For {where} you return {value:,.0f} bytes, {times} the right {want:,}. {hint}")
-        return _verdict(False, f"For {where} you return {value:,.0f} bytes; the cache holds {want:,}. Per token it "
-                               "is 2 x n_layers x n_kv_heads x d_head x bits / 8 bytes.")
-    return _verdict(True, "Keys and values, every layer, only the KV heads, bits / 8 bytes per value, for every "
-                          "token of every sequence: 0.5 MiB per token and 64 GiB at 131,072 tokens for the "
-                          "7B-class model.")
+            return verdict(False, f"For {where} you return {value:,.0f} bytes, {times} the right {want:,}. {hint}")
+        return verdict(False, f"For {where} you return {value:,.0f} bytes; the cache holds {want:,}. Per token it "
+                              "is 2 x n_layers x n_kv_heads x d_head x bits / 8 bytes.")
+    return verdict(True, "Keys and values, every layer, only the KV heads, bits / 8 bytes per value, for every "
+                         "token of every sequence: 0.5 MiB per token and 64 GiB at 131,072 tokens for the "
+                         "7B-class model.")
 
 
 # ---------------------------------------------------------------------------
@@ -108,21 +108,21 @@ def check_attention_flops(fn: Callable[[int, int, int], object]) -> bool:
     a causal kernel skipping the masked half). Compared with `mlbook.analysis.systems`.
     """
     B, T, d = _FLOP_CASE
-    value, err = _call(fn, B, T, d)
+    value, err = call_answer(fn, B, T, d)
     if err is not None:
         if err.startswith("NotImplementedError"):
             print(_NOT_IMPLEMENTED)
             return False
-        return _verdict(False, f"fn({B}, {T}, {d}) raised {err}.")
+        return verdict(False, f"fn({B}, {T}, {d}) raised {err}.")
     if value is None:
         print(_NOT_IMPLEMENTED)
         return False
     if not isinstance(value, (tuple, list)) or len(value) != 3:
-        return _verdict(False, "Return three numbers: (rope, projections, scores_and_mix).")
+        return verdict(False, "Return three numbers: (rope, projections, scores_and_mix).")
     try:
         rope, proj, mix = (float(v) for v in value)
     except (TypeError, ValueError):
-        return _verdict(False, "Return three numbers: (rope, projections, scores_and_mix).")
+        return verdict(False, "Return three numbers: (rope, projections, scores_and_mix).")
     flops = attention_flops(B, T, d)
     want_rope = position_cost("rope", B, T, d, 1).flops
     want = {"rope": want_rope, "projections": flops.projections, "scores and mix": flops.scores + flops.mix}
@@ -154,7 +154,7 @@ def check_attention_flops(fn: Callable[[int, int, int], object]) -> bool:
             if part == "scores and mix" and _ratio(got[part], 4.0 * B * T * d * d) == 1:
                 hint = "That is T d^2: the score and mix products scale with T^2 d (every query meets every key)."
         msg = f"{part}: you have {got[part]:,.0f} FLOPs for B={B}, T={T}, d={d}; the count is {want[part]:,.0f}."
-        return _verdict(False, f"{msg} {hint}" if hint else f"{msg} Count 2 FLOPs per multiply-add.")
-    return _verdict(True, "RoPE costs 6 B T d, the projections 8 B T d^2, scores and mix 4 B T^2 d per layer: RoPE "
-                          "is a 4d/3-th of the projections' cost, and the T^2 term overtakes the projections once "
-                          "T > 2d.")
+        return verdict(False, f"{msg} {hint}" if hint else f"{msg} Count 2 FLOPs per multiply-add.")
+    return verdict(True, "RoPE costs 6 B T d, the projections 8 B T d^2, scores and mix 4 B T^2 d per layer: RoPE "
+                         "is a 4d/3-th of the projections' cost, and the T^2 term overtakes the projections once "
+                         "T > 2d.")
