@@ -35,7 +35,7 @@ def _text(cell: dict) -> str:
 @pytest.mark.parametrize("stem", sorted(PAGES))
 def test_experiment_page_opens_with_the_verdict_computed_from_the_committed_record(stem: str) -> None:
     name, number = PAGES[stem]
-    exp = registry._get(name)
+    exp = registry.get_experiment(name)
     record = registry.load_result(name, "full")
     assert record is not None, f"no committed full-budget record of {name} matches its config"
     verdict_line = getattr(importlib.import_module(exp.fn.__module__), "verdict_line")

@@ -39,7 +39,7 @@ def _record(name: str, cfg: dict, results: dict) -> dict:
 
 @pytest.fixture(scope="module", autouse=True)
 def _registered() -> None:
-    registry._get("permutation")  # imports the catalog
+    registry.get_experiment("permutation")  # imports the catalog
 
 
 @pytest.fixture(scope="module")

@@ -28,7 +28,7 @@ def _gpt(n_layers: int = 1, positional: str = "rope", seed: int = 0) -> GPT:
 
 
 def _cfg(name: str, budget: str = "quick", **changes: object) -> dict:
-    registry._get(name)
+    registry.get_experiment(name)
     cfg = copy.deepcopy(registry.REGISTRY[name].configs[budget])
     cfg.update(changes)
     return cfg
@@ -63,7 +63,7 @@ def passkey_record() -> dict:
 
 def test_the_three_experiments_are_registered_with_both_budgets_and_five_full_seeds() -> None:
     for name in ("t5_length", "sinks", "passkey"):
-        registry._get(name)
+        registry.get_experiment(name)
         assert set(registry.REGISTRY[name].configs) == {"quick", "full"}
         assert len(registry.REGISTRY[name].configs["full"]["seeds"]) >= 5
 

@@ -158,7 +158,7 @@ def test_headline_prints_the_missing_record_marker_only_when_the_record_is_missi
 def test_every_experiment_module_defines_a_headline_and_full_budgets_have_three_seeds() -> None:
     import importlib
 
-    registry._get("permutation")
+    registry.get_experiment("permutation")
     for name, exp in registry.REGISTRY.items():
         module = importlib.import_module(exp.fn.__module__)
         if not module.__name__.startswith("mlbook.experiments.exp_"):
@@ -168,7 +168,7 @@ def test_every_experiment_module_defines_a_headline_and_full_budgets_have_three_
 
 
 def test_committed_full_records_match_their_configs_and_keep_every_seed() -> None:
-    registry._get("permutation")
+    registry.get_experiment("permutation")
     for name in ("permutation", "extrapolation", "context_extension", "t5_length", "sinks", "passkey"):
         path = registry.PACKAGED_RESULTS / "full" / f"{name}.json"
         if not path.exists():
@@ -334,7 +334,7 @@ def test_extending_a_record_by_seeds_equals_running_all_seeds_at_once(tmp_path, 
 
     monkeypatch.setenv("MLBOOK_RESULTS", str(tmp_path))
     monkeypatch.setattr(R, "PACKAGED_RESULTS", tmp_path / "packaged")
-    exp = R._get("permutation")
+    exp = R.get_experiment("permutation")
     small = copy.deepcopy(exp.configs["quick"])
     small["train"] = {**small["train"], "steps": 20, "warmup_steps": 2}
     small["n_eval"] = 64

@@ -29,7 +29,7 @@ __all__ = ["BENCHMARKS", "BUDGETS", "command_for", "describe_record", "get_bench
 
 def names() -> list[str]:
     """The registered benchmarks, sorted."""
-    from mlbook.benchmarks.registry import _load_catalog
+    from mlbook.benchmarks.registry import load_catalog
 
-    _load_catalog()
+    load_catalog()
     return sorted(BENCHMARKS)

@@ -29,6 +29,7 @@ __all__ = [
     "BENCHMARKS",
     "register",
     "get_benchmark",
+    "load_catalog",
     "record_path",
     "run_benchmark",
     "load_record",
@@ -73,13 +74,14 @@ def register(name: str, title: str, claim: str, configs: dict[str, dict[str, Any
     return wrap
 
 
-def _load_catalog() -> None:
+def load_catalog() -> None:
+    """Import the benchmark modules, each of which registers its benchmarks in BENCHMARKS."""
     from mlbook.benchmarks import attention, rope, sliders  # noqa: F401  (each registers itself)
 
 
 def get_benchmark(name: str) -> Benchmark:
     """The registered benchmark `name`; ValueError naming the valid ones otherwise."""
-    _load_catalog()
+    load_catalog()
     if name not in BENCHMARKS:
         raise ValueError(f"unknown benchmark {name!r}; valid names are {', '.join(sorted(BENCHMARKS))}")
     return BENCHMARKS[name]

@@ -7,7 +7,14 @@ import argparse
 import json
 import sys
 
-from mlbook.experiments.registry import BUDGETS, REGISTRY, _get, extend_experiment, result_path, run_experiment
+from mlbook.experiments.registry import (
+    BUDGETS,
+    REGISTRY,
+    extend_experiment,
+    get_experiment,
+    result_path,
+    run_experiment,
+)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -30,7 +37,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{name:24s} {REGISTRY[name].title}")
         return 0
     try:
-        _get(args.name)
+        get_experiment(args.name)
         if args.extend:
             record = extend_experiment(args.name, args.budget, args.device, save=not args.no_save)
         else:

@@ -22,7 +22,8 @@ from mlbook.experiments.train import cpu_threads, pick_device
 
 __all__ = ["BUDGETS", "Experiment", "REGISTRY", "register", "default_budget", "results_dir", "result_path",
            "run_experiment", "load_result", "load_or_run", "command_for", "PACKAGED_RESULTS", "headline",
-           "describe_record", "rerun_estimate", "NO_RECORD", "merge_seed_results", "extend_experiment"]
+           "describe_record", "rerun_estimate", "NO_RECORD", "merge_seed_results", "extend_experiment",
+           "get_experiment"]
 
 BUDGETS: tuple[str, ...] = ("quick", "full")
 
@@ -88,7 +89,8 @@ def _dump(obj: Any, indent: str) -> str:
     return json.dumps(obj)
 
 
-def _get(name: str) -> Experiment:
+def get_experiment(name: str) -> Experiment:
+    """The registered experiment `name`; ValueError naming the valid ones otherwise."""
     from mlbook.experiments import catalog  # noqa: F401  (registers every experiment)
 
     if name not in REGISTRY:
@@ -151,7 +153,7 @@ def _check_budget(budget: str) -> str:
 def run_experiment(name: str, budget: str = "quick", device: str | None = None, *, progress: bool = True,
                    save: bool = True) -> dict[str, Any]:
     """Run one experiment and return its record; save it under results/ unless save=False."""
-    exp = _get(name)
+    exp = get_experiment(name)
     _check_budget(budget)
     dev = pick_device(device)
     start = time.perf_counter()
@@ -226,7 +228,7 @@ def extend_experiment(name: str, budget: str = "full", device: str | None = None
     The saved record (results folder first, then the packaged one) must have the current config in
     every key but "seeds", its seeds a subset of the config's, and the same torch version; anything
     else is refused before any training. The merged record keeps the config's seed order."""
-    exp = _get(name)
+    exp = get_experiment(name)
     _check_budget(budget)
     config = exp.configs[budget]
     want = list(config["seeds"])
@@ -296,7 +298,7 @@ def load_result(name: str, budget: str) -> dict[str, Any] | None:
     """The saved record for (name, budget) if its config matches the current one, else None.
 
     Looks in `results_dir()` first, then in the records shipped with the package."""
-    exp = _get(name)
+    exp = get_experiment(name)
     _check_budget(budget)
     for folder in dict.fromkeys((results_dir(), PACKAGED_RESULTS)):
         record = _read_matching(folder / budget / f"{name}.json", exp.configs[budget])
@@ -383,7 +385,7 @@ def headline(name: str, budget: str = "full") -> str:
     """
     import importlib
 
-    exp = _get(name)
+    exp = get_experiment(name)
     record = load_result(name, budget)
     if record is None:
         marker = NO_RECORD if budget == "full" else f"No saved {budget}-budget record"
