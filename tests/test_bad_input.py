@@ -474,3 +474,96 @@ def test_gpt_caches_refuse_a_new_batch_mid_stream() -> None:
         model(torch.tensor([[1], [2]]), caches)
     with pytest.raises(TypeError, match=r"caches must be a list of KVCache or SinkCache"):
         model(torch.tensor([[1]]), [1])  # type: ignore[list-item]
+
+
+# --- devices and MLBOOK_* environment variables ------------------------------------------------
+
+
+@pytest.mark.parametrize("device,error,pattern", [
+    ("tpu", ValueError, r"unknown device 'tpu'; valid values are 'auto', 'cpu', 'cuda', 'cuda:N', 'mps'"),
+    ("cudax", ValueError, r"unknown device 'cudax'"),
+    ("", ValueError, r"unknown device ''"),
+    (5, TypeError, r"device must be a string such as 'cpu' or a torch.device, got int"),
+])
+def test_unknown_devices(device: object, error: type, pattern: str) -> None:
+    from mlbook.benchmarks.registry import run_benchmark
+    from mlbook.experiments.train import pick_device
+
+    with pytest.raises(error, match=pattern):
+        pick_device(device)  # type: ignore[arg-type]
+    with pytest.raises(error, match=pattern):
+        run_benchmark("rope_apply", "quick", device, save=False)  # type: ignore[arg-type]
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the message for an absent GPU")
+def test_absent_cuda_is_named() -> None:
+    from mlbook.experiments.train import pick_device
+
+    for device in ("cuda", "cuda:1"):
+        with pytest.raises(ValueError, match=rf"device '{device}' was asked for but torch.cuda.is_available\(\) is False"):
+            pick_device(device)
+
+
+@pytest.mark.parametrize("variable,value,call,pattern", [
+    ("MLBOOK_DEVICE", "tpu", "device", r"unknown device in environment variable MLBOOK_DEVICE 'tpu'"),
+    ("MLBOOK_CPU_THREADS", "two", "threads", r"environment variable MLBOOK_CPU_THREADS must be an integer >= 1, got 'two'"),
+    ("MLBOOK_CPU_THREADS", "0", "threads", r"MLBOOK_CPU_THREADS must be an integer >= 1, got '0'"),
+    ("MLBOOK_BUDGET", "Full", "budget", r"MLBOOK_BUDGET must be one of quick, full, got 'Full'"),
+    ("MLBOOK_ROPE_KERNEL", "fast", "kernel", r"MLBOOK_ROPE_KERNEL='fast' is not a RoPE kernel"),
+    ("MLBOOK_RESULTS", "   ", "results", r"environment variable MLBOOK_RESULTS is blank"),
+    ("MLBOOK_STATIC", "maybe", "static", r"environment variable MLBOOK_STATIC must be one of 1, true, .* got 'maybe'"),
+    ("MLBOOK_NO_PROGRESS", "sure", "progress", r"environment variable MLBOOK_NO_PROGRESS must be one of"),
+])
+def test_bad_environment_variables_are_named(monkeypatch: pytest.MonkeyPatch, variable: str, value: str, call: str,
+                                             pattern: str) -> None:
+    import importlib
+
+    from mlbook.benchmarks import registry as bench_registry
+    from mlbook.experiments import registry
+    from mlbook.transformer import fused
+
+    train = importlib.import_module("mlbook.experiments.train")  # the module: the package exports a function `train`
+
+    monkeypatch.setenv(variable, value)
+
+    def threads() -> None:
+        with train.cpu_threads(torch.device("cpu")):
+            pass
+
+    def static() -> None:
+        from mlbook.viz.core import is_static
+
+        is_static()
+
+    calls = {
+        "device": lambda: train.pick_device(),
+        "threads": threads,
+        "budget": registry.default_budget,
+        "kernel": fused.rotary_kernel_mode,
+        "results": lambda: (registry.results_dir(), bench_registry.record_path("x")),
+        "static": static,
+        "progress": lambda: train._progress(range(2), "x", True),
+    }
+    with pytest.raises(ValueError, match=pattern):
+        calls[call]()
+
+
+def test_results_variable_naming_a_file(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from mlbook.benchmarks.registry import record_path
+    from mlbook.experiments.registry import results_dir
+
+    file = tmp_path / "results.txt"
+    file.write_text("")
+    monkeypatch.setenv("MLBOOK_RESULTS", str(file))
+    for call in (results_dir, lambda: record_path("x")):
+        with pytest.raises(ValueError, match=r"environment variable MLBOOK_RESULTS=.* names a file, not a folder"):
+            call()
+
+
+@pytest.mark.parametrize("value,expected", [("1", True), ("TRUE", True), ("yes", True), ("0", False), ("", False),
+                                            ("off", False)])
+def test_static_flag_values(monkeypatch: pytest.MonkeyPatch, value: str, expected: bool) -> None:
+    from mlbook.viz.core import is_static
+
+    monkeypatch.setenv("MLBOOK_STATIC", value)
+    assert is_static() is expected

@@ -22,6 +22,7 @@ from typing import Any, Callable
 import torch
 
 import mlbook
+from mlbook.transformer.validate import check_device, env_folder
 
 __all__ = [
     "BUDGETS",
@@ -105,9 +106,9 @@ def _source_checkout() -> bool:
 def _results_dir() -> Path:
     """MLBOOK_RESULTS if set; in a clone the package's own results/ (so a full run updates the
     committed record); otherwise a user cache folder."""
-    env = os.environ.get("MLBOOK_RESULTS")
-    if env:
-        return Path(env)
+    env = env_folder("MLBOOK_RESULTS")  # a blank value or a file there is an error naming the variable
+    if env is not None:
+        return env
     if _source_checkout():
         return PACKAGED_RESULTS
     cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
@@ -155,21 +156,8 @@ def machine_info(device: torch.device) -> dict[str, Any]:
 
 
 def _pick_device(device: str | None) -> torch.device:
-    if device in (None, "cpu"):
-        return torch.device("cpu")
-    if device == "auto":
-        if torch.cuda.is_available():
-            return torch.device("cuda")
-        if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
-            return torch.device("mps")
-        return torch.device("cpu")
-    try:
-        dev = torch.device(device)
-    except (RuntimeError, TypeError) as err:
-        raise ValueError(f"device must be auto, cpu, cuda, cuda:N or mps, got {device!r}") from err
-    if dev.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError("device='cuda' was asked for but torch.cuda.is_available() is False")
-    return dev
+    # None means cpu here (benchmark records are per device type; the committed ones are CPU records)
+    return check_device("device", "cpu" if device is None else device)
 
 
 def run_benchmark(

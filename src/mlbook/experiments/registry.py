@@ -19,6 +19,7 @@ import torch
 
 import mlbook
 from mlbook.experiments.train import cpu_threads, pick_device
+from mlbook.transformer.validate import env_folder
 
 __all__ = ["BUDGETS", "Experiment", "REGISTRY", "register", "default_budget", "results_dir", "result_path",
            "run_experiment", "load_result", "load_or_run", "command_for", "PACKAGED_RESULTS", "headline",
@@ -127,9 +128,9 @@ def results_dir() -> Path:
     """Where records are written: MLBOOK_RESULTS if set; in a clone, the package's own
     `results/` (so a full-budget run updates the committed record; quick runs go to the
     git-ignored `results/quick/`); otherwise a user cache folder (~/.cache/mlbook/results)."""
-    env = os.environ.get("MLBOOK_RESULTS")
-    if env:
-        return Path(env)
+    env = env_folder("MLBOOK_RESULTS")  # a blank value or a file there is an error naming the variable
+    if env is not None:
+        return env
     if _source_checkout() is not None:
         return PACKAGED_RESULTS
     cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")

@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from mlbook.transformer.validate import check_int
+from mlbook.transformer.validate import check_device, check_int, env_flag, env_int
 
 __all__ = ["TrainConfig", "pick_device", "cpu_threads", "seed_everything", "lr_at", "train", "evaluate_loss", "BatchFn"]
 
@@ -43,21 +43,15 @@ class TrainConfig:
 
 
 def pick_device(preference: str | None = None) -> torch.device:
-    """'auto' (or None) picks cuda, then mps, then cpu; otherwise the named device, checked."""
-    pref = (preference or os.environ.get("MLBOOK_DEVICE") or "auto").lower()
-    if pref == "auto":
-        if torch.cuda.is_available():
-            return torch.device("cuda")
-        if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
-            return torch.device("mps")
-        return torch.device("cpu")
-    if pref.startswith("cuda") and not torch.cuda.is_available():
-        raise ValueError("device 'cuda' was asked for but torch.cuda.is_available() is False; use --device cpu or auto")
-    if pref == "mps" and not (getattr(torch.backends, "mps", None) and torch.backends.mps.is_available()):
-        raise ValueError("device 'mps' was asked for but is not available; use --device cpu or auto")
-    if pref not in ("cpu", "mps") and not pref.startswith("cuda"):
-        raise ValueError(f"unknown device {preference!r}; valid: 'auto', 'cpu', 'cuda', 'cuda:N', 'mps'")
-    return torch.device(pref)
+    """'auto' picks cuda, then mps, then cpu; otherwise the named device, checked (`validate.check_device`).
+
+    None means $MLBOOK_DEVICE if set, else 'auto'; a bad value there is an error naming the variable."""
+    if preference is None:
+        env = os.environ.get("MLBOOK_DEVICE", "")
+        if env.strip():
+            return check_device("device in environment variable MLBOOK_DEVICE", env)
+        return check_device("device", "auto")
+    return check_device("device", preference)
 
 
 @contextlib.contextmanager
@@ -72,7 +66,7 @@ def cpu_threads(device: torch.device) -> Iterator[None]:
         yield
         return
     before = torch.get_num_threads()
-    torch.set_num_threads(int(os.environ.get("MLBOOK_CPU_THREADS", "1")))
+    torch.set_num_threads(env_int("MLBOOK_CPU_THREADS", 1, 1))
     try:
         yield
     finally:
@@ -149,7 +143,7 @@ def train(
 def _progress(iterable, desc: str, enabled: bool):  # type: ignore[no-untyped-def]
     # no bar with MLBOOK_NO_PROGRESS, nor in the static site build (MLBOOK_STATIC), whose pages
     # would otherwise store a widget that no kernel can update
-    if not enabled or os.environ.get("MLBOOK_NO_PROGRESS") or os.environ.get("MLBOOK_STATIC"):
+    if not enabled or env_flag("MLBOOK_NO_PROGRESS") or env_flag("MLBOOK_STATIC"):
         return iterable
     from tqdm.auto import tqdm
 

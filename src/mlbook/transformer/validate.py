@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import math
 import os
+import re
+from pathlib import Path
 from typing import Sequence
 
 import torch
 
 __all__ = ["check_int", "check_positive_float", "check_real", "check_bool", "check_choice", "check_even_d",
-           "check_rotary_inputs", "check_token_ids", "env_int", "env_flag"]
+           "check_rotary_inputs", "check_token_ids", "check_device", "env_int", "env_flag", "env_folder"]
 
 
 def check_int(name: str, value: object, minimum: int) -> int:
@@ -138,3 +140,47 @@ def env_flag(variable: str) -> bool:
         return True
     raise ValueError(f"environment variable {variable} must be one of {', '.join(_TRUE + _FALSE)} (or unset), "
                      f"got {os.environ[variable]!r}")
+
+
+DEVICES = "'auto', 'cpu', 'cuda', 'cuda:N', 'mps'"
+
+
+def check_device(name: str, value: object) -> torch.device:
+    """A device that exists here: "auto" (cuda, then mps, then cpu), "cpu", "cuda", "cuda:N", "mps"
+    or a torch.device of those kinds; unknown names and absent accelerators are a ValueError."""
+    if isinstance(value, torch.device):
+        value = str(value)
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a string such as 'cpu' or a torch.device, got {type(value).__name__} "
+                        f"({value!r})")
+    pref = value.strip().lower()
+    mps = getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available()
+    if pref == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "mps" if mps else "cpu")
+    if not re.fullmatch(r"cpu|mps|cuda(:\d+)?", pref):
+        raise ValueError(f"unknown {name} {value!r}; valid values are {DEVICES}")
+    if pref.startswith("cuda"):
+        if not torch.cuda.is_available():
+            raise ValueError(f"{name} {value!r} was asked for but torch.cuda.is_available() is False; use 'cpu' or "
+                             f"'auto'")
+        index = int(pref.split(":")[1]) if ":" in pref else 0
+        if index >= torch.cuda.device_count():
+            raise ValueError(f"{name} {value!r} does not exist: this machine has {torch.cuda.device_count()} CUDA "
+                             f"device(s), cuda:0 .. cuda:{torch.cuda.device_count() - 1}")
+    if pref == "mps" and not mps:
+        raise ValueError(f"{name} 'mps' was asked for but is not available; use 'cpu' or 'auto'")
+    return torch.device(pref)
+
+
+def env_folder(variable: str) -> Path | None:
+    """The environment variable `variable` read as a folder (None when unset or empty): a value of
+    only spaces, or the path of something that is not a folder, is a ValueError naming the variable."""
+    raw = os.environ.get(variable)
+    if not raw:
+        return None
+    if not raw.strip():
+        raise ValueError(f"environment variable {variable} is blank ({raw!r}); set it to a folder or unset it")
+    path = Path(raw).expanduser()
+    if path.exists() and not path.is_dir():
+        raise ValueError(f"environment variable {variable}={raw!r} names a file, not a folder")
+    return path

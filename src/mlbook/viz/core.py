@@ -123,7 +123,9 @@ def in_colab() -> bool:
 
 def is_static() -> bool:
     """True while the notebook is executed to build the static site (`MLBOOK_STATIC=1`)."""
-    return os.environ.get(STATIC_ENV, "").strip().lower() in {"1", "true", "yes"}
+    from mlbook.transformer.validate import env_flag
+
+    return env_flag(STATIC_ENV)  # 1/true/yes/on or 0/false/no/off; anything else names the variable
 
 
 # ---------------------------------------------------------------------------
