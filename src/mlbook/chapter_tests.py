@@ -43,6 +43,7 @@ __all__ = [
     "ChapterTestResult",
     "ChapterTestReport",
     "run_chapter_tests",
+    "theta64",
 ]
 
 PAIRINGS = P.ROPE_PAIRINGS  # ("half", "interleaved")
@@ -53,7 +54,7 @@ PAIRINGS = P.ROPE_PAIRINGS  # ("half", "interleaved")
 # ---------------------------------------------------------------------------
 
 
-def _theta64(d: int, base: float = 10000.0) -> torch.Tensor:
+def theta64(d: int, base: float = 10000.0) -> torch.Tensor:
     """Reference frequencies base^(-2i/d) in float64, straight from the formula."""
     return torch.tensor([base ** (-2.0 * i / d) for i in range(d // 2)], dtype=torch.float64)  # (d/2,)
 
@@ -137,7 +138,7 @@ def test_rope_relative_position_property(
         f"offsets 2 and 1 give the same score {score(3, 1):.6f}: the rotation does not depend on position"
     )
     zq, zk = _to_complex(q.flatten(), pairing), _to_complex(k.flatten(), pairing)  # (d/2,) complex
-    turn = torch.polar(torch.ones(d_head // 2, dtype=torch.float64), 2.0 * _theta64(d_head))  # e^{i (3 - 1) theta}
+    turn = torch.polar(torch.ones(d_head // 2, dtype=torch.float64), 2.0 * theta64(d_head))  # e^{i (3 - 1) theta}
     ref = float((zq * zk.conj() * turn).sum().real)
     assert math.isclose(score(3, 1), ref, rel_tol=1e-5, abs_tol=1e-5), (
         f"score(3, 1) = {score(3, 1):.6f}, but the closed form Re sum q conj(k) e^(2 i theta) gives {ref:.6f}"
@@ -162,7 +163,7 @@ def test_rope_matches_complex_multiplication(
     cos, sin = rope(T, offset=offset)  # (T, d_head) each
     ours = apply(x, cos, sin)  # (B, H, T, d_head) real arithmetic
     assert tuple(ours.shape) == tuple(x.shape), f"rotated shape {tuple(ours.shape)} != input shape {tuple(x.shape)}"
-    exact = torch.arange(offset, offset + T, dtype=torch.float64)[:, None] * _theta64(d_head)[None, :]  # (T, d/2)
+    exact = torch.arange(offset, offset + T, dtype=torch.float64)[:, None] * theta64(d_head)[None, :]  # (T, d/2)
     if is_library:
         assert torch.equal(rope.rotate(x, offset=offset), ours), "RotaryEmbedding.rotate differs from apply_rotary"
         angles = rope.angles(torch.arange(offset, offset + T)).double()  # (T, d_head/2) the float32 angles
@@ -181,7 +182,7 @@ def test_rope_scaling_modes() -> None:
     """Linear, NTK, YaRN, Llama 3 and dynamic scaling each change the frequencies as their formula says."""
     d, base = 64, 10000.0
     none = P.RotaryEmbedding(d, base)
-    th = _theta64(d, base)
+    th = theta64(d, base)
 
     # linear s=2: position 8 under interpolation is position 4 unscaled
     lin = P.RotaryEmbedding(d, base, RopeScaling("linear", 2.0))
@@ -240,11 +241,11 @@ def test_rope_scaling_modes() -> None:
     grown = dyn.inv_freq_at(n)
     assert grown[0].item() == 1.0 and (grown[1:] < none.inv_freq[1:]).all()  # base grew
     base_n = base * (s * n / L - (s - 1)) ** (d / (d - 2))
-    _assert_close(grown.double(), _theta64(d, base_n), rtol=1e-6, atol=0)
+    _assert_close(grown.double(), theta64(d, base_n), rtol=1e-6, atol=0)
     assert torch.equal(dyn.inv_freq_at(L), none.inv_freq)
     # forward past L uses the grown frequencies for the total length offset + T
     cos, _ = dyn(1, offset=n - 1)
-    ref = torch.cos((n - 1) * _theta64(d, base_n))
+    ref = torch.cos((n - 1) * theta64(d, base_n))
     _assert_close(cos[0, : d // 2].double(), ref, atol=(n - 1) * 2.0**-21 + 1e-6, rtol=0)
     assert not torch.allclose(cos, none(1, offset=n - 1)[0], atol=1e-3)
 
@@ -284,7 +285,7 @@ def test_sinusoidal_values_and_linear_offset_property(sinusoidal_positional_enco
             assert abs(pe[t, 2 * i].item() - math.sin(t * w)) < 1e-6 + t * 2.0**-22, f"PE[{t}, {2 * i}] != sin"
             assert abs(pe[t, 2 * i + 1].item() - math.cos(t * w)) < 1e-6 + t * 2.0**-22, f"PE[{t}, {2 * i + 1}] != cos"
 
-    omega = _theta64(d)  # (d/2,)
+    omega = theta64(d)  # (d/2,)
     pe64 = pe.double()
     for k in (1, 5, 17):
         # M(k) = blockdiag R(omega_i k), R(phi) = [[cos, sin], [-sin, cos]] acting on (sin, cos)

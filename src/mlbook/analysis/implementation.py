@@ -59,7 +59,7 @@ def cached_keys_check(T: int = 6, d_model: int = 32, n_heads: int = 4, seed: int
     with torch.no_grad():
         full = attn(x)  # (B, T, d_model)
         steps = torch.cat([attn(x[:, t : t + 1], cache=cache) for t in range(T)], dim=1)  # (B, T, d_model)
-        k = attn._split(attn.k_proj(x))  # (B, H, T, d_head) after the head split, before any rotation
+        k = attn.split_heads(attn.k_proj(x))  # (B, H, T, d_head) after the head split, before any rotation
         k_rot = attn.rotary.rotate(k, offset=0)  # (B, H, T, d_head) row m rotated by m * theta_i
     diff = lambda a, b: (a - b).abs().max().item()  # noqa: E731
     return CachedKeysReport(T, diff(cache.k, k_rot), diff(cache.k, k), diff(steps, full))

@@ -312,12 +312,12 @@ def reset_decode_positions(model: GPT) -> Iterator[GPT]:
         finally:
             del rotary.forward  # the instance attribute; the class method shows through again
         return
-    correct_abs = model._absolute
-    model._absolute = lambda T, offset, device: correct_abs(T, 0, device)  # type: ignore[method-assign]
+    correct_abs = model.absolute_positions
+    model.absolute_positions = lambda T, offset, device: correct_abs(T, 0, device)  # type: ignore[method-assign]
     try:
         yield model
     finally:
-        del model._absolute
+        del model.absolute_positions
 
 
 def _check_tokens(model: GPT, tokens: object, n_prompt: int) -> torch.Tensor:

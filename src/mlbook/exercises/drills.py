@@ -274,7 +274,7 @@ def _precision_error(rope: Any, d: int, offset: int, T: int) -> tuple[float | No
     if exc is not None:
         return None, _err(exc)
     cos, sin = out
-    ang = _table_from(chapter_tests._theta64(d), torch.arange(offset, offset + T))  # float64 oracle
+    ang = _table_from(chapter_tests.theta64(d), torch.arange(offset, offset + T))  # float64 oracle
     err = max(float((cos.double() - ang.cos()).abs().max()), float((sin.double() - ang.sin()).abs().max()))
     return err, None
 

@@ -40,7 +40,7 @@ from torch import nn
 from mlbook.experiments.common import Timer, findings, last_mean, mean_sd, paired, pm, seeds_of, wrap_text
 from mlbook.experiments.registry import register
 from mlbook.experiments.train import TrainConfig, train
-from mlbook.transformer.models import GPT, GPTConfig, TransformerEncoderBlock
+from mlbook.transformer.models import GPT, GPTConfig, TransformerEncoderBlock, init_weights
 from mlbook.transformer.positional import LearnedPositionalEmbedding
 from mlbook.transformer.validate import check_int
 
@@ -87,7 +87,7 @@ class TinyEncoder(nn.Module):
         self.blocks = nn.ModuleList(TransformerEncoderBlock(d_model, n_heads) for _ in range(n_layers))
         self.norm = nn.LayerNorm(d_model)
         self.head = nn.Linear(d_model, vocab_size)
-        self.apply(GPT._init_weights)
+        self.apply(init_weights)
 
     def forward(self, idx: torch.Tensor) -> torch.Tensor:
         """idx (B, T) -> logits (B, T, V)."""

@@ -88,7 +88,8 @@ class MultiHeadAttention(nn.Module):
         self.v_proj = nn.Linear(d_model, d_model, bias=bias)
         self.o_proj = nn.Linear(d_model, d_model, bias=bias)
 
-    def _split(self, x: torch.Tensor) -> torch.Tensor:
+    def split_heads(self, x: torch.Tensor) -> torch.Tensor:
+        """(B, T, d_model) -> (B, H, T, d_head): head h takes features h d_head .. (h + 1) d_head - 1."""
         B, T, _ = x.shape
         return x.view(B, T, self.n_heads, self.d_head).transpose(1, 2)  # (B, H, T, d_head)
 
@@ -158,9 +159,9 @@ class MultiHeadAttention(nn.Module):
             raise ValueError("cross-attention (context=...) does not use a cache here; pass cache=None")
         B, T_q, _ = x.shape
         src = x if context is None else context
-        q = self._split(self.q_proj(x))  # (B, H, T_q, d_head)
-        k = self._split(self.k_proj(src))  # (B, H, T_src, d_head)
-        v = self._split(self.v_proj(src))  # (B, H, T_src, d_head)
+        q = self.split_heads(self.q_proj(x))  # (B, H, T_q, d_head)
+        k = self.split_heads(self.k_proj(src))  # (B, H, T_src, d_head)
+        v = self.split_heads(self.v_proj(src))  # (B, H, T_src, d_head)
 
         if cache is not None and cache.rotates_on_read:
             k, v = cache.update(k, v)  # (B, H, T_k, d_head) unrotated, in slot order

@@ -48,6 +48,7 @@ __all__ = [
     "GPT",
     "T5Config",
     "TinyT5",
+    "init_weights",
 ]
 
 POSITIONAL_SCHEMES: tuple[str, ...] = ("none", "sinusoidal", "learned", "t5", "rope", "alibi")
@@ -205,6 +206,15 @@ class GPTConfig:
         return dataclasses.replace(self, **changes)
 
 
+def init_weights(module: nn.Module) -> None:
+    """GPT-2's initialisation, as in nanoGPT: Linear and Embedding weights ~ N(0, 0.02^2), Linear
+    biases 0; other modules keep PyTorch's defaults. Use it as `model.apply(init_weights)`."""
+    if isinstance(module, (nn.Linear, nn.Embedding)):
+        nn.init.normal_(module.weight, mean=0.0, std=0.02)
+        if isinstance(module, nn.Linear) and module.bias is not None:
+            nn.init.zeros_(module.bias)
+
+
 class GPT(nn.Module):
     """Decoder-only language model with a choice of positional scheme and cached generation."""
 
@@ -228,20 +238,13 @@ class GPT(nn.Module):
         )
         self.norm_f = _norm(c.norm, c.d_model, c.norm_eps)
         self.lm_head = nn.Linear(c.d_model, c.vocab_size, bias=False)
-        self.apply(self._init_weights)
+        self.apply(init_weights)
         self.emb_scale = 1.0
         if c.scale_embeddings:  # x = sqrt(d) E[token] with E ~ N(0, 1/d): unit-variance entries
             nn.init.normal_(self.tok_emb.weight, mean=0.0, std=c.d_model ** -0.5)
             self.emb_scale = c.d_model ** 0.5
         if c.tie_embeddings:
             self.lm_head.weight = self.tok_emb.weight
-
-    @staticmethod
-    def _init_weights(module: nn.Module) -> None:
-        if isinstance(module, (nn.Linear, nn.Embedding)):
-            nn.init.normal_(module.weight, mean=0.0, std=0.02)
-            if isinstance(module, nn.Linear) and module.bias is not None:
-                nn.init.zeros_(module.bias)
 
     def num_params(self) -> int:
         return sum(p.numel() for p in self.parameters())
@@ -256,7 +259,9 @@ class GPT(nn.Module):
             return lambda T_q, T_k: alibi_bias(self.config.n_heads, T_q, T_k, device)  # (1, H, T_q, T_k)
         return None
 
-    def _absolute(self, T: int, offset: int, device: torch.device) -> torch.Tensor | None:
+    def absolute_positions(self, T: int, offset: int, device: torch.device) -> torch.Tensor | None:
+        """The absolute position rows added to the token embeddings at positions offset .. offset + T - 1:
+        (1, T, d_model) from the learned table or the sinusoidal formula, None for the other schemes."""
         if self.pos_emb is not None:
             return self.pos_emb(T, offset)  # (1, T, d_model); raises past max_len
         if self.config.positional == "sinusoidal":
@@ -293,7 +298,7 @@ class GPT(nn.Module):
         x = self.tok_emb(idx)  # (B, T, d_model)
         if self.emb_scale != 1.0:
             x = x * self.emb_scale  # (B, T, d_model) sqrt(d_model) E[token], Vaswani et al.
-        pos = self._absolute(T, offset, idx.device)
+        pos = self.absolute_positions(T, offset, idx.device)
         if pos is not None:
             x = x + pos.to(x.dtype)  # (B, T, d_model)
         bias = self._score_bias(B)
@@ -492,7 +497,7 @@ class TinyT5(nn.Module):
         )
         self.enc_norm, self.dec_norm = RMSNorm(c.d_model, c.norm_eps), RMSNorm(c.d_model, c.norm_eps)
         self.lm_head = nn.Linear(c.d_model, c.vocab_size, bias=False)
-        self.apply(GPT._init_weights)
+        self.apply(init_weights)
 
     def _embed(self, ids: torch.Tensor, table: LearnedPositionalEmbedding | None) -> torch.Tensor:
         x = self.emb(ids)  # (B, T, d_model)
