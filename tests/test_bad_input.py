@@ -4,6 +4,7 @@ argument and says what is allowed, never with a shape error deep inside torch.""
 from __future__ import annotations
 
 import importlib.util
+import json
 import re
 
 import pytest
@@ -567,3 +568,105 @@ def test_static_flag_values(monkeypatch: pytest.MonkeyPatch, value: str, expecte
 
     monkeypatch.setenv("MLBOOK_STATIC", value)
     assert is_static() is expected
+
+
+# --- experiment records: unreadable ones are skipped, an unwritable folder is refused first ------
+
+
+@pytest.fixture
+def toy_records(tmp_path, monkeypatch):  # type: ignore[no-untyped-def]
+    """A toy experiment whose results folder is tmp/results and whose 'packaged' records are in tmp/pkg."""
+    from mlbook.experiments import registry
+
+    monkeypatch.setenv("MLBOOK_RESULTS", str(tmp_path / "results"))
+    monkeypatch.setattr(registry, "PACKAGED_RESULTS", tmp_path / "pkg")
+    calls: list[int] = []
+
+    @registry.register("toy_bad", "A toy", "nothing", {"quick": {"n": 2, "seeds": [0]}, "full": {"n": 3, "seeds": [0]}})
+    def toy(config, device, progress):  # type: ignore[no-untyped-def]
+        calls.append(config["n"])
+        return {"square": config["n"] ** 2, "seeds": list(config["seeds"])}
+
+    yield calls
+    registry.REGISTRY.pop("toy_bad", None)
+
+
+_BAD_RECORDS = {
+    "not JSON": (b"{\"name\": ", r"it is not JSON"),
+    "not an object": (b"[1, 2]", r"it holds a JSON list, not an object"),
+    "missing keys": (b"{\"config\": {\"n\": 2, \"seeds\": [0]}}", r"it lacks the keys \['name', 'budget', 'results'\]"),
+    "bad encoding": (b"\xff\xfe{\x00}\x00", r"it is not UTF-8 text"),
+    "a directory": (None, r"it is not a file"),
+}
+
+
+@pytest.mark.parametrize("kind", list(_BAD_RECORDS))
+def test_unreadable_record_is_skipped_with_a_warning_for_the_packaged_one(toy_records, tmp_path, kind: str) -> None:
+    from mlbook.experiments import registry
+
+    good = registry.run_experiment("toy_bad", "quick", "cpu", save=False)
+    packaged = tmp_path / "pkg" / "quick" / "toy_bad.json"
+    packaged.parent.mkdir(parents=True)
+    packaged.write_text(registry.record_text(good))
+    broken = tmp_path / "results" / "quick" / "toy_bad.json"
+    broken.parent.mkdir(parents=True)
+    content, fault = _BAD_RECORDS[kind]
+    if content is None:
+        broken.mkdir()
+    else:
+        broken.write_bytes(content)
+    for call in (lambda: registry.load_result("toy_bad", "quick"),
+                 lambda: registry.load_or_run("toy_bad", "quick", "cpu"),
+                 lambda: registry.extend_experiment("toy_bad", "quick", "cpu")):
+        with pytest.warns(RuntimeWarning, match=rf"skipping the experiment record {re.escape(str(broken))}: {fault}"):
+            record = call()
+        assert record is not None and record["results"] == good["results"]  # the packaged record
+    assert toy_records == [2]  # only the run that made the packaged record
+
+
+def test_a_folder_where_the_record_goes_is_refused_before_training(toy_records, tmp_path) -> None:
+    from mlbook.experiments import registry
+
+    (tmp_path / "results" / "quick" / "toy_bad.json").mkdir(parents=True)
+    with pytest.warns(RuntimeWarning, match=r"it is not a file"):
+        with pytest.raises(ValueError, match=r"cannot save the record: .*toy_bad.json is a folder, not a file"):
+            registry.load_or_run("toy_bad", "quick", "cpu")
+    assert toy_records == []
+
+
+def test_unwritable_results_folder_is_refused_before_training(toy_records, tmp_path, monkeypatch, capsys) -> None:  # type: ignore[no-untyped-def]
+    from mlbook.experiments import registry
+    from mlbook.experiments.__main__ import main
+
+    blocker = tmp_path / "blocker"
+    blocker.write_text("a file where a folder must go")  # unwritable for root too, unlike chmod
+    monkeypatch.setenv("MLBOOK_RESULTS", str(blocker / "results"))
+    pattern = r"cannot save the record in .*blocker/results/quick .*set MLBOOK_RESULTS to a writable folder"
+    for call in (lambda: registry.run_experiment("toy_bad", "quick", "cpu"),
+                 lambda: registry.load_or_run("toy_bad", "quick", "cpu")):
+        with pytest.raises(ValueError, match=pattern):
+            call()
+    with pytest.raises(SystemExit) as info:
+        main(["run", "toy_bad", "--budget", "quick", "--device", "cpu"])
+    assert info.value.code == 2 and re.search(pattern, capsys.readouterr().err.replace("\n", " "))
+    assert toy_records == []  # nothing trained, so nothing lost
+    registry.run_experiment("toy_bad", "quick", "cpu", save=False)  # --no-save still runs
+
+
+def test_a_folder_that_breaks_during_the_run_does_not_lose_it(toy_records, tmp_path) -> None:
+    import shutil
+
+    from mlbook.experiments import registry
+
+    folder = tmp_path / "results" / "quick"
+
+    def breaks(config, device, progress):  # type: ignore[no-untyped-def]
+        shutil.rmtree(folder)
+        folder.write_text("now a file")  # the folder vanished while training
+        return {"square": 4}
+
+    registry.REGISTRY["toy_bad"].fn = breaks
+    with pytest.warns(RuntimeWarning, match=r"could not write the record to .*; it was saved to (\S+) instead") as rec:
+        record = registry.run_experiment("toy_bad", "quick", "cpu")
+    rescue = re.search(r"saved to (\S+) instead", str(rec[0].message)).group(1)  # type: ignore[union-attr]
+    assert json.loads(open(rescue).read())["results"] == record["results"] == {"square": 4}

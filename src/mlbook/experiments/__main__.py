@@ -42,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
             record = extend_experiment(args.name, args.budget, args.device, save=not args.no_save)
         else:
             record = run_experiment(args.name, args.budget, args.device, save=not args.no_save)
-    except ValueError as err:
+    except (ValueError, OSError) as err:  # bad arguments, an unwritable results folder: refused before training
         parser.error(str(err))
     print(json.dumps(record["results"], indent=1))
     where = "" if args.no_save else f" -> {result_path(args.name, args.budget)}"

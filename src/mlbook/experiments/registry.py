@@ -10,7 +10,9 @@ import datetime as _dt
 import json
 import os
 import platform
+import tempfile
 import time
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -24,7 +26,7 @@ from mlbook.transformer.validate import env_folder
 __all__ = ["BUDGETS", "Experiment", "REGISTRY", "register", "default_budget", "results_dir", "result_path",
            "run_experiment", "load_result", "load_or_run", "command_for", "PACKAGED_RESULTS", "headline",
            "describe_record", "rerun_estimate", "NO_RECORD", "merge_seed_results", "extend_experiment",
-           "get_experiment"]
+           "get_experiment", "read_record", "check_writable", "RECORD_KEYS"]
 
 BUDGETS: tuple[str, ...] = ("quick", "full")
 
@@ -157,6 +159,8 @@ def run_experiment(name: str, budget: str = "quick", device: str | None = None, 
     exp = get_experiment(name)
     _check_budget(budget)
     dev = pick_device(device)
+    if save:
+        check_writable(result_path(name, budget))  # before training: a finished run must have somewhere to go
     start = time.perf_counter()
     with cpu_threads(dev):  # one intra-op thread on CPU: tiny models run faster without oversubscription
         threads = torch.get_num_threads()  # the count actually used, not the one restored afterwards
@@ -177,12 +181,43 @@ def run_experiment(name: str, budget: str = "quick", device: str | None = None, 
         "command": command_for(name, budget),
     }
     if save:
-        path = result_path(name, budget)
+        _save_record(record, result_path(name, budget))
+    return record
+
+
+def check_writable(path: Path) -> None:
+    """Refuse, before any training, a record path that cannot be written: its folder cannot be made or
+    written to (tried by creating and removing a temporary file there), or a folder stands where the
+    record goes. ValueError naming the path and what to do."""
+    hint = "set MLBOOK_RESULTS to a writable folder, or pass save=False (--no-save)"
+    folder = path.parent
+    if path.is_dir():
+        raise ValueError(f"cannot save the record: {path} is a folder, not a file; remove it or {hint}")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".write-test-"):
+            pass
+    except OSError as err:
+        raise ValueError(f"cannot save the record in {folder} ({type(err).__name__}: {err.strerror or err}); "
+                         f"{hint}") from None
+
+
+def _save_record(record: dict[str, Any], path: Path) -> Path:
+    """Write the record to path (through a temporary file); if that fails after all (the folder changed
+    during the run), write it to a fresh temporary folder instead and warn where: never lose a run."""
+    text = record_text(record)
+    try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(".json.tmp")
-        tmp.write_text(record_text(record))
+        tmp.write_text(text)
         tmp.replace(path)
-    return record
+        return path
+    except OSError as err:
+        rescue = Path(tempfile.mkdtemp(prefix="mlbook-record-")) / path.name
+        rescue.write_text(text)
+        warnings.warn(f"could not write the record to {path} ({type(err).__name__}: {err}); it was saved to "
+                      f"{rescue} instead: copy it to {path} once that is writable", RuntimeWarning, stacklevel=3)
+        return rescue
 
 
 # -- adding seeds to a record -------------------------------------------------------------------
@@ -235,14 +270,10 @@ def extend_experiment(name: str, budget: str = "full", device: str | None = None
     want = list(config["seeds"])
     old = None
     for folder in dict.fromkeys((results_dir(), PACKAGED_RESULTS)):
-        path = folder / budget / f"{name}.json"
-        if not path.is_file():
+        record = read_record(folder / budget / f"{name}.json")
+        if record is None:
             continue
-        try:
-            record = json.loads(path.read_text())
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-            continue
-        cfg = record.get("config") if isinstance(record, dict) else None
+        cfg = record.get("config")
         if isinstance(cfg, dict) and {k: v for k, v in cfg.items() if k != "seeds"} == \
                 {k: v for k, v in config.items() if k != "seeds"}:
             old = record
@@ -260,6 +291,8 @@ def extend_experiment(name: str, budget: str = "full", device: str | None = None
     if not missing:
         return old
     dev = pick_device(device)
+    if save:
+        check_writable(result_path(name, budget))  # before training the missing seeds
     if old.get("device") != (str(dev) if dev.type != "cuda" else f"cuda ({torch.cuda.get_device_name(dev)})"):
         raise ValueError(f"the saved record of {name!r} ran on {old.get('device')}, this run would use {dev}; "
                          "pass the same device or run it whole")
@@ -277,22 +310,50 @@ def extend_experiment(name: str, budget: str = "full", device: str | None = None
               "command": command_for(name, budget) + " --extend",
               "extended_from": {"seeds": have, "created": old.get("created"), "elapsed_s": old.get("elapsed_s")}}
     if save:
-        path = result_path(name, budget)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".json.tmp")
-        tmp.write_text(record_text(record))
-        tmp.replace(path)
+        _save_record(record, result_path(name, budget))
+    return record
+
+
+RECORD_KEYS: tuple[str, ...] = ("name", "budget", "config", "results")
+
+
+def read_record(path: Path) -> dict[str, Any] | None:
+    """The record saved at path, or None: None quietly when there is none, and with a warning naming
+    the path and the fault when it cannot be used (a folder in its place, unreadable, not UTF-8, not
+    JSON, not a JSON object, or without the keys RECORD_KEYS), so that the caller falls back."""
+    if not path.exists():
+        return None
+    fault = None
+    record: Any = None
+    if not path.is_file():
+        fault = "it is not a file"
+    else:
+        try:
+            record = json.loads(path.read_text(encoding="utf-8"))
+        except UnicodeDecodeError as err:
+            fault = f"it is not UTF-8 text ({err.reason} at byte {err.start})"
+        except json.JSONDecodeError as err:
+            fault = f"it is not JSON ({err.msg} at line {err.lineno}, column {err.colno})"
+        except OSError as err:
+            fault = f"it cannot be read ({type(err).__name__}: {err.strerror or err})"
+    if fault is None and not isinstance(record, dict):
+        fault = f"it holds a JSON {type(record).__name__}, not an object"
+    if fault is None:
+        lacking = [k for k in RECORD_KEYS if k not in record]
+        if lacking:
+            fault = f"it lacks the keys {lacking}"
+        elif not isinstance(record["config"], dict) or not isinstance(record["results"], dict):
+            fault = "its config and results are not both JSON objects"
+    if fault is not None:
+        warnings.warn(f"skipping the experiment record {path}: {fault}; using the next one (the packaged record, "
+                      f"if any)", RuntimeWarning, stacklevel=3)
+        return None
     return record
 
 
 def _read_matching(path: Path, config: dict[str, Any]) -> dict[str, Any] | None:
-    if not path.exists():
-        return None
-    try:
-        record = json.loads(path.read_text())
-    except json.JSONDecodeError:
-        return None
-    return record if record.get("config") == config else None
+    record = read_record(path)
+    return record if record is not None and record.get("config") == config else None
 
 
 def load_result(name: str, budget: str) -> dict[str, Any] | None:
@@ -314,6 +375,7 @@ def load_or_run(name: str, budget: str | None = None, device: str | None = None,
     record = load_result(name, budget)
     if record is not None:
         return record
+    check_writable(result_path(name, budget))  # before the lock and the training: never lose a finished run
     # Two processes sharing one results folder (the Colab check and the site build, run side by
     # side by `make test`) must not both train the same experiment: the first takes a lock on
     # the record, the second waits for it and then loads what the first saved.
