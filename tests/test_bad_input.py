@@ -670,3 +670,61 @@ def test_a_folder_that_breaks_during_the_run_does_not_lose_it(toy_records, tmp_p
         record = registry.run_experiment("toy_bad", "quick", "cpu")
     rescue = re.search(r"saved to (\S+) instead", str(rec[0].message)).group(1)  # type: ignore[union-attr]
     assert json.loads(open(rescue).read())["results"] == record["results"] == {"square": 4}
+
+
+# --- exercise checkers: copies in, a time limit, and a word when the input changed ----------------
+
+
+def test_call_answer_passes_copies_and_names_a_modified_input() -> None:
+    from mlbook.exercises.common import call_answer
+
+    x = torch.arange(4.0)
+    value, err = call_answer(lambda t: t.mul_(2), x)
+    assert value is None and err is not None and err.startswith("InputModified: you modified the input: argument 1 "
+                                                                "(a tensor of shape (4,)) was changed in place")
+    assert torch.equal(x, torch.arange(4.0))  # the checker's own tensor is untouched
+    value, err = call_answer(lambda t: t * 2, x)
+    assert err is None and torch.equal(value, x * 2)  # type: ignore[arg-type]
+    values = [1, 2]
+    _, err = call_answer(lambda v: v.append(3), values)
+    assert err is not None and "you modified the input: argument 1 (list)" in err and values == [1, 2]
+
+
+def test_call_answer_stops_a_function_that_hangs(monkeypatch: pytest.MonkeyPatch) -> None:
+    import threading
+
+    from mlbook.exercises import common
+
+    monkeypatch.setattr(common, "TIME_LIMIT_S", 0.3)
+
+    def hang(x: torch.Tensor) -> torch.Tensor:  # runs 3 s (ends on its own: an abandoned thread must not spin)
+        import time
+
+        end = time.monotonic() + 3.0
+        while time.monotonic() < end:
+            time.sleep(0.01)
+        return x
+
+    value, err = common.call_answer(hang, torch.zeros(2))  # main thread: a SIGALRM timer
+    assert value is None and err is not None and err.startswith("AnswerTimedOut: your function did not return within 0.3 s")
+    box: dict[str, object] = {}
+    worker = threading.Thread(target=lambda: box.update(result=common.call_answer(hang, torch.zeros(2))))
+    worker.start()  # off the main thread: a watchdog thread instead
+    worker.join(5)
+    assert not worker.is_alive() and box["result"][1].startswith("AnswerTimedOut")  # type: ignore[index]
+
+
+def test_a_checker_reports_a_hanging_or_mutating_answer(monkeypatch: pytest.MonkeyPatch, capsys) -> None:  # type: ignore[no-untyped-def]
+    from mlbook.exercises import common
+    from mlbook.exercises.rope import check_rope_rotation
+
+    monkeypatch.setattr(common, "TIME_LIMIT_S", 0.3)
+
+    def hang(x, m, base):  # type: ignore[no-untyped-def]
+        while True:
+            pass
+
+    assert check_rope_rotation(hang) is False
+    assert "AnswerTimedOut" in capsys.readouterr().out
+    assert check_rope_rotation(lambda x, m, base: x.zero_()) is False
+    assert "you modified the input" in capsys.readouterr().out

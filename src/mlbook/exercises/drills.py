@@ -24,7 +24,7 @@ from typing import Any, Callable
 import torch
 
 from mlbook import chapter_tests
-from mlbook.exercises.common import verdict
+from mlbook.exercises.common import run_limited, verdict
 from mlbook.transformer import positional as P
 
 __all__ = [
@@ -43,7 +43,7 @@ __all__ = [
 
 def _try(fn: Callable, *args: Any, **kwargs: Any) -> tuple[Any, BaseException | None]:
     try:
-        return fn(*args, **kwargs), None
+        return run_limited(fn, *args, **kwargs), None  # stopped with AnswerTimedOut rather than hanging
     except Exception as exc:  # the reader's code: report it, never crash the cell
         return None, exc
 
