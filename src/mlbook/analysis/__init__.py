@@ -1,5 +1,5 @@
 """Numbers the book's sections compute and explain: maths that is not drawing.
 
-One module per section (rope, extension, sinks, learned, relative, alibi, systems, ...).
+One module per section (absolute, learned, relative, rope, alibi, extension, sinks, systems, ...).
 `mlbook.viz` draws what these return; notebooks print them; nothing here plots.
 """
