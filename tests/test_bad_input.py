@@ -728,3 +728,28 @@ def test_a_checker_reports_a_hanging_or_mutating_answer(monkeypatch: pytest.Monk
     assert "AnswerTimedOut" in capsys.readouterr().out
     assert check_rope_rotation(lambda x, m, base: x.zero_()) is False
     assert "you modified the input" in capsys.readouterr().out
+
+
+# --- sliders: a starting value outside the range is refused, not moved to the nearest end ----------
+
+
+def test_slider_values_out_of_range_are_refused() -> None:
+    from mlbook.viz.core import float_slider, int_slider, log_slider, show_knob
+    from mlbook.viz.relative import live_t5_bias_map
+
+    with pytest.raises(ValueError, match=r"head=10 is outside the slider's range 0 \.\. 7; pick a value in it"):
+        int_slider(10, "head", 0, 7)
+    with pytest.raises(ValueError, match=r"s=0.5 is outside the slider's range 1 \.\. 8"):
+        float_slider(0.5, "s", 1.0, 8.0, 0.5)
+    with pytest.raises(ValueError, match=r"base=5 is outside the slider's range 10 \.\. 1e\+07"):
+        log_slider(5, "base", 1.0, 7.0)
+    with pytest.raises(ValueError, match=r"T=nan is outside"):
+        float_slider(float("nan"), "T", 0.0, 1.0, 0.1)
+    with pytest.raises(TypeError, match=r"head must be a number, got str"):
+        int_slider("3", "head", 0, 7)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"head=10 is outside the slider's range 0 \.\. 7"):
+        live_t5_bias_map(head=10, n_heads=8)
+    with pytest.raises(ValueError, match=r"defaults\['base'\]=3 is not one of that knob's values \[10, 100\]"):
+        show_knob(lambda base: None, {"base": [10, 100]}, caption="c", alt="a", defaults={"base": 3})
+    with pytest.raises(ValueError, match=r"defaults names 'bse', which is not one of the knobs \['base'\]"):
+        show_knob(lambda base: None, {"base": [10, 100]}, caption="c", alt="a", defaults={"bse": 10})

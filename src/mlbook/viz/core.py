@@ -64,6 +64,7 @@ __all__ = [
     "format_base",
     "knob_values",
     "knob_figure",
+    "check_slider_value",
     "log_slider",
     "int_slider",
     "float_slider",
@@ -500,6 +501,11 @@ def show_knob(
     defaults = dict(defaults or {})
     fixed = {k: defaults.get(k, list(v)[0]) for k, v in knobs.items() if k != static_knob}
     values = list(knobs[static_knob])
+    for name, value in defaults.items():
+        if name not in knobs:
+            raise ValueError(f"defaults names {name!r}, which is not one of the knobs {sorted(knobs)}")
+        if value not in list(knobs[name]):
+            raise ValueError(f"defaults[{name!r}]={value!r} is not one of that knob's values {list(knobs[name])}")
     active = values.index(defaults[static_knob]) if static_knob in defaults else 0
     show(grid_slider(build, static_knob, values, active=active, fixed=fixed), caption=caption, alt=alt, id=id)
     live = {k: list(v) for k, v in knobs.items()}
@@ -555,8 +561,19 @@ def knob_figure(
     return grid_slider(build, name, values, active=values.index(value), label=label, fixed=fixed)
 
 
+def check_slider_value(description: str, value: object, lo: float, hi: float) -> None:
+    """A slider's starting value must lie in its range: ipywidgets would silently clamp it to lo or hi,
+    and the figure would show another setting than the one asked for. ValueError naming the knob."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{description} must be a number, got {type(value).__name__} ({value!r})")
+    if not lo <= value <= hi:  # also refuses NaN
+        raise ValueError(f"{description}={value!r} is outside the slider's range {lo:g} .. {hi:g}; pick a value "
+                         f"in it (the slider would otherwise move it to the nearest end without saying so)")
+
+
 def log_slider(value: float, description: str, lo: float = 1.0, hi: float = 7.0, fmt: str = ",.0f") -> Any:
     """An ipywidgets slider over 10^lo .. 10^hi in steps of 10^0.05, redrawn on release."""
+    check_slider_value(description, value, 10.0 ** lo, 10.0 ** hi)
     import ipywidgets as widgets
 
     return widgets.FloatLogSlider(value=value, base=10, min=lo, max=hi, step=0.05, description=description,
@@ -565,6 +582,7 @@ def log_slider(value: float, description: str, lo: float = 1.0, hi: float = 7.0,
 
 def int_slider(value: int, description: str, lo: int, hi: int, step: int = 1) -> Any:
     """An ipywidgets integer slider over lo .. hi, redrawn on release."""
+    check_slider_value(description, value, lo, hi)
     import ipywidgets as widgets
 
     return widgets.IntSlider(value=value, min=lo, max=hi, step=step, description=description,
@@ -573,6 +591,7 @@ def int_slider(value: int, description: str, lo: int, hi: int, step: int = 1) ->
 
 def float_slider(value: float, description: str, lo: float, hi: float, step: float) -> Any:
     """An ipywidgets float slider over lo .. hi, redrawn on release."""
+    check_slider_value(description, value, lo, hi)
     import ipywidgets as widgets
 
     return widgets.FloatSlider(value=value, min=lo, max=hi, step=step, description=description,
