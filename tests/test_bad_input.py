@@ -753,3 +753,22 @@ def test_slider_values_out_of_range_are_refused() -> None:
         show_knob(lambda base: None, {"base": [10, 100]}, caption="c", alt="a", defaults={"base": 3})
     with pytest.raises(ValueError, match=r"defaults names 'bse', which is not one of the knobs \['base'\]"):
         show_knob(lambda base: None, {"base": [10, 100]}, caption="c", alt="a", defaults={"bse": 10})
+
+
+def test_live_figures_say_when_they_adjust_a_slider_combination(monkeypatch: pytest.MonkeyPatch) -> None:
+    from mlbook.viz import core
+    from mlbook.viz.extension import live_context_scaling
+    from mlbook.viz.relative import live_buckets, live_t5_bias_map
+
+    drawn: list = []
+    monkeypatch.setattr(core, "show", lambda fig, **kw: drawn.append(fig))
+
+    def notes() -> str:
+        return " | ".join(a.text for a in drawn[-1].layout.annotations if a.text)
+
+    live_context_scaling(beta_fast=2.0, beta_slow=4.0)  # the first draw uses the starting values
+    assert "beta_fast (2) must exceed beta_slow (4): YaRN is drawn with beta_fast = 5" in notes()
+    live_buckets(num_buckets=64, max_distance=8)
+    assert "max_distance=8 is inside the exact range: drawn with max_distance=33" in notes()
+    live_t5_bias_map(T=64)
+    assert "inside the exact range" not in notes()  # a valid combination carries no note

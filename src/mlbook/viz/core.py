@@ -65,6 +65,7 @@ __all__ = [
     "knob_values",
     "knob_figure",
     "check_slider_value",
+    "note_adjustment",
     "log_slider",
     "int_slider",
     "float_slider",
@@ -569,6 +570,14 @@ def check_slider_value(description: str, value: object, lo: float, hi: float) ->
     if not lo <= value <= hi:  # also refuses NaN
         raise ValueError(f"{description}={value!r} is outside the slider's range {lo:g} .. {hi:g}; pick a value "
                          f"in it (the slider would otherwise move it to the nearest end without saying so)")
+
+
+def note_adjustment(fig: go.Figure, text: str) -> go.Figure:
+    """Say on a live figure that a slider combination was adjusted to one the formula accepts (a live
+    builder never changes a setting silently): an orange line of text above the plot."""
+    fig.add_annotation(text=text, xref="paper", yref="paper", x=0.0, xanchor="left", y=1.0, yanchor="bottom",
+                       yshift=28, showarrow=False, font=dict(size=12, color="#D55E00"))
+    return fig
 
 
 def log_slider(value: float, description: str, lo: float = 1.0, hi: float = 7.0, fmt: str = ",.0f") -> Any:

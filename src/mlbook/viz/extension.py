@@ -34,7 +34,9 @@ from mlbook.analysis.extension import (
     frequency_ratios,
     yarn_bands,
 )
-from mlbook.viz.core import LINE_COLORS, float_slider, grid_slider, int_slider, knob_values, live_sliders, log_slider
+from mlbook.viz.core import (
+    LINE_COLORS, float_slider, grid_slider, int_slider, knob_values, live_sliders, log_slider, note_adjustment,
+)
 
 __all__ = [
     "SCALE_FACTORS",
@@ -297,11 +299,15 @@ def live_context_scaling(
     """Live form of `fig_context_scaling`: s, base, d_head, L, beta_fast, beta_slow and dynamic's n / L."""
     def build(factor: float, base: float, d_head: int, original_max_len: int, beta_fast: float, beta_slow: float,
               n_over_L: float) -> go.Figure:
-        if beta_fast <= beta_slow:
-            beta_fast = beta_slow + 1.0  # the ramp needs beta_fast > beta_slow
+        note = None
+        if beta_fast <= beta_slow:  # the ramp needs beta_fast > beta_slow: draw the nearest valid setting, and say so
+            note = (f"beta_fast ({beta_fast:g}) must exceed beta_slow ({beta_slow:g}): YaRN is drawn with "
+                    f"beta_fast = {beta_slow + 1.0:g}")
+            beta_fast = beta_slow + 1.0
         seq_len = max(1, int(round(n_over_L * original_max_len)))
         wave_max = 3 * factor * max(float(pair_wavelengths(d_head, base)[-1]), factor * original_max_len)
-        return _scaling(d_head, base, original_max_len, factor, seq_len, beta_fast, beta_slow, METHODS, wave_max)
+        fig = _scaling(d_head, base, original_max_len, factor, seq_len, beta_fast, beta_slow, METHODS, wave_max)
+        return note_adjustment(fig, note) if note else fig
 
     return live_sliders(
         build, caption=caption, alt=alt,

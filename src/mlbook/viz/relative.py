@@ -19,7 +19,9 @@ from plotly.subplots import make_subplots
 
 from mlbook.analysis.relative import bucket_layout
 from mlbook.transformer.positional import RelativePositionBias, RelativePositionBias2D, relative_position_bucket
-from mlbook.viz.core import DIVERGING, LINE_COLORS, int_slider, knob_figure, legend_below, live_sliders
+from mlbook.viz.core import (
+    DIVERGING, LINE_COLORS, int_slider, knob_figure, legend_below, live_sliders, note_adjustment,
+)
 
 __all__ = [
     "NUM_BUCKETS",
@@ -178,9 +180,11 @@ def live_buckets(
     beyond the exact range.
     """
     def build(num_buckets: int, max_distance: int, bidirectional: bool) -> go.Figure:
-        max_distance = max(max_distance, _exact(num_buckets, False) + 1)
+        asked, max_distance = max_distance, max(max_distance, _exact(num_buckets, False) + 1)
         mode = "bidirectional" if bidirectional else "causal"
-        return _buckets(num_buckets, max_distance, int(1.25 * max_distance), mode)
+        fig = _buckets(num_buckets, max_distance, int(1.25 * max_distance), mode)
+        return fig if asked == max_distance else note_adjustment(
+            fig, f"max_distance={asked} is inside the exact range: drawn with max_distance={max_distance}")
 
     return live_sliders(
         build, caption=caption, alt=alt,
@@ -235,8 +239,10 @@ def live_t5_bias_map(
 ) -> Any:
     """Live form of `fig_t5_bias_map`: head, length, buckets, max_distance, direction."""
     def build(head: int, T: int, num_buckets: int, max_distance: int, bidirectional: bool) -> go.Figure:
-        max_distance = max(max_distance, _exact(num_buckets, bidirectional) + 1)
-        return _t5_map(head, T, n_heads, num_buckets, max_distance, bidirectional, 0)
+        asked, max_distance = max_distance, max(max_distance, _exact(num_buckets, bidirectional) + 1)
+        fig = _t5_map(head, T, n_heads, num_buckets, max_distance, bidirectional, 0)
+        return fig if asked == max_distance else note_adjustment(
+            fig, f"max_distance={asked} is inside the exact range: drawn with max_distance={max_distance}")
 
     return live_sliders(
         build, caption=caption, alt=alt,
