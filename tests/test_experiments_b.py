@@ -418,10 +418,13 @@ def test_passkey_verdict_line_names_each_pattern_by_the_rule() -> None:
     assert exp_passkey.pattern(rec, "zero_shot", "alibi") == "flat loss, lower retrieval"
     assert exp_passkey.failures_at_train_len(rec)["zero_shot"]["rope_yarn"] == [2]
     line = exp_passkey.verdict_line(rec)
-    assert "did not rise for ALiBi, with and without the fine-tune" in line
-    assert "it fell as the loss rose for unscaled RoPE" in line
-    assert "no seed of RoPE + PI, with and without the fine-tune, retrieved even at 128" in line
-    assert "RoPE + YaRN seed 2 failed even at 128" in line and line.endswith(".")
+    without, after = line.split("; after the fine-tune")
+    for part in (without, after):  # the synthetic record has the same numbers in both phases
+        assert "unscaled RoPE loses retrieval as its loss rises" in part
+        assert "ALiBi loses retrieval while its loss stays flat" in part
+        assert "RoPE + YaRN shows no drop the rule can detect" in part
+        assert "RoPE + PI retrieves on no seed even at 128" in part
+    assert "in no case" not in line and line.endswith(".")  # ALiBi's flat-loss case is named, not denied
     assert exp_passkey.finetune_mix(rec) == "corpus text only"  # a record from before the passkey fine-tune
     claims = exp_passkey.claims_table(rec)
     assert "**agrees** for ALiBi" in claims and "here the loss warns too" in claims
