@@ -389,3 +389,18 @@ def test_context_extension_verdict_follows_the_paired_intervals(ce_record) -> No
     assert CE.headline(ce_record).startswith("- " + line[:40])
     table = CE.claims_markdown(ce_record)
     assert table.splitlines()[0].startswith("| claim |") and "[" in table
+
+
+def test_every_experiment_figure_draws_from_the_committed_full_records() -> None:
+    """The pages draw the committed 5-seed records: every figure builder must take them as they are
+    (a record with more schemes than colours once raised IndexError)."""
+    for name, builders in {
+        "extrapolation": [lambda r: V.extrapolation_figure(r, m) for m in ("tail", "tail_minus_head", "mean")]
+        + [lambda r: V.extrapolation_curves_figure(r, w) for w in (4, 8, 16)],
+        "context_extension": [lambda r: V.context_extension_figure(r, m) for m in ("mean", "tail", "tail_minus_head")],
+    }.items():
+        record = registry.load_result(name, "full")
+        assert record is not None, name
+        for build in builders:
+            fig = build(record)
+            assert len(fig.data) >= len(record["results"].get("schemes", record["results"].get("variants", {})))

@@ -216,7 +216,7 @@ def extrapolation_curves_figure(record: dict[str, Any], bin_width: int = 8) -> g
         curves = [binned(s["curve"], bin_width) for s in entry["per_seed"]]
         x = curves[0]["position"]
         stats = [mean_sd(v) for v in zip(*(c["loss"] for c in curves))]
-        _band(fig, x, [st["mean"] for st in stats], [st["sd"] for st in stats], SCHEME_COLORS.get(name, LINE_COLORS[i]),
+        _band(fig, x, [st["mean"] for st in stats], [st["sd"] for st in stats], SCHEME_COLORS.get(name) or LINE_COLORS[i % len(LINE_COLORS)],
               entry["label"], _SCHEME_DASH.get(name, "solid"))
     fig.add_vline(x=L, line={"dash": "dot", "color": "gray"}, annotation_text=f"L = {L}")
     fig.add_hline(y=r["unigram"], line={"color": "gray", "dash": "dot"}, annotation_text="unigram",
