@@ -129,7 +129,7 @@ SANITISERS: tuple[Sanitiser, ...] = (
     Sanitiser("site_packages",
               re.compile(r"(?:[A-Za-z]:)?[/\\][^\s'\"<>()]*?[/\\](?:site|dist)-packages(?=[/\\])"),
               "<site-packages>", "the installation folder of Python packages",
-              "/work/main/.venv/lib/python3.11/site-packages/torch/nn/functional.py:12: UserWarning"),
+              "/home/me/.venv/lib/python3.11/site-packages/torch/nn/functional.py:12: UserWarning"),
 )
 
 
