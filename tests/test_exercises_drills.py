@@ -650,14 +650,29 @@ def _notebook_cells() -> list[dict]:
 
 
 def _solutions() -> dict[str, str]:
-    """The python blocks of each ':::{dropdown} Solution ... (drill x)' in the notebook, by drill letter."""
+    """The python blocks of each '<details><summary>Solution: drill (x)</summary> ... </details>' in the
+    notebook, by drill letter."""
     out = {}
     for cell in _notebook_cells():
         src = "".join(cell["source"])
-        for m in re.finditer(r":::\{dropdown\} Solution: drill \((\w)\)(.*?)\n:::", src, flags=re.S):
+        for m in re.finditer(r"<summary>Solution: drill \((\w)\)</summary>(.*?)</details>", src, flags=re.S):
             blocks = re.findall(r"```python\n(.*?)```", m.group(2), flags=re.S)
             out[m.group(1)] = "\n".join(blocks)
     return out
+
+
+def test_every_solution_is_hidden_in_a_cell_of_its_own():
+    """A solution is a collapsed HTML <details> block (Jupyter, Colab and the site all render it
+    closed), alone in its cell, so reading the next drill never shows the previous answer."""
+    for path in sorted(NOTEBOOK.parent.glob("*.ipynb")):
+        for i, cell in enumerate(json.loads(path.read_text())["cells"]):
+            src = "".join(cell["source"])
+            if cell["cell_type"] != "markdown":
+                continue
+            assert "{dropdown}" not in src, f"{path.name} cell {i}: a MyST dropdown shows in plain view in Jupyter/Colab"
+            if "<details>" in src:
+                assert src.startswith("<details>") and src.rstrip().endswith("</details>"), (
+                    f"{path.name} cell {i}: the solution shares its cell with other text")
 
 
 def test_notebook_solutions_pass_their_checkers(capsys):
