@@ -194,18 +194,18 @@ def test_yarn_bands_follow_the_turns_rule(d, base, L, bf, bs):
     """Keep pairs with >= beta_fast turns in L, interpolate those with <= beta_slow, blend between."""
     b = E.yarn_bands(d, base, L, bf, bs)
     tr = turns64(d, base, L)
-    want = ["extrapolate" if r >= bf else ("interpolate" if r <= bs else "blend") for r in tr]
+    want = ["keep" if r >= bf else ("interpolate" if r <= bs else "blend") for r in tr]
     assert [b.band_of(i) for i in range(d // 2)] == want
-    assert sorted(b.extrapolate + b.blend + b.interpolate) == list(range(d // 2))
+    assert sorted(b.keep + b.blend + b.interpolate) == list(range(d // 2))
     np.testing.assert_allclose(b.turns, tr, rtol=1e-6)
 
 
 def test_yarn_bands_chapter_case_and_bad_pair():
     b = E.yarn_bands()
-    assert (b.extrapolate[-1], b.blend[0], b.blend[-1], b.interpolate[0]) == (25, 26, 49, 50)
+    assert (b.keep[-1], b.blend[0], b.blend[-1], b.interpolate[0]) == (25, 26, 49, 50)
     with pytest.raises(ValueError, match="pair 64"):
         b.band_of(64)
-    assert "interpolate" in repr(b)
+    assert "interpolate" in E.yarn_bands_text(b)
 
 
 def test_yarn_temperature_is_point_one_log_s_plus_one():

@@ -96,7 +96,7 @@ def test_pi_positions_mistakes_are_named(capsys, fn, needle):
 
 
 def _band(turns: float, bf: float, bs: float) -> str:
-    return "extrapolate" if turns >= bf else ("interpolate" if turns <= bs else "blend")
+    return "keep" if turns >= bf else ("interpolate" if turns <= bs else "blend")
 
 
 def yarn_reference(i, d, base, L, bf=32.0, bs=1.0):
@@ -108,7 +108,7 @@ def test_yarn_band_reference_passes(capsys):
     assert ok
 
 
-FLIP = {"extrapolate": "interpolate", "interpolate": "extrapolate", "blend": "blend"}
+FLIP = {"keep": "interpolate", "interpolate": "keep", "blend": "blend"}
 
 
 @pytest.mark.parametrize("fn,needle", [
@@ -117,7 +117,7 @@ FLIP = {"extrapolate": "interpolate", "interpolate": "extrapolate", "blend": "bl
     (lambda i, d, b, L, bf, bs: _band((2 * math.pi / b ** (-2 * i / d)) / L, bf, bs), "wavelength / L"),
     (lambda i, d, b, L, bf, bs: _band(L * b ** (-i / d) / (2 * math.pi), bf, bs), "base^(-i/d)"),
     (lambda i, d, b, L, bf, bs: "blend" if i == 30 else yarn_reference(i, d, b, L, bf, bs), "Pair 30"),
-    (lambda i, d, b, L, bf, bs: "keep", "Return one of"),
+    (lambda i, d, b, L, bf, bs: "fast", "Return one of"),
     (lambda i, d, b, L, bf, bs: [][i], "raised IndexError"),
 ])
 def test_yarn_band_mistakes_are_named(capsys, fn, needle):

@@ -282,12 +282,12 @@ def test_nested_windows_give_every_length_the_same_text() -> None:
 
 
 def test_yarn_bands_read_keep_blend_and_interpolate_off_the_library_ramp() -> None:
-    from mlbook.experiments.common import yarn_bands
+    from mlbook.transformer.rope_scaling import yarn_bands
     from mlbook.transformer.positional import frequency_ladder
     from mlbook.transformer.rope_scaling import yarn_ramp
 
     for beta_fast, beta_slow in ((32.0, 1.0), (4.0, 1.0)):
-        b = yarn_bands(16, 10000.0, 128, beta_fast, beta_slow)
+        b = yarn_bands(16, 10000.0, 128, beta_fast, beta_slow).as_record()  # as the experiment stores it
         ramp = yarn_ramp(16, 10000.0, original_max_len=128, beta_fast=beta_fast, beta_slow=beta_slow).tolist()
         assert b["ramp"] == pytest.approx(ramp, abs=1e-4)
         assert sorted(b["keep"] + b["blend"] + b["interpolate"]) == list(range(8))
@@ -296,7 +296,7 @@ def test_yarn_bands_read_keep_blend_and_interpolate_off_the_library_ramp() -> No
         assert b["turns"][0] == pytest.approx(128 * theta[0].item() / (2 * math.pi), rel=1e-3)
         # the band rule in words: pairs that never complete a turn within L are interpolated
         assert all(b["ramp"][i] == 1.0 for i, t in enumerate(b["turns"]) if t < beta_slow)
-    assert yarn_bands(16, 10000.0, 128, 4.0, 1.0)["keep"] == [0, 1]  # 20 and 6.4 turns: both >= 4
+    assert yarn_bands(16, 10000.0, 128, 4.0, 1.0).as_record()["keep"] == [0, 1]  # 20 and 6.4 turns: both >= 4
 
 
 def test_scaled_embeddings_multiply_the_token_table_by_sqrt_d() -> None:

@@ -143,7 +143,7 @@ def test_context_scaling_shades_yarn_bands():
     bands = E.yarn_bands(128, 10000.0, 8192, 32.0, 1.0)
     edges = sorted({(sh.x0, sh.x1) for sh in fig.layout.shapes})
     assert edges == [(-0.5, 25.5), (25.5, 49.5), (49.5, 63.5)]
-    assert bands.extrapolate[-1] == 25 and bands.interpolate[0] == 50
+    assert bands.keep[-1] == 25 and bands.interpolate[0] == 50
     assert len(fig.layout.shapes) == 6  # three bands, in both panels
     texts = {a.text for a in fig.layout.annotations}
     assert {"YaRN keeps θ_i", "YaRN blends", "YaRN: θ_i / s"} <= texts

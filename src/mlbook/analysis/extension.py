@@ -11,7 +11,8 @@ Every frequency comes from `mlbook.transformer` (`positional.frequency_ladder`; 
     angle_overshoot       per pair, the largest angle needed after scaling over L theta_i
     ntk_stretch           NTK-aware base and how much each pair is slowed
     ntk_factor_needed     the NTK factor s that leaves no never-wrapped pair past its trained range
-    yarn_bands            which pairs YaRN keeps, blends and interpolates; its temperature
+    yarn_bands_text       which pairs YaRN keeps, blends and interpolates (`yarn_bands`, from
+                          `rope_scaling`, re-exported here), as the section prints it; its temperature
     method_wavelength_table
                           wavelength 2 pi / theta_i' per method for chosen pairs
     fit_attention_score, extrapolation_sum, interpolation_bound, bound_ratio, compare_fit
@@ -35,10 +36,11 @@ from mlbook.transformer.rope_scaling import (
     ROPE_SCALINGS,
     SCALING_PARAMETERS,
     RopeScaling,
+    YarnBands,
     ntk_base,
     scaling_parameters,
     yarn_attention_factor,
-    yarn_ramp,
+    yarn_bands,
 )
 from mlbook.transformer.validate import check_choice, check_int, check_positive_float
 
@@ -57,6 +59,7 @@ __all__ = [
     "ntk_factor_needed",
     "YarnBands",
     "yarn_bands",
+    "yarn_bands_text",
     "YarnTemperature",
     "yarn_temperature",
     "MethodWavelengthTable",
@@ -377,66 +380,21 @@ def ntk_factor_needed(
 # ---------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class YarnBands:
-    """YaRN's per-pair ramp r_i (`yarn_ramp`) and the three bands it defines.
+def yarn_bands_text(bands: YarnBands) -> str:
+    """The bands of `yarn_bands` as the section prints them: each band's pairs and the turns within L they span."""
+    def span(ix: tuple[int, ...]) -> str:
+        if not ix:
+            return "none"
+        lo, hi = ix[0], ix[-1]
+        return f"pairs {lo}..{hi}: {format_sig(bands.turns[hi], 3)} to {format_sig(bands.turns[lo], 3)} turns in L"
 
-    r_i = 0: keep theta_i (extrapolate); r_i = 1: theta_i / s (interpolate); between: blend.
-    turns_i = L / wavelength_i is how many full turns pair i makes within the trained length.
-    """
-
-    d_head: int
-    base: float
-    original_max_len: int
-    beta_fast: float
-    beta_slow: float
-    ramp: np.ndarray  # (d/2,)
-    turns: np.ndarray  # (d/2,)
-
-    @property
-    def extrapolate(self) -> tuple[int, ...]:
-        return tuple(int(i) for i in np.nonzero(self.ramp <= 0.0)[0])
-
-    @property
-    def blend(self) -> tuple[int, ...]:
-        return tuple(int(i) for i in np.nonzero((self.ramp > 0.0) & (self.ramp < 1.0))[0])
-
-    @property
-    def interpolate(self) -> tuple[int, ...]:
-        return tuple(int(i) for i in np.nonzero(self.ramp >= 1.0)[0])
-
-    def band_of(self, i: int) -> str:
-        """'extrapolate', 'blend' or 'interpolate' for pair i."""
-        if not 0 <= i < self.d_head // 2:
-            raise ValueError(f"pair {i} is out of range: d_head={self.d_head} has pairs 0..{self.d_head // 2 - 1}")
-        r = float(self.ramp[i])
-        return "extrapolate" if r <= 0.0 else ("interpolate" if r >= 1.0 else "blend")
-
-    def __repr__(self) -> str:
-        def span(ix: tuple[int, ...]) -> str:
-            if not ix:
-                return "none"
-            lo, hi = ix[0], ix[-1]
-            return f"pairs {lo}..{hi}: {format_sig(float(self.turns[hi]), 3)} to {format_sig(float(self.turns[lo]), 3)} turns in L"
-
-        return "\n".join([
-            f"YaRN bands, d_head = {self.d_head}, base = {self.base:,g}, L = {self.original_max_len:,},",
-            f"beta_fast = {self.beta_fast:g}, beta_slow = {self.beta_slow:g}",
-            f"  keep theta_i (extrapolate)      {span(self.extrapolate)}",
-            f"  blend                           {span(self.blend)}",
-            f"  theta_i / s (interpolate)       {span(self.interpolate)}",
-        ])
-
-
-def yarn_bands(
-    d_head: int = 128, base: float = 10000.0, original_max_len: int = 8192, beta_fast: float = 32.0,
-    beta_slow: float = 1.0,
-) -> YarnBands:
-    """The ramp of `yarn_ramp` and turns_i = L / (2 pi / theta_i) for every pair."""
-    ramp = yarn_ramp(d_head, base, original_max_len=original_max_len, beta_fast=beta_fast, beta_slow=beta_slow)
-    turns = original_max_len / pair_wavelengths(d_head, base)
-    return YarnBands(d_head, float(base), original_max_len, float(beta_fast), float(beta_slow),
-                     ramp.double().numpy(), turns)
+    return "\n".join([
+        f"YaRN bands, d_head = {bands.d_head}, base = {bands.base:,g}, L = {bands.original_max_len:,},",
+        f"beta_fast = {bands.beta_fast:g}, beta_slow = {bands.beta_slow:g}",
+        f"  keep theta_i (extrapolate)      {span(bands.keep)}",
+        f"  blend                           {span(bands.blend)}",
+        f"  theta_i / s (interpolate)       {span(bands.interpolate)}",
+    ])
 
 
 @dataclass(frozen=True)

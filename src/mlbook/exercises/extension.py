@@ -16,10 +16,10 @@ import numpy as np
 import torch
 
 from mlbook.analysis.absolute import pair_wavelengths
-from mlbook.analysis.extension import ntk_stretch, yarn_bands
+from mlbook.analysis.extension import ntk_stretch
 from mlbook.exercises.common import as_float, call_answer, verdict
 from mlbook.transformer.positional import RotaryEmbedding
-from mlbook.transformer.rope_scaling import RopeScaling
+from mlbook.transformer.rope_scaling import YARN_BAND_NAMES, RopeScaling, yarn_bands
 
 __all__ = ["check_ntk_base", "check_pi_positions", "check_yarn_band"]
 
@@ -132,16 +132,16 @@ def check_pi_positions(fn: Callable[[int, int], object]) -> bool:
 # YaRN bands
 # ---------------------------------------------------------------------------
 
-_BANDS = ("extrapolate", "blend", "interpolate")
+_BANDS = YARN_BAND_NAMES  # ("keep", "blend", "interpolate"), as the library names them
 
 
 def _bands_by_turns(turns: np.ndarray, beta_fast: float, beta_slow: float) -> list[str]:
     """The band rule written with r = turns in L: keep if r >= beta_fast, interpolate if r <= beta_slow."""
-    return ["extrapolate" if r >= beta_fast else ("interpolate" if r <= beta_slow else "blend") for r in turns]
+    return ["keep" if r >= beta_fast else ("interpolate" if r <= beta_slow else "blend") for r in turns]
 
 
 def check_yarn_band(fn: Callable[..., object]) -> bool:
-    """Check fn(i, d_head, base, L, beta_fast, beta_slow) -> 'extrapolate', 'blend' or 'interpolate' for pair i.
+    """Check fn(i, d_head, base, L, beta_fast, beta_slow) -> 'keep', 'blend' or 'interpolate' for pair i.
 
     Reference: `yarn_bands(...).band_of(i)`, i.e. the library's `yarn_ramp` (0: keep theta_i,
     1: theta_i / s). Names: bands the wrong way round, beta_fast and beta_slow swapped, turns
@@ -157,13 +157,13 @@ def check_yarn_band(fn: Callable[..., object]) -> bool:
             if err is not None:
                 return verdict(False, f"fn({i}, {d}, {base:g}, {L}, {bf:g}, {bs:g}) raised {err}.")
             if value not in _BANDS:
-                return verdict(False, f"Return one of 'extrapolate', 'blend', 'interpolate'; fn({i}, {d}, {base:g}, "
+                return verdict(False, f"Return one of 'keep', 'blend', 'interpolate'; fn({i}, {d}, {base:g}, "
                                       f"{L}, {bf:g}, {bs:g}) returned {value!r}.")
             got.append(value)
         if got == want:
             continue
         where = f"for d_head={d}, base={base:g}, L={L}, beta_fast={bf:g}, beta_slow={bs:g}"
-        flip = {"extrapolate": "interpolate", "interpolate": "extrapolate", "blend": "blend"}
+        flip = {"keep": "interpolate", "interpolate": "keep", "blend": "blend"}
         if got == [flip[b] for b in want]:
             return verdict(False, f"Your bands are the wrong way round {where}: the fast pairs (low i, many turns "
                                   "within L) must keep theta_i, since interpolating them blurs neighbouring tokens; "

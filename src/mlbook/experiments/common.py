@@ -23,8 +23,7 @@ import torch.nn.functional as F
 from mlbook.experiments.data import TOKENIZER, corpus_tokens, random_windows, split_tokens
 from mlbook.experiments.train import TrainConfig, train
 from mlbook.transformer.models import GPT, GPTConfig
-from mlbook.transformer.positional import frequency_ladder
-from mlbook.transformer.rope_scaling import scaling_parameters, yarn_ramp
+from mlbook.transformer.rope_scaling import scaling_parameters
 from mlbook.transformer.validate import check_int
 
 __all__ = [
@@ -48,7 +47,6 @@ __all__ = [
     "t_interval",
     "sign_flip_p",
     "pm",
-    "yarn_bands",
     "Timer",
     "findings",
     "wrap_text",
@@ -294,25 +292,6 @@ def pm(stat: dict[str, Any], digits: int = 3) -> str:
     if stat.get("sd") is None:
         return mean
     return f"{mean} ± {stat['sd']:.{digits}f}"
-
-
-def yarn_bands(d_head: int, base: float, original_max_len: int, beta_fast: float, beta_slow: float) -> dict[str, Any]:
-    """Which RoPE pairs YaRN keeps, blends and interpolates for these band limits.
-
-    From the library's `yarn_ramp` r_i (theta_i' = (1 - r_i) theta_i + r_i theta_i / s): r_i = 0
-    keeps pair i (extrapolation), r_i = 1 interpolates it, anything between blends. Also returns
-    each pair's number of full turns within original_max_len, L theta_i / (2 pi)."""
-    ramp = yarn_ramp(d_head, base, original_max_len=original_max_len, beta_fast=beta_fast, beta_slow=beta_slow)
-    r = [round(v, 4) for v in ramp.tolist()]
-    theta = frequency_ladder(d_head, base)  # (d/2,) unscaled theta_i
-    turns = original_max_len * theta.double() / (2 * math.pi)  # (d/2,) L theta_i / 2 pi
-    return {
-        "beta_fast": beta_fast, "beta_slow": beta_slow, "ramp": r,
-        "turns": [round(v, 3) for v in turns.tolist()],
-        "keep": [i for i, v in enumerate(r) if v == 0.0],
-        "blend": [i for i, v in enumerate(r) if 0.0 < v < 1.0],
-        "interpolate": [i for i, v in enumerate(r) if v == 1.0],
-    }
 
 
 def findings(lines: Sequence[str], width: int = 78) -> str:

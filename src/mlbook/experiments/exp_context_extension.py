@@ -42,12 +42,12 @@ from mlbook.experiments.common import (
     seeds_of,
     train_lm,
     unigram_loss,
-    yarn_bands,
 )
 from mlbook.experiments.data import corpus_tokens, split_tokens
 from mlbook.experiments.registry import register
 from mlbook.experiments.train import TrainConfig
 from mlbook.transformer.models import GPT
+from mlbook.transformer.rope_scaling import yarn_bands
 
 __all__ = ["VARIANTS", "LABELS", "SHORT", "TUNED_BETAS", "FINETUNE", "variant_model", "variant_metrics", "summary",
            "format_table", "band_table", "paired_at", "verdict_line", "claims_markdown", "headline"]
@@ -143,8 +143,9 @@ def run(cfg: dict[str, Any], device: torch.device, progress: bool) -> dict[str, 
         "finetune": cfg["finetune"],
         "finetune_tokens": cfg["finetune"]["steps"] * cfg["finetune"]["batch_size"] * L_ft,
         "train_tokens": cfg["train"]["steps"] * cfg["train"]["batch_size"] * L,
-        "bands": {"yarn": yarn_bands(d_head, 10000.0, L, 32.0, 1.0),
-                  "yarn_tuned": yarn_bands(d_head, 10000.0, L, TUNED_BETAS["beta_fast"], TUNED_BETAS["beta_slow"])},
+        "bands": {"yarn": yarn_bands(d_head, 10000.0, L, 32.0, 1.0).as_record(),
+                  "yarn_tuned": yarn_bands(d_head, 10000.0, L, TUNED_BETAS["beta_fast"],
+                                            TUNED_BETAS["beta_slow"]).as_record()},
         "base": [], "variants": {v: {"label": LABELS[v], "rope": None, "per_seed": []} for v in cfg["variants"]},
         "seconds_per_seed": [],
     }

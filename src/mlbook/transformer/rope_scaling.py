@@ -49,6 +49,9 @@ __all__ = [
     "ntk_frequencies",
     "dynamic_ntk_frequencies",
     "yarn_ramp",
+    "YARN_BAND_NAMES",
+    "YarnBands",
+    "yarn_bands",
     "yarn_attention_factor",
     "yarn_frequencies",
     "llama3_frequencies",
@@ -134,6 +137,68 @@ def yarn_ramp(
         high += 0.001  # avoid a zero-width ramp
     i = torch.arange(d_head // 2, dtype=torch.float32)  # (d/2,)
     return ((i - low) / (high - low)).clamp(0.0, 1.0)  # (d/2,) 0: keep, 1: interpolate
+
+
+YARN_BAND_NAMES = ("keep", "blend", "interpolate")  # r_i = 0, 0 < r_i < 1, r_i = 1
+
+
+@dataclass(frozen=True)
+class YarnBands:
+    """YaRN's per-pair ramp r_i (`yarn_ramp`) and the three bands it defines.
+
+    keep (r_i = 0): theta_i unchanged, the pair extrapolates; interpolate (r_i = 1): theta_i / s;
+    blend: between. turns_i = L theta_i / (2 pi) is how many full turns pair i makes within the
+    trained length L (Peng et al., 2023, section 3.2).
+    """
+
+    d_head: int
+    base: float
+    original_max_len: int
+    beta_fast: float
+    beta_slow: float
+    ramp: tuple[float, ...]  # (d/2,) r_i, float32 values
+    turns: tuple[float, ...]  # (d/2,) L theta_i / (2 pi), float64
+
+    @property
+    def keep(self) -> tuple[int, ...]:
+        return tuple(i for i, r in enumerate(self.ramp) if r <= 0.0)
+
+    @property
+    def blend(self) -> tuple[int, ...]:
+        return tuple(i for i, r in enumerate(self.ramp) if 0.0 < r < 1.0)
+
+    @property
+    def interpolate(self) -> tuple[int, ...]:
+        return tuple(i for i, r in enumerate(self.ramp) if r >= 1.0)
+
+    def band_of(self, i: int) -> str:
+        """'keep', 'blend' or 'interpolate' for pair i."""
+        if isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < self.d_head // 2:
+            raise ValueError(f"pair {i!r} is out of range: d_head={self.d_head} has pairs 0..{self.d_head // 2 - 1}")
+        r = self.ramp[i]
+        return "keep" if r <= 0.0 else ("interpolate" if r >= 1.0 else "blend")
+
+    def as_record(self) -> dict[str, object]:
+        """The bands as an experiment record stores them: ramp to 4 decimals, turns to 3, pair lists."""
+        return {
+            "beta_fast": self.beta_fast, "beta_slow": self.beta_slow,
+            "ramp": [round(r, 4) for r in self.ramp], "turns": [round(t, 3) for t in self.turns],
+            "keep": list(self.keep), "blend": list(self.blend), "interpolate": list(self.interpolate),
+        }
+
+
+def yarn_bands(
+    d_head: int = 128, base: float = 10000.0, original_max_len: int = 8192, beta_fast: float = 32.0,
+    beta_slow: float = 1.0,
+) -> YarnBands:
+    """Which RoPE pairs YaRN keeps, blends and interpolates: the ramp of `yarn_ramp` and each pair's
+    turns within L, turns_i = L theta_i / (2 pi). Defaults: the paper's beta_fast = 32, beta_slow = 1
+    for d_head = 128, base 10,000, L = 8192 (Peng et al., 2023)."""
+    ramp = yarn_ramp(d_head, base, original_max_len=original_max_len, beta_fast=beta_fast, beta_slow=beta_slow)
+    theta = frequency_ladder(d_head, base).double()  # (d/2,) unscaled theta_i
+    turns = original_max_len * theta / (2 * math.pi)  # (d/2,) L theta_i / 2 pi
+    return YarnBands(d_head, float(base), original_max_len, beta_fast, beta_slow,
+                     tuple(ramp.tolist()), tuple(turns.tolist()))
 
 
 def yarn_attention_factor(factor: float) -> float:

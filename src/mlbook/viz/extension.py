@@ -70,8 +70,8 @@ METHOD_PICKS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("YaRN vs Llama 3", ("none", "yarn", "llama3")),
     ("PI vs YaRN", ("none", "linear", "yarn")),
 )
-_BAND_FILL = {"extrapolate": "rgba(86,180,233,0.13)", "blend": "rgba(240,228,66,0.20)", "interpolate": "rgba(204,121,167,0.13)"}
-_BAND_TEXT = {"extrapolate": "YaRN keeps θ_i", "blend": "YaRN blends", "interpolate": "YaRN: θ_i / s"}
+_BAND_FILL = {"keep": "rgba(86,180,233,0.13)", "blend": "rgba(240,228,66,0.20)", "interpolate": "rgba(204,121,167,0.13)"}
+_BAND_TEXT = {"keep": "YaRN keeps θ_i", "blend": "YaRN blends", "interpolate": "YaRN: θ_i / s"}
 
 
 def _fmt_len(n: float) -> str:
@@ -87,7 +87,7 @@ def _check_factor(factor: float) -> float:
 def _band_spans(d_head: int, base: float, L: int, beta_fast: float, beta_slow: float) -> list[tuple[str, float, float]]:
     bands = yarn_bands(d_head, base, L, beta_fast, beta_slow)
     spans = []
-    for name, ix in (("extrapolate", bands.extrapolate), ("blend", bands.blend), ("interpolate", bands.interpolate)):
+    for name, ix in (("keep", bands.keep), ("blend", bands.blend), ("interpolate", bands.interpolate)):
         if ix:
             spans.append((name, ix[0] - 0.5, ix[-1] + 0.5))
     return spans

@@ -13,7 +13,8 @@ from typing import Any, Sequence
 import plotly.graph_objects as go
 
 from mlbook.experiments import exp_context_extension, exp_extrapolation, exp_permutation
-from mlbook.experiments.common import TUNED_BETAS, yarn_bands
+from mlbook.experiments.common import TUNED_BETAS
+from mlbook.transformer.rope_scaling import yarn_bands
 from mlbook.viz.core import LINE_COLORS, rgba
 
 __all__ = [
@@ -282,8 +283,8 @@ def yarn_bands_figure(beta_fast: float = TUNED_BETAS["beta_fast"], d_head: int =
                       base: float = 10000.0, beta_slow: float = TUNED_BETAS["beta_slow"]) -> go.Figure:
     """YaRN's blend weight r_i per RoPE pair (0 keep, 1 interpolate) for beta_fast, beside the
     paper's 32 / 1, from the library's `yarn_ramp`; hover shows each pair's turns within L."""
-    chosen = yarn_bands(d_head, base, train_len, beta_fast, beta_slow)
-    paper = yarn_bands(d_head, base, train_len, 32.0, 1.0)
+    chosen = yarn_bands(d_head, base, train_len, beta_fast, beta_slow).as_record()  # the numbers a record stores
+    paper = yarn_bands(d_head, base, train_len, 32.0, 1.0).as_record()
     pairs = list(range(d_head // 2))
     fig = go.Figure()
     for b, color, name in ((paper, LINE_COLORS[3], "paper: beta_fast 32, beta_slow 1"),
