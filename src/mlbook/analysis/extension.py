@@ -30,8 +30,7 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from mlbook.analysis.absolute import first_pair_exceeding, format_sig, pair_wavelengths
-from mlbook.transformer.positional import frequency_ladder
+from mlbook.analysis.absolute import first_pair_exceeding, format_sig, pair_frequencies, pair_wavelengths
 from mlbook.transformer.rope_scaling import (
     ROPE_SCALINGS,
     SCALING_PARAMETERS,
@@ -92,11 +91,6 @@ def _check_method(method: object) -> str:
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r}; valid values are {', '.join(repr(m) for m in METHODS)}")
     return method  # type: ignore[return-value]
-
-
-def _theta(d_head: int, base: float) -> np.ndarray:
-    """Unscaled theta_i (d_head/2,) as float64, from the library's float32 frequencies."""
-    return frequency_ladder(d_head, base).double().numpy()
 
 
 # ---------------------------------------------------------------------------
@@ -170,7 +164,7 @@ def angle_coverage(
         factor = check_positive_float("factor", factor)
         target_len = int(round(factor * original_max_len))
     check_int("target_len", target_len, 1)
-    theta = _theta(d_head, base)
+    theta = pair_frequencies(d_head, base)
     return AngleCoverage(d_head, float(base), original_max_len, target_len, theta,
                          original_max_len * theta, (target_len - 1) * theta)
 
@@ -236,7 +230,7 @@ def frequency_ratios(
 
     Arguments as for `scaled_inv_freq`; `params` (band limits) go to the methods that take them.
     """
-    theta = _theta(d_head, base)
+    theta = pair_frequencies(d_head, base)
     out = {}
     for m in methods:
         inv_freq, _ = scaled_inv_freq(
@@ -308,7 +302,7 @@ class NTKStretch:
 
 def ntk_stretch(d_head: int = 128, base: float = 10000.0, factor: float = 4.0) -> NTKStretch:
     """base' = base * s^(d/(d-2)); stretch_i = theta_i / theta_i' = s^(2i/(d-2)): 1 at i = 0, s at i = d/2 - 1."""
-    theta = _theta(d_head, base)
+    theta = pair_frequencies(d_head, base)
     new_theta = RopeScaling("ntk", factor).frequencies(d_head, base)[0].double().numpy()
     new_base = ntk_base(d_head, float(base), float(factor))
     return NTKStretch(d_head, float(base), float(factor), float(new_base), theta / new_theta)
@@ -515,7 +509,7 @@ def attention_score(
     h = np.asarray(h)
     if h.shape != (d_head // 2,):
         raise ValueError(f"h must have shape (d_head/2,) = ({d_head // 2},), got {h.shape}")
-    theta = _theta(d_head, base)
+    theta = pair_frequencies(d_head, base)
     delta = np.asarray(distance, dtype=np.float64)
     phase = np.exp(1j * delta[..., None] * theta)  # (..., d/2)
     return (phase @ h.astype(np.complex128)).real  # (...)
@@ -562,7 +556,7 @@ def fit_attention_score(
     rng = np.random.default_rng(seed)
     s = np.sort(rng.choice(original_max_len, size=n_points, replace=False)).astype(np.float64)  # (n,)
     y = rng.uniform(-1.0, 1.0, size=n_points)  # (n,)
-    theta = _theta(d_head, base)
+    theta = pair_frequencies(d_head, base)
     phase = np.outer(s, theta)  # (n, d/2)
     design = np.concatenate([np.cos(phase), -np.sin(phase)], axis=1)  # (n, d): Re(h e^{i phi}) = a cos - b sin
     gram = design.T @ design + ridge * np.eye(d_head)
@@ -586,7 +580,7 @@ def extrapolation_sum(distance: np.ndarray | Sequence[float] | float, d_head: in
     |a(D)| <= max_j |h_{j+1} - h_j| B(D) (with h_{d/2} = 0) <= 2 max_j |h_j| B(D): the bound that
     holds at any distance D, the only one available for extrapolation.
     """
-    theta = _theta(d_head, base)
+    theta = pair_frequencies(d_head, base)
     delta = np.asarray(distance, dtype=np.float64)
     partial = np.cumsum(np.exp(1j * delta[..., None] * theta), axis=-1)  # (..., d/2) A_1 .. A_{d/2}
     return np.abs(partial).sum(axis=-1)  # (...)
