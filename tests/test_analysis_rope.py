@@ -339,3 +339,18 @@ def test_fused_attention_equals_readable_path():
 def test_bad_input_names_the_argument(call, exc, pattern):
     with pytest.raises(exc, match=pattern):
         call()
+
+
+def test_porting_layers_is_the_one_set_up_of_both_porting_checks():
+    """porting_bug (scores) and failures.ported_q_check (q) build their layers and load weights here."""
+    from mlbook.analysis import rope as R
+
+    ref, port, x = R.porting_layers(32, 2, seed=1, T=5)
+    assert ref.rotary.pairing == "interleaved" and port.rotary.pairing == "half"
+    assert x.shape == (1, 5, 32) and x.dtype == torch.float64 and R.porting_layers(32, 2, seed=1)[2] is None
+    R.load_port(ref, port, convert=False)
+    assert torch.equal(port.q_proj.weight, ref.q_proj.weight) and torch.equal(port.o_proj.weight, ref.o_proj.weight)
+    R.load_port(ref, port, convert=True)
+    assert not torch.equal(port.k_proj.weight, ref.k_proj.weight)
+    with pytest.raises(ValueError, match="even d_head"):
+        R.porting_layers(30, 2)

@@ -32,6 +32,7 @@ from torch import nn
 
 from mlbook.analysis.extension import angle_coverage
 from mlbook.analysis.learned import DECODE_BUG_SCHEMES, decode_logit_drift
+from mlbook.analysis.rope import load_port, pairing_permutation, porting_layers
 from mlbook.transformer.attention import MultiHeadAttention
 from mlbook.transformer.models import GPT, GPTConfig
 from mlbook.transformer.positional import (
@@ -188,8 +189,7 @@ class PortedQReport:
 
 
 def _rotated_q(layer: MultiHeadAttention, x: torch.Tensor, rotate: bool = True) -> torch.Tensor:
-    B, T, _ = x.shape
-    q = layer.q_proj(x).view(B, T, layer.n_heads, layer.d_head).transpose(1, 2)  # (B, H, T, d_head)
+    q = layer.split_heads(layer.q_proj(x))  # (B, H, T, d_head)
     return layer.rotary.rotate(q) if rotate and layer.rotary is not None else q  # (B, H, T, d_head)
 
 
@@ -197,29 +197,19 @@ def ported_q_check(d_model: int = 64, n_heads: int = 2, T: int = 16, base: float
                    seed: int = 0) -> PortedQReport:
     """Reference: an attention layer with interleaved-pair RoPE (RoFormer, Meta's original LLaMA
     code). Port: a half-pair layer (GPT-NeoX, Hugging Face LLaMA) given the same q weights, as they
-    are and after `convert_rotary_weights(..., to="half")`. The converted port's channels are a
-    permutation of the reference's; the comparison maps them back before subtracting.
+    are and after `convert_rotary_weights(..., to="half")`: the set-up of `analysis.rope.porting_bug`
+    (`porting_layers`, `load_port`), read at q instead of at the scores. The converted port's
+    channels are a permutation of the reference's; the comparison maps them back before subtracting.
     """
-    check_int("d_model", d_model, 2)
-    check_int("n_heads", n_heads, 1)
     check_int("T", T, 2)
-    if d_model % n_heads or (d_model // n_heads) % 2:
-        raise ValueError(f"d_model ({d_model}) must be n_heads ({n_heads}) times an even d_head")
-    d_head = d_model // n_heads
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        ref = MultiHeadAttention(d_model, n_heads, rotary=RotaryEmbedding(d_head, base, pairing="interleaved"))
-        port = MultiHeadAttention(d_model, n_heads, rotary=RotaryEmbedding(d_head, base, pairing="half"))
-        x = torch.randn(1, T, d_model, dtype=torch.float64)  # (1, T, d_model)
-    ref, port = ref.double().eval(), port.double().eval()
-    # new channel r of a converted head holds old channel perm[r]: read it off the library's converter
-    perm = convert_rotary_weights(torch.arange(d_head, dtype=torch.float64)[:, None], 1, "half")[:, 0].long()
+    ref, port, x = porting_layers(d_model, n_heads, base, seed=seed, T=T)  # x: (1, T, d_model)
+    perm = pairing_permutation(ref.d_head).argsort()  # new channel r of a converted head holds old channel perm[r]
     with torch.no_grad():
         q_ref = _rotated_q(ref, x)  # (1, H, T, d_head)
-        port.q_proj.weight.copy_(ref.q_proj.weight)
+        load_port(ref, port, convert=False)
         before = (_rotated_q(port, x, rotate=False) - _rotated_q(ref, x, rotate=False)).abs().max().item()
         raw = (_rotated_q(port, x) - q_ref).abs().max().item()
-        port.q_proj.weight.copy_(convert_rotary_weights(ref.q_proj.weight, n_heads, "half"))
+        load_port(ref, port, convert=True)
         converted = (_rotated_q(port, x) - q_ref[..., perm]).abs().max().item()
     return PortedQReport(before, raw, converted, q_ref.abs().max().item())
 

@@ -49,6 +49,8 @@ __all__ = [
     "pairing_permutation",
     "pairing_equivalence_error",
     "PortingReport",
+    "porting_layers",
+    "load_port",
     "porting_bug",
     "RelativeCheck",
     "relative_check",
@@ -470,19 +472,19 @@ def _head_scores(attn: MultiHeadAttention, x: torch.Tensor) -> torch.Tensor:
     return torch.einsum("bhmd,bhnd->bhmn", q, k)[0]  # (H, T, T) query m, key n
 
 
-def porting_bug(
-    d_model: int = 64, n_heads: int = 2, T: int = 48, base: float = 10000.0, *, seed: int = 0
-) -> PortingReport:
-    """Load an interleaved-layout layer's q/k weights into a half-layout layer, raw and converted.
+def porting_layers(
+    d_model: int = 64, n_heads: int = 2, base: float = 10000.0, *, seed: int = 0, T: int | None = None
+) -> tuple[MultiHeadAttention, MultiHeadAttention, torch.Tensor | None]:
+    """The set-up of every porting check: (reference, port, x).
 
-    The reference is a `MultiHeadAttention` with RoPE in the interleaved layout (RoFormer, GPT-J)
-    and seeded random weights, in float64. The half-layout layer (GPT-NeoX, LLaMA) gets the
-    same weights as they are, then with q_proj and k_proj passed through
-    `convert_rotary_weights(..., to="half")`.
+    reference: a `MultiHeadAttention` with RoPE in the interleaved layout (RoFormer, GPT-J, Meta's
+    original LLaMA code); port: the same layer with the half layout (GPT-NeoX, Hugging Face LLaMA);
+    both seeded with `seed`, float64, in eval mode. With T, x is a (1, T, d_model) float64 input
+    drawn from the same seeded stream after the layers; None otherwise. `load_port` gives the port
+    the reference's weights.
     """
     check_int("d_model", d_model, 2)
     check_int("n_heads", n_heads, 1)
-    check_int("T", T, 2)
     base = check_positive_float("base", base, above=1.0)
     if d_model % n_heads or (d_model // n_heads) % 2:
         raise ValueError(f"d_model ({d_model}) must be n_heads ({n_heads}) times an even d_head")
@@ -490,27 +492,44 @@ def porting_bug(
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         ref = MultiHeadAttention(d_model, n_heads, rotary=RotaryEmbedding(d_head, base, pairing="interleaved"))
-        half = MultiHeadAttention(d_model, n_heads, rotary=RotaryEmbedding(d_head, base, pairing="half"))
-    ref, half = ref.double().eval(), half.double().eval()
+        port = MultiHeadAttention(d_model, n_heads, rotary=RotaryEmbedding(d_head, base, pairing="half"))
+        x = None if T is None else torch.randn(1, T, d_model, dtype=torch.float64)  # (1, T, d_model)
+    return ref.double().eval(), port.double().eval(), x
+
+
+def load_port(reference: MultiHeadAttention, port: MultiHeadAttention, *, convert: bool) -> None:
+    """Copy the reference's weights into the port: v_proj and o_proj as they are, q_proj and k_proj as
+    they are (convert=False, the porting bug) or through `convert_rotary_weights(..., to="half")`."""
+    with torch.no_grad():
+        for name in ("q_proj", "k_proj"):
+            w = getattr(reference, name).weight
+            getattr(port, name).weight.copy_(convert_rotary_weights(w, reference.n_heads, "half") if convert else w)
+        port.v_proj.weight.copy_(reference.v_proj.weight)
+        port.o_proj.weight.copy_(reference.o_proj.weight)
+
+
+def porting_bug(
+    d_model: int = 64, n_heads: int = 2, T: int = 48, base: float = 10000.0, *, seed: int = 0
+) -> PortingReport:
+    """Load an interleaved-layout layer's q/k weights into a half-layout layer, raw and converted.
+
+    The reference and the half-layout layer come from `porting_layers` (seeded random weights,
+    float64); `load_port` gives the half-layout layer the reference's weights as they are, then
+    with q_proj and k_proj passed through `convert_rotary_weights(..., to="half")`.
+    """
+    check_int("T", T, 2)
+    ref, half, _ = porting_layers(d_model, n_heads, base, seed=seed)
     gen = torch.Generator().manual_seed(seed)
     x = torch.randn(1, T, d_model, generator=gen, dtype=torch.float64)  # (1, T, d_model) random tokens
     same = x[:, :1].expand(1, T, d_model)  # (1, T, d_model) one token repeated at every position
 
-    def load(convert: bool) -> None:
-        with torch.no_grad():
-            for name in ("q_proj", "k_proj"):
-                w = getattr(ref, name).weight
-                getattr(half, name).weight.copy_(convert_rotary_weights(w, n_heads, "half") if convert else w)
-            half.v_proj.weight.copy_(ref.v_proj.weight)
-            half.o_proj.weight.copy_(ref.o_proj.weight)
-
     with torch.no_grad():
         s_ref, c_ref = _head_scores(ref, x), _head_scores(ref, same)[:, -1].flip(-1)  # (H, T, T), (H, T)
-        load(convert=False)
+        load_port(ref, half, convert=False)
         s_raw, c_raw = _head_scores(half, x), _head_scores(half, same)[:, -1].flip(-1)
-        load(convert=True)
+        load_port(ref, half, convert=True)
         s_conv, c_conv = _head_scores(half, x), _head_scores(half, same)[:, -1].flip(-1)
-    return PortingReport(d_head, n_heads, base, s_ref, s_raw, s_conv, c_ref, c_raw, c_conv)
+    return PortingReport(ref.d_head, n_heads, float(base), s_ref, s_raw, s_conv, c_ref, c_raw, c_conv)
 
 
 # ---------------------------------------------------------------------------
