@@ -154,12 +154,10 @@ screenshot: $(STAMP) chromium
 setup-cells: $(STAMP)
 	$(BIN)/python tools/setup_cells.py
 
-# The committed benchmark records: the library's (src/mlbook/results/bench/: RoPE apply, attention
-# with position) and the book's (tools/results/live_sliders.json: live-slider redraws).
-# Not part of `make test`; run on a quiet machine (~20 min on 2 cores).
+# The committed benchmark records (src/mlbook/results/bench/): RoPE apply, attention with
+# position, live-slider rebuilds. Not part of `make test`; run on a quiet machine (~20 min on 2 cores).
 bench: $(STAMP)
 	$(BIN)/python -m mlbook.benchmarks run all
-	$(BIN)/python tools/bench_sliders.py
 
 clean:
 	rm -rf _build

@@ -3,8 +3,8 @@
 Tiny sizes only; no test asserts a speed. What is asserted: the fused RoPE kernel gives the
 readable path's numbers (fp32 and bf16, both pairings) and falls back cleanly when compiling
 fails; the attention variants compute the same attention as a float64 reference; the registry
-writes records with the agreed fields; the memory probe sees torch allocations. (The live-slider
-benchmark measures the book: tests/test_bench_sliders.py.)
+writes records with the agreed fields; the slider benchmark visits every control's extremes and
+reports a figure that fails; the memory probe sees torch allocations.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from mlbook.benchmarks import attention as BA
 from mlbook.benchmarks import measure as M
 from mlbook.benchmarks import registry as R
 from mlbook.benchmarks import rope as BR
+from mlbook.benchmarks import sliders as BS
 from mlbook.benchmarks.__main__ import main as cli
 
 
@@ -290,9 +291,8 @@ def test_registry_rejects_bad_names_budgets_and_configs(dummy_bench) -> None:
 def test_cli_list_and_run(dummy_bench, capsys) -> None:
     assert cli(["list"]) == 0
     listed = capsys.readouterr().out
-    for name in ("rope_apply", "attention_position", "dummy_test"):
+    for name in ("rope_apply", "attention_position", "live_sliders", "dummy_test"):
         assert name in listed
-    assert "live_sliders" not in listed  # the book's benchmark: tools/bench_sliders.py
     assert cli(["run", "dummy_test", "--quick", "--no-save"]) == 0
     out = capsys.readouterr()
     assert json.loads(out.out) == {"value": 2, "device_type": "cpu"}
@@ -332,3 +332,55 @@ def test_attention_benchmark_record_on_a_tiny_config() -> None:
     method = M.memory_method(torch.device("cpu"))
     assert res["memory_method"] == method
     assert all((r["peak_bytes"] is None) == (method == "unavailable") for r in res["rows"])
+
+
+# ---------------------------------------------------------------------------
+# Live-slider benchmark
+# ---------------------------------------------------------------------------
+
+
+def test_slider_benchmark_visits_extremes_and_reports_failures() -> None:
+    import ipywidgets as widgets
+
+    from mlbook.viz.core import live_sliders
+    from mlbook.viz.absolute import fig_offset_rotation
+
+    calls: list[tuple[int, str]] = []
+
+    def build(n: int, mode: str):
+        calls.append((n, mode))
+        if n == 9 and mode == "b":
+            raise ValueError("n=9 with mode b is not drawable")
+        return fig_offset_rotation(ks=None)
+
+    def make():
+        return live_sliders(build, caption="c", alt="a", n=widgets.IntSlider(value=3, min=1, max=9, description="n"),
+                            mode=widgets.Dropdown(options=["a", "b"], value="a", description="mode"))
+
+    import IPython.display as ipd
+
+    original = ipd.display
+    report = BS.time_live_figure(make)
+    assert ipd.display is original  # display is restored
+    seen = set(calls)
+    assert {(1, "a"), (9, "a"), (3, "b")} <= seen  # each control at both extremes, the others at default
+    assert report["controls"] == ["n", "mode"]
+    assert report["n_redraws"] >= 5 and report["p95_ms"] <= report["max_ms"]
+    assert report["max_payload_kb"] > 1
+    assert any("not drawable" in e for e in report["errors"])
+
+
+def test_discover_live_figures_finds_the_book_figures() -> None:
+    found = BS.discover_live_figures()
+    assert "absolute.live_sinusoidal_heatmap" in found
+    assert "systems.live_position_cost" in found and "production.live_kv_cache" in found
+    assert all(name.split(".")[1].startswith("live_") for name in found)
+
+
+def test_extremes_of_each_control_kind() -> None:
+    import ipywidgets as widgets
+
+    assert BS.extremes(widgets.IntSlider(value=3, min=1, max=9)) == [1, 9]
+    assert BS.extremes(widgets.FloatLogSlider(value=100, base=10, min=1, max=4)) == [10.0, 10000.0]
+    assert BS.extremes(widgets.SelectionSlider(options=[("x", 2), ("y", 5)], value=2)) == [2, 5]
+    assert BS.extremes(widgets.Checkbox(value=True)) == [False, True]

@@ -77,7 +77,7 @@ def register(name: str, title: str, claim: str, configs: dict[str, dict[str, Any
 
 def load_catalog() -> None:
     """Import the benchmark modules, each of which registers its benchmarks in BENCHMARKS."""
-    from mlbook.benchmarks import attention, rope  # noqa: F401  (each registers itself)
+    from mlbook.benchmarks import attention, rope, sliders  # noqa: F401  (each registers itself)
 
 
 def get_benchmark(name: str) -> Benchmark:

@@ -1,15 +1,4 @@
-"""Benchmark of the book, not of the library: how long a live figure takes to redraw when a
-reader moves a slider.
-
-    .venv/bin/python tools/bench_sliders.py           full budget (3 rounds), writes RECORD
-    .venv/bin/python tools/bench_sliders.py --quick   1 round, writes QUICK_RECORD (under _build/)
-
-It measures the notebooks' live figures (mlbook.viz, ipywidgets, the kernel's JSON encoding), so
-it lives with the book's tools, not in `mlbook.benchmarks`, whose benchmarks measure the library
-below the figures. Its record has the benchmark registry's record format (name, title, claim,
-budget, config, results, machine fields, elapsed_s, created, command) and is committed at
-tools/results/live_sliders.json, beside the script that writes it; it is not package data
-(no page prints it). Run it on a quiet machine.
+"""Benchmark: how long a live figure takes to redraw when a reader moves a slider.
 
 The live figures are found, not listed: every public function named `live_*` defined in a
 module of the `mlbook.viz` package (figure modules added later are picked up), called with its
@@ -26,36 +15,21 @@ and the last option of a selection slider or dropdown, True and False of a check
 
 from __future__ import annotations
 
-import argparse
 import contextlib
-import datetime as dt
 import importlib
 import inspect
 import json
 import pkgutil
 import statistics
-import sys
 import time
-from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import torch
 
-from mlbook.benchmarks.registry import machine_info
+from mlbook.benchmarks.registry import register
 
-__all__ = ["GOAL_P95_MS", "NAME", "TITLE", "CLAIM", "CONFIGS", "RECORD", "QUICK_RECORD", "discover_live_figures",
-           "widget_controls", "extremes", "capture_display", "time_live_figure", "run_sliders", "run", "main"]
-
-NAME = "live_sliders"
-TITLE = "Live-slider redraw time of every live figure"
-CLAIM = "A live slider should feel immediate: p95 redraw under 50 ms"
-CONFIGS: dict[str, dict[str, Any]] = {
-    "quick": {"package": "mlbook.viz", "rounds": 1},
-    "full": {"package": "mlbook.viz", "rounds": 3},
-}
-ROOT = Path(__file__).resolve().parent.parent
-RECORD = ROOT / "tools" / "results" / f"{NAME}.json"  # committed
-QUICK_RECORD = ROOT / "_build" / "bench" / f"{NAME}.quick.json"  # git-ignored
+__all__ = ["GOAL_P95_MS", "discover_live_figures", "widget_controls", "extremes", "capture_display",
+           "time_live_figure", "run_sliders"]
 
 GOAL_P95_MS = 50.0  # a slider should redraw within 50 ms at the 95th percentile
 
@@ -258,45 +232,12 @@ def run_sliders(config: dict[str, Any], device: torch.device, progress: bool = T
     }
 
 
-def run(budget: str = "full", *, progress: bool = True, save: bool = True) -> dict[str, Any]:
-    """Time every live figure at `budget` ("quick" or "full") on the CPU; return the record and
-    write it to RECORD (full) or QUICK_RECORD (quick) unless save=False."""
-    if budget not in CONFIGS:
-        raise ValueError(f"budget must be one of {sorted(CONFIGS)}, got {budget!r}")
-    config = CONFIGS[budget]
-    device = torch.device("cpu")
-    info = machine_info(device)
-    start = time.perf_counter()
-    results = run_sliders(config, device, progress)
-    elapsed = time.perf_counter() - start
-    record = {
-        "name": NAME, "title": TITLE, "claim": CLAIM, "budget": budget, "config": config,
-        "results": json.loads(json.dumps(results)), **info,
-        "elapsed_s": round(elapsed, 1),
-        "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-        "command": "python tools/bench_sliders.py" + (" --quick" if budget == "quick" else ""),
-    }
-    if save:
-        path = RECORD if budget == "full" else QUICK_RECORD
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".json.tmp")
-        tmp.write_text(json.dumps(record, indent=1) + "\n")
-        tmp.replace(path)
-        if progress:
-            print(f"wrote {path}", flush=True)
-    return record
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="1 round, record under _build/bench/")
-    parser.add_argument("--no-save", action="store_true", help="print the results instead of writing the record")
-    args = parser.parse_args(argv)
-    record = run("quick" if args.quick else "full", save=not args.no_save)
-    if args.no_save:
-        print(json.dumps(record["results"], indent=1))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+register(
+    "live_sliders",
+    "Live-slider redraw time of every live figure",
+    "A live slider should feel immediate: p95 redraw under 50 ms",
+    {
+        "quick": {"package": "mlbook.viz", "rounds": 1},
+        "full": {"package": "mlbook.viz", "rounds": 3},
+    },
+)(run_sliders)
