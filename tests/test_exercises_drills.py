@@ -24,7 +24,7 @@ from mlbook import exercises
 from mlbook.exercises import drills
 from mlbook.transformer import positional as P
 
-NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "09_implementation.ipynb"
+NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "10_implementation.ipynb"
 
 
 def _stub(*args, **kwargs):
@@ -645,7 +645,7 @@ def test_checkers_never_raise(capsys, checker, args):
 
 def _notebook_cells() -> list[dict]:
     if not NOTEBOOK.exists():
-        pytest.skip("notebooks/09_implementation.ipynb not present")
+        pytest.skip("notebooks/10_implementation.ipynb not present")
     return json.loads(NOTEBOOK.read_text())["cells"]
 
 

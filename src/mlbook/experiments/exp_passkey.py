@@ -471,7 +471,7 @@ def claims_table(record: dict[str, Any]) -> str:
     flat = [(p, m) for p in r["phases"] for m in methods if pattern(record, p, m) == "flat loss, lower retrieval"]
     measured = "; ".join(f"{SHORT[m]} {_PHASE[p]}, {T} − {L}: accuracy {pm(length_change(record, p, m)['accuracy'], 2)}, "
                          f"loss {pm(length_change(record, p, m)['loss'], 2)}" for p, m in flat)
-    rows.append(f"| retrieval can fail while perplexity looks fine ([section 4](10_systems.ipynb)) | "
+    rows.append(f"| retrieval can fail while perplexity looks fine ([section 4](11_systems.ipynb)) | "
                 f"{measured or 'no method and phase with a lower accuracy and a loss that is not higher'} | "
                 + (f"**agrees** for {_who(record, flat)}" if flat else f"**not shown** at {k} seeds") + " |")
     d = length_change(record, "zero_shot", "rope")
