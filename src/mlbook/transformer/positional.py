@@ -25,7 +25,7 @@ import torch
 from torch import nn
 
 from mlbook.transformer.validate import (
-    check_bool, check_choice, check_even_d, check_int, check_positive_float, check_rotary_inputs,
+    check_bool, check_choice, check_even_d, check_int, check_positive_float, check_real, check_rotary_inputs,
 )
 
 if TYPE_CHECKING:  # for the type hint only: rope_scaling.py imports this file
@@ -308,27 +308,42 @@ class RotaryEmbedding(nn.Module):
     by the same distance leaves it unchanged. (In complex form pair (x_a, x_b) is x_a + i x_b, R(a)
     is multiplication by e^{ia}, and q' . k' = Re[conj(q e^{imt}) k e^{int}] = Re[conj(q) k e^{i(n-m)t}].)
 
-    Frequencies and scaling. `inv_freq` (d_head/2,) stays float32 even when the module is cast to a
+    Rotating fewer pairs. partial_rotary_factor f < 1 rotates only the first r = int(f d_head)
+    channels of each head and passes the rest through (GPT-NeoX's rotary_pct, Hugging Face's
+    partial_rotary_factor): the ladder is then base^(-2i/r) over those r channels, the same decades
+    squeezed into fewer pairs. drop_lowest p > 0 keeps the full-width ladder but sets the lowest
+    round(p d_head/2) frequencies to 0, so those pairs never turn (p-RoPE, Barbero et al., 2025, whose
+    "p-RoPE 0.75" keeps 75%: drop_lowest=0.25). The first removes channels from rotation and
+    re-spaces the ladder; the second removes only the slowest rungs.
+
+    Frequencies and scaling. `inv_freq` (r/2,) stays float32 even when the module is cast to a
     lower precision. `rope_scaling`, a `RopeScaling` from mlbook.transformer.rope_scaling, supplies
     scaled frequencies for context extension and an `attention_factor` that multiplies cos and sin
     (YaRN's 0.1 ln s + 1; 1 otherwise); under dynamic scaling the frequencies follow the sequence
-    length. `forward(T, offset)` returns the float32 tables cos and sin (T, d_head) for positions
-    offset .. offset + T - 1, which `apply_rotary` applies.
+    length. `forward(T, offset)` returns the float32 tables cos and sin (T, r) for positions
+    offset .. offset + T - 1, which `apply_rotary` applies (r = d_head unless rotation is partial).
     """
 
     inv_freq: torch.Tensor
 
     def __init__(
-        self, d_head: int, base: float = 10000.0, rope_scaling: RopeScaling | None = None, *, pairing: str = "half"
+        self, d_head: int, base: float = 10000.0, rope_scaling: RopeScaling | None = None, *, pairing: str = "half",
+        partial_rotary_factor: float = 1.0, drop_lowest: float = 0.0,
     ) -> None:
         super().__init__()
         self.d_head = check_even_d("d_head", d_head)
         self.base = check_positive_float("base", base, above=1.0)
         self.pairing = check_choice("pairing", pairing, ROPE_PAIRINGS)
+        self.partial_rotary_factor = check_real("partial_rotary_factor", partial_rotary_factor, minimum=0.0, maximum=1.0)
+        self.rotary_dim = int(d_head * self.partial_rotary_factor)  # r: the channels that turn, as Hugging Face rounds
+        if self.rotary_dim < 2 or self.rotary_dim % 2:
+            raise ValueError(f"partial_rotary_factor={partial_rotary_factor} rotates int({d_head} * "
+                             f"{partial_rotary_factor}) = {self.rotary_dim} channels; that must be even and >= 2")
+        self.drop_lowest = check_real("drop_lowest", drop_lowest, minimum=0.0, below=1.0)
         if rope_scaling is None:
-            inv_freq, self.attention_factor = frequency_ladder(d_head, self.base), 1.0  # (d_head/2,) theta_i
+            inv_freq, self.attention_factor = frequency_ladder(self.rotary_dim, self.base), 1.0  # (r/2,) theta_i
         elif callable(getattr(rope_scaling, "frequencies", None)):  # a RopeScaling (its module imports this one)
-            inv_freq, self.attention_factor = rope_scaling.frequencies(d_head, self.base)  # (d_head/2,) scaled
+            inv_freq, self.attention_factor = rope_scaling.frequencies(self.rotary_dim, self.base)  # (r/2,) scaled
         else:
             raise TypeError(
                 f"rope_scaling must be a RopeScaling (mlbook.transformer.rope_scaling), e.g. "
@@ -337,7 +352,15 @@ class RotaryEmbedding(nn.Module):
         self.rope_scaling = rope_scaling
         # the scaling's name and factor, for reading and repr: "none" and 1.0 without one
         self.scaling, self.factor = ("none", 1.0) if rope_scaling is None else (rope_scaling.name, rope_scaling.factor)
-        self.register_buffer("inv_freq", inv_freq, persistent=False)  # (d_head/2,) float32
+        self.register_buffer("inv_freq", self.without_lowest(inv_freq), persistent=False)  # (r/2,) float32
+
+    def without_lowest(self, inv_freq: torch.Tensor) -> torch.Tensor:
+        """inv_freq with its lowest round(drop_lowest * r/2) frequencies (the last pairs) set to 0 (p-RoPE)."""
+        n_drop = round(self.drop_lowest * inv_freq.shape[0])
+        if n_drop == 0:
+            return inv_freq  # (r/2,)
+        keep = torch.arange(inv_freq.shape[0], device=inv_freq.device) < inv_freq.shape[0] - n_drop  # (r/2,)
+        return inv_freq * keep  # (r/2,) a zero frequency: the pair never turns
 
     def _apply(self, fn, recurse=True):  # type: ignore[no-untyped-def]
         # .to(bfloat16) would quantise the frequencies; keep them float32, follow the device only
@@ -347,37 +370,48 @@ class RotaryEmbedding(nn.Module):
         return self
 
     def extra_repr(self) -> str:
+        extra = "" if self.rotary_dim == self.d_head else f", rotary_dim={self.rotary_dim}"
+        extra += f", drop_lowest={self.drop_lowest:g}" if self.drop_lowest else ""
         return (f"d_head={self.d_head}, base={self.base:g}, scaling={self.scaling!r}, factor={self.factor:g}, "
-                f"pairing={self.pairing!r}")
+                f"pairing={self.pairing!r}{extra}")
 
     def inv_freq_at(self, seq_len: int) -> torch.Tensor:
         """The frequencies for a sequence of seq_len tokens in all: inv_freq, unless the scaling follows the length."""
         if self.rope_scaling is None or not self.rope_scaling.uses_seq_len:
             return self.inv_freq  # (d_head/2,)
-        inv_freq, _ = self.rope_scaling.frequencies(self.d_head, self.base, seq_len)  # (d_head/2,) dynamic NTK
-        return inv_freq.to(self.inv_freq.device)  # (d_head/2,)
+        inv_freq, _ = self.rope_scaling.frequencies(self.rotary_dim, self.base, seq_len)  # (r/2,) dynamic NTK
+        return self.without_lowest(inv_freq.to(self.inv_freq.device))  # (r/2,)
 
     def angles(self, positions: torch.Tensor, seq_len: int | None = None) -> torch.Tensor:
-        """m * theta_i for the given (T,) positions: (T, d_head/2) float32."""
+        """m * theta_i for the given (T,) positions: (T, r/2) float32."""
         if seq_len is None:
             seq_len = int(positions.max().item()) + 1 if positions.numel() else 0
-        inv_freq = self.inv_freq_at(seq_len)  # (d_head/2,) theta_i
+        inv_freq = self.inv_freq_at(seq_len)  # (r/2,) theta_i
         # angle[m, i] = m theta_i: position m turns pair i by m times its frequency
-        return torch.outer(positions.to(device=inv_freq.device, dtype=torch.float32), inv_freq)  # (T, d_head/2)
+        return torch.outer(positions.to(device=inv_freq.device, dtype=torch.float32), inv_freq)  # (T, r/2)
 
     def forward(self, T: int, offset: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
-        """cos and sin for positions offset .. offset + T - 1, each (T, d_head) float32."""
+        """cos and sin for positions offset .. offset + T - 1, each (T, r) float32 (r = rotary_dim)."""
         check_int("T", T, 0)
         check_int("offset", offset, 0)
         positions = torch.arange(offset, offset + T, device=self.inv_freq.device)  # (T,)
-        angle = self.angles(positions, seq_len=offset + T)  # (T, d_head/2)
+        angle = self.angles(positions, seq_len=offset + T)  # (T, r/2)
         # both channels of a pair turn by the pair's angle: write it at each of the two columns
         if self.pairing == "half":
-            angle = torch.cat([angle, angle], dim=-1)  # (T, d_head) pair i at columns i and i + d/2
+            angle = torch.cat([angle, angle], dim=-1)  # (T, r) pair i at columns i and i + r/2
         else:
-            angle = angle.repeat_interleave(2, dim=-1)  # (T, d_head) pair i at columns 2i and 2i + 1
+            angle = angle.repeat_interleave(2, dim=-1)  # (T, r) pair i at columns 2i and 2i + 1
         # R(m theta_i) is read off cos and sin of that angle; YaRN also scales them (attention_factor)
-        return angle.cos() * self.attention_factor, angle.sin() * self.attention_factor  # (T, d_head) each
+        return angle.cos() * self.attention_factor, angle.sin() * self.attention_factor  # (T, r) each
+
+    def apply_tables(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, rotate=apply_rotary) -> torch.Tensor:  # type: ignore[no-untyped-def]
+        """Rotate the first r channels of x (..., T, d_head) with the tables from `forward`, pass the rest.
+        `rotate` is apply_rotary or a kernel with its signature (fused.apply_rotary_fused)."""
+        r = cos.shape[-1]
+        if r == x.shape[-1]:
+            return rotate(x, cos, sin, self.pairing)  # (..., T, d_head)
+        turned = rotate(x[..., :r], cos, sin, self.pairing)  # (..., T, r)
+        return torch.cat([turned, x[..., r:]], dim=-1)  # (..., T, d_head) channels r.. unrotated
 
     def rotate(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
         """Rotate x (..., T, d_head) as if its T rows sit at positions offset .. offset + T - 1."""
@@ -385,8 +419,8 @@ class RotaryEmbedding(nn.Module):
             raise TypeError(f"x must be a torch.Tensor of shape (..., T, d_head={self.d_head}), got {type(x).__name__}")
         if x.dim() < 2 or x.shape[-1] != self.d_head:
             raise ValueError(f"x must have shape (..., T, d_head={self.d_head}), got {tuple(x.shape)}")
-        cos, sin = self(x.shape[-2], offset)  # (T, d_head) each
-        return apply_rotary(x, cos, sin, self.pairing)  # (..., T, d_head)
+        cos, sin = self(x.shape[-2], offset)  # (T, r) each
+        return self.apply_tables(x, cos, sin)  # (..., T, d_head)
 
 
 def convert_rotary_weights(weight: torch.Tensor, n_heads: int, to: str) -> torch.Tensor:
