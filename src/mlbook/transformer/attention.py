@@ -32,11 +32,17 @@ __all__ = ["MultiHeadAttention", "causal_mask", "PositionBias"]
 PositionBias = Union[torch.Tensor, Callable[[int, int], torch.Tensor], None]
 
 
-def causal_mask(T_q: int, T_k: int, device: torch.device | None = None) -> torch.Tensor:
-    """Boolean (T_q, T_k) mask, True where query i (at position T_k - T_q + i) may see key j <= it."""
+def causal_mask(T_q: int, T_k: int, device: torch.device | None = None, window: int | None = None) -> torch.Tensor:
+    """Boolean (T_q, T_k) mask, True where query i (at position T_k - T_q + i) may see key j <= it.
+
+    With a window W (sliding-window attention, Mistral, Gemma 2's local layers) the query at position
+    p sees only p - W < j <= p: itself and the W - 1 keys before it, Hugging Face's convention.
+    """
     q_pos = torch.arange(T_k - T_q, T_k, device=device)[:, None]  # (T_q, 1)
     k_pos = torch.arange(T_k, device=device)[None, :]  # (1, T_k)
-    return k_pos <= q_pos  # (T_q, T_k)
+    if window is None:
+        return k_pos <= q_pos  # (T_q, T_k)
+    return (k_pos <= q_pos) & (k_pos > q_pos - window)  # (T_q, T_k) the last W positions
 
 
 def _autocast_on(device_type: str) -> bool:
@@ -52,11 +58,15 @@ class MultiHeadAttention(nn.Module):
 
     Args:
         d_model: model width; split into n_heads heads of d_head = d_model / n_heads.
-        n_heads: number of heads.
+        n_heads: number of query heads.
         causal: mask future keys (decoder) or not (encoder, cross-attention).
-        rotary: a RotaryEmbedding to rotate q and k with (None: no rotation).
+        rotary: a RotaryEmbedding to rotate q and k with (None: no rotation, a NoPE layer).
         bias: whether the four projections carry a bias.
         dropout: attention-weight dropout while training.
+        n_kv_heads: key/value heads (grouped-query attention, Ainslie et al., 2023): query head h reads
+            key/value head h // (n_heads / n_kv_heads), as Hugging Face's repeat_kv; the cache holds
+            n_kv_heads heads. None: n_heads (multi-head); 1: multi-query.
+        window: sliding-window attention (causal only): a query sees itself and the window - 1 keys before it.
     """
 
     def __init__(
@@ -68,30 +78,46 @@ class MultiHeadAttention(nn.Module):
         rotary: RotaryEmbedding | None = None,
         bias: bool = False,
         dropout: float = 0.0,
+        n_kv_heads: int | None = None,
+        window: int | None = None,
     ) -> None:
         super().__init__()
         check_int("d_model", d_model, 1)
         check_int("n_heads", n_heads, 1)
         if d_model % n_heads != 0:
             raise ValueError(f"d_model ({d_model}) must be divisible by n_heads ({n_heads})")
+        n_kv_heads = n_heads if n_kv_heads is None else check_int("n_kv_heads", n_kv_heads, 1)
+        if n_heads % n_kv_heads != 0:
+            raise ValueError(f"n_heads ({n_heads}) must be a multiple of n_kv_heads ({n_kv_heads})")
         check_bool("causal", causal)
         check_bool("bias", bias)
         check_real("dropout", dropout, minimum=0.0, below=1.0)
+        if window is not None:
+            check_int("window", window, 1)
+            if not causal:
+                raise ValueError("window (sliding-window attention) needs causal=True")
         if rotary is not None and not isinstance(rotary, RotaryEmbedding):
             raise TypeError(f"rotary must be a RotaryEmbedding or None, got {type(rotary).__name__}")
         self.d_model, self.n_heads, self.d_head = d_model, n_heads, d_model // n_heads
+        self.n_kv_heads, self.window = n_kv_heads, window
         if rotary is not None and rotary.d_head != self.d_head:
             raise ValueError(f"rotary.d_head ({rotary.d_head}) must equal d_model / n_heads ({self.d_head})")
         self.causal, self.rotary, self.dropout = causal, rotary, dropout
+        d_kv = n_kv_heads * self.d_head
         self.q_proj = nn.Linear(d_model, d_model, bias=bias)
-        self.k_proj = nn.Linear(d_model, d_model, bias=bias)
-        self.v_proj = nn.Linear(d_model, d_model, bias=bias)
+        self.k_proj = nn.Linear(d_model, d_kv, bias=bias)
+        self.v_proj = nn.Linear(d_model, d_kv, bias=bias)
         self.o_proj = nn.Linear(d_model, d_model, bias=bias)
 
     def split_heads(self, x: torch.Tensor) -> torch.Tensor:
-        """(B, T, d_model) -> (B, H, T, d_head): head h takes features h d_head .. (h + 1) d_head - 1."""
-        B, T, _ = x.shape
-        return x.view(B, T, self.n_heads, self.d_head).transpose(1, 2)  # (B, H, T, d_head)
+        """(B, T, n * d_head) -> (B, n, T, d_head): head h takes features h d_head .. (h + 1) d_head - 1."""
+        B, T, width = x.shape
+        return x.view(B, T, width // self.d_head, self.d_head).transpose(1, 2)  # (B, n, T, d_head)
+
+    def share_kv(self, x: torch.Tensor) -> torch.Tensor:
+        """(B, n_kv_heads, T, d_head) -> (B, n_heads, T, d_head): each key/value head serves n_heads / n_kv_heads queries."""
+        group = self.n_heads // self.n_kv_heads
+        return x if group == 1 else x.repeat_interleave(group, dim=1)  # (B, H, T, d_head)
 
     def _check_input(self, name: str, x: object, batch: int | None) -> None:
         """x or context: a (B, T, d_model) tensor in the projections' dtype and on their device."""
@@ -131,10 +157,9 @@ class MultiHeadAttention(nn.Module):
         The compiled kernel where `fused.wants_fused(x)` says it pays (large inputs outside autograd,
         or MLBOOK_ROPE_KERNEL=fused), else the readable `apply_rotary`: the same numbers either way.
         """
-        cos, sin = self.rotary(x.shape[2], offset)  # (T, d_head) each, float32
-        if wants_fused(x):
-            return apply_rotary_fused(x, cos, sin, self.rotary.pairing)  # (B, H, T, d_head) one compiled pass
-        return apply_rotary(x, cos, sin, self.rotary.pairing)  # (B, H, T, d_head)
+        cos, sin = self.rotary(x.shape[2], offset)  # (T, r) each, float32; r = d_head unless partial
+        kernel = apply_rotary_fused if wants_fused(x) else apply_rotary  # one compiled pass, or the readable one
+        return self.rotary.apply_tables(x, cos, sin, kernel)  # (B, H, T, d_head)
 
     def forward(
         self,
@@ -160,28 +185,29 @@ class MultiHeadAttention(nn.Module):
         B, T_q, _ = x.shape
         src = x if context is None else context
         q = self.split_heads(self.q_proj(x))  # (B, H, T_q, d_head)
-        k = self.split_heads(self.k_proj(src))  # (B, H, T_src, d_head)
-        v = self.split_heads(self.v_proj(src))  # (B, H, T_src, d_head)
+        k = self.split_heads(self.k_proj(src))  # (B, H_kv, T_src, d_head)
+        v = self.split_heads(self.v_proj(src))  # (B, H_kv, T_src, d_head)
 
         if cache is not None and cache.rotates_on_read:
-            k, v = cache.update(k, v)  # (B, H, T_k, d_head) unrotated, in slot order
+            k, v = cache.update(k, v)  # (B, H_kv, T_k, d_head) unrotated, in slot order
             if self.rotary is not None:
                 T_k = k.shape[2]
-                k = self.rotate(k, offset=0)  # (B, H, T_k, d_head) slot s at position s
+                k = self.rotate(k, offset=0)  # (B, H_kv, T_k, d_head) slot s at position s
                 q = self.rotate(q, offset=T_k - T_q)  # (B, H, T_q, d_head) the last slots
         else:
             offset = cache.length if cache is not None else 0  # absolute position of the first query
             if self.rotary is not None and context is None:
                 q = self.rotate(q, offset)  # (B, H, T_q, d_head)
-                k = self.rotate(k, offset)  # (B, H, T_q, d_head) rotated once, at write time
+                k = self.rotate(k, offset)  # (B, H_kv, T_q, d_head) rotated once, at write time
             if cache is not None:
-                k, v = cache.update(k, v)  # (B, H, T_k, d_head)
+                k, v = cache.update(k, v)  # (B, H_kv, T_k, d_head)
+        k, v = self.share_kv(k), self.share_kv(v)  # (B, H, T_k, d_head) each
         T_k = k.shape[2]
 
         bias = position_bias(T_q, T_k) if callable(position_bias) else position_bias
         if bias is not None:
             self._check_bias(bias, B, T_q, T_k)
-        mask = causal_mask(T_q, T_k, x.device) if self.causal else None  # (T_q, T_k) bool
+        mask = causal_mask(T_q, T_k, x.device, self.window) if self.causal else None  # (T_q, T_k) bool
         dropout_p = self.dropout if self.training else 0.0
 
         if return_weights:
@@ -194,7 +220,8 @@ class MultiHeadAttention(nn.Module):
             out = F.dropout(weights, dropout_p, self.training).to(v.dtype) @ v  # (B, H, T_q, d_head)
         else:
             if bias is None:
-                attn_mask, is_causal = (None, True) if (mask is not None and T_q == T_k) else (mask, False)
+                plain = mask is not None and T_q == T_k and self.window is None
+                attn_mask, is_causal = (None, True) if plain else (mask, False)
             else:
                 attn_mask = bias.to(q.dtype)  # (1 or B, H, T_q, T_k)
                 if mask is not None:
