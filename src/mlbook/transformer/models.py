@@ -8,8 +8,13 @@ picks where order enters:
     sinusoidal  fixed table added to the token embeddings
     learned     trained table added to the token embeddings (cannot go past max_len)
     t5          one RelativePositionBias per stack, added to the scores of every layer
-    rope        q and k rotated in every layer (`rope` options: ROPE_OPTIONS, see GPTConfig.rotary_embedding)
+    rope        q and k rotated in every layer (`rope` options: ROPE_OPTIONS, see GPTConfig.rotary_embedding),
+                except the `nope_layers` (hybrid stacks: Llama 4, SmolLM3)
     alibi       fixed linear distance penalty added to the scores
+
+Beside the scheme, as 2024-2026 models ship them: grouped-query attention (`n_kv_heads`),
+sliding-window layers (`layer_types`, `sliding_window`) with their own RoPE base (`rope_local_base`,
+Gemma 3), partial rotation and p-RoPE (`rope` options partial_rotary_factor, drop_lowest).
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ from mlbook.transformer.validate import (
 __all__ = [
     "POSITIONAL_SCHEMES",
     "ROPE_OPTIONS",
+    "LAYER_TYPES",
     "RMSNorm",
     "MLP",
     "TransformerEncoderBlock",
@@ -52,8 +58,12 @@ __all__ = [
 ]
 
 POSITIONAL_SCHEMES: tuple[str, ...] = ("none", "sinusoidal", "learned", "t5", "rope", "alibi")
-# GPTConfig.rope keys: RotaryEmbedding's base and pairing, the scaling's name and its parameters (RopeScaling)
-ROPE_OPTIONS: tuple[str, ...] = ("base", "pairing", "scaling", *SCALING_PARAMETERS)
+# GPTConfig.rope keys: RotaryEmbedding's base, pairing, partial rotation and p-RoPE, the scaling's name and
+# its parameters (RopeScaling)
+ROPE_OPTIONS: tuple[str, ...] = ("base", "pairing", "partial_rotary_factor", "drop_lowest", "scaling",
+                                 *SCALING_PARAMETERS)
+# GPTConfig.layer_types values, Hugging Face's names (Gemma 2/3, gpt-oss, Qwen3 configs)
+LAYER_TYPES: tuple[str, ...] = ("full_attention", "sliding_attention")
 
 
 class RMSNorm(nn.Module):
@@ -122,10 +132,12 @@ class DecoderBlock(nn.Module):
     def __init__(
         self, d_model: int, n_heads: int, d_ff: int, *, norm: str, mlp: str, bias: bool, dropout: float,
         norm_eps: float, rotary: RotaryEmbedding | None = None, cross: bool = False,
+        n_kv_heads: int | None = None, window: int | None = None,
     ) -> None:
         super().__init__()
         self.norm1, self.norm2 = _norm(norm, d_model, norm_eps), _norm(norm, d_model, norm_eps)
-        self.attn = MultiHeadAttention(d_model, n_heads, causal=True, rotary=rotary, bias=bias, dropout=dropout)
+        self.attn = MultiHeadAttention(d_model, n_heads, causal=True, rotary=rotary, bias=bias, dropout=dropout,
+                                       n_kv_heads=n_kv_heads, window=window)
         self.cross = MultiHeadAttention(d_model, n_heads, causal=False, bias=bias) if cross else None
         self.norm_cross = _norm(norm, d_model, norm_eps) if cross else None
         self.mlp = MLP(d_model, d_ff, mlp, bias)
@@ -167,6 +179,11 @@ class GPTConfig:
     # Vaswani et al. (2017): token embeddings times sqrt(d_model), initialised N(0, 1/d_model), so that
     # embedding and sinusoidal table have entries of the same size (False: the LLaMA-style default)
     scale_embeddings: bool = False
+    n_kv_heads: int | None = None  # grouped-query attention; None = n_heads
+    nope_layers: tuple[int, ...] = ()  # positional="rope": layers that do not rotate (NoPE layers of a hybrid)
+    layer_types: tuple[str, ...] | None = None  # per layer, LAYER_TYPES; None = every layer full attention
+    sliding_window: int | None = None  # a sliding layer's query sees itself and the sliding_window - 1 keys before
+    rope_local_base: float | None = None  # RoPE base of the sliding layers (Gemma 3); None = the global base
 
     def __post_init__(self) -> None:
         for name in ("vocab_size", "d_model", "n_heads", "n_layers", "max_len"):
@@ -192,15 +209,65 @@ class GPTConfig:
             check_choice("rope option", key, ROPE_OPTIONS)
         if self.positional == "rope":
             self.rotary_embedding()  # bad RoPE options fail here, not when the model is built
+        self._check_layers()
 
-    def rotary_embedding(self) -> RotaryEmbedding:
-        """The RotaryEmbedding the `rope` options describe; a scaling that needs original_max_len gets max_len."""
+    def _check_layers(self) -> None:
+        if self.n_kv_heads is not None:
+            check_int("n_kv_heads", self.n_kv_heads, 1)
+            if self.n_heads % self.n_kv_heads:
+                raise ValueError(f"n_heads ({self.n_heads}) must be a multiple of n_kv_heads ({self.n_kv_heads})")
+        if not isinstance(self.nope_layers, (tuple, list)):
+            raise TypeError(f"nope_layers must be a tuple of layer indices, got {type(self.nope_layers).__name__}")
+        self.nope_layers = tuple(self.nope_layers)
+        for i in self.nope_layers:
+            check_int("nope_layers entry", i, 0)
+            if i >= self.n_layers:
+                raise ValueError(f"nope_layers holds {i}, but layers are 0 .. {self.n_layers - 1}")
+        if self.nope_layers and self.positional != "rope":
+            raise ValueError(f"nope_layers turns rotation off in some layers; it needs positional='rope', "
+                             f"got {self.positional!r}")
+        if self.layer_types is not None:
+            if not isinstance(self.layer_types, (tuple, list)) or len(self.layer_types) != self.n_layers:
+                raise ValueError(f"layer_types must list one of {LAYER_TYPES} per layer ({self.n_layers}), "
+                                 f"got {self.layer_types!r}")
+            self.layer_types = tuple(check_choice("layer_types entry", t, LAYER_TYPES) for t in self.layer_types)
+        sliding = self.layer_types is not None and "sliding_attention" in self.layer_types
+        if sliding and self.sliding_window is None:
+            raise ValueError("layer_types has sliding_attention layers but sliding_window is None; give the window")
+        if self.sliding_window is not None:
+            check_int("sliding_window", self.sliding_window, 1)
+            if not sliding:
+                raise ValueError(f"sliding_window={self.sliding_window} is given but no layer is "
+                                 f"'sliding_attention' in layer_types; it would be ignored")
+        if self.rope_local_base is not None:
+            check_positive_float("rope_local_base", self.rope_local_base, above=1.0)
+            if not sliding or self.positional != "rope":
+                raise ValueError("rope_local_base is the RoPE base of sliding layers: it needs positional='rope' "
+                                 "and some 'sliding_attention' layers")
+
+    def rotary_embedding(self, local: bool = False) -> RotaryEmbedding:
+        """The RotaryEmbedding the `rope` options describe; a scaling that needs original_max_len gets max_len.
+
+        local=True: the sliding layers' embedding, with rope_local_base and no scaling (Gemma 3 scales only
+        its global layers)."""
         options = dict(self.rope)
         base, pairing = options.pop("base", 10000.0), options.pop("pairing", "half")
+        partial, drop = options.pop("partial_rotary_factor", 1.0), options.pop("drop_lowest", 0.0)
         name = options.pop("scaling", "none")
+        d_head = self.d_model // self.n_heads
+        if local:
+            return RotaryEmbedding(d_head, self.rope_local_base, None, pairing=pairing,
+                                   partial_rotary_factor=partial, drop_lowest=drop)
         if "original_max_len" in scaling_parameters(name):
             options.setdefault("original_max_len", self.max_len)
-        return RotaryEmbedding(self.d_model // self.n_heads, base, RopeScaling(name, **options), pairing=pairing)
+        return RotaryEmbedding(d_head, base, RopeScaling(name, **options), pairing=pairing,
+                               partial_rotary_factor=partial, drop_lowest=drop)
+
+    def layer_plan(self) -> list[tuple[str, bool]]:
+        """Per layer: (layer type, whether it rotates q and k)."""
+        types = self.layer_types or ("full_attention",) * self.n_layers
+        rotates = [self.positional == "rope" and i not in self.nope_layers for i in range(self.n_layers)]
+        return list(zip(types, rotates))
 
     def replace(self, **changes: Any) -> "GPTConfig":
         return dataclasses.replace(self, **changes)
@@ -226,16 +293,20 @@ class GPT(nn.Module):
         d_ff = c.d_ff or 4 * c.d_model
         self.tok_emb = nn.Embedding(c.vocab_size, c.d_model)  # (V, d_model)
         self.pos_emb = LearnedPositionalEmbedding(c.max_len, c.d_model) if c.positional == "learned" else None
-        self.rotary = c.rotary_embedding() if c.positional == "rope" else None  # shared by every layer
+        self.rotary = c.rotary_embedding() if c.positional == "rope" else None  # shared by every rotating layer
+        self.rotary_local = c.rotary_embedding(local=True) if c.rope_local_base is not None else None
         self.rel_bias = (
             RelativePositionBias(c.n_heads, c.t5_num_buckets, c.t5_max_distance, bidirectional=False)
             if c.positional == "t5" else None
         )  # one table for the whole stack, as in T5
-        self.blocks = nn.ModuleList(
-            DecoderBlock(c.d_model, c.n_heads, d_ff, norm=c.norm, mlp=c.mlp, bias=c.bias, dropout=c.dropout,
-                         norm_eps=c.norm_eps, rotary=self.rotary)
-            for _ in range(c.n_layers)
-        )
+        blocks = []
+        for kind, rotates in c.layer_plan():
+            sliding = kind == "sliding_attention"
+            rotary = (self.rotary_local if sliding and self.rotary_local is not None else self.rotary) if rotates else None
+            blocks.append(DecoderBlock(c.d_model, c.n_heads, d_ff, norm=c.norm, mlp=c.mlp, bias=c.bias,
+                                       dropout=c.dropout, norm_eps=c.norm_eps, rotary=rotary, n_kv_heads=c.n_kv_heads,
+                                       window=c.sliding_window if sliding else None))
+        self.blocks = nn.ModuleList(blocks)
         self.norm_f = _norm(c.norm, c.d_model, c.norm_eps)
         self.lm_head = nn.Linear(c.d_model, c.vocab_size, bias=False)
         self.apply(init_weights)
@@ -383,8 +454,6 @@ class GPT(nn.Module):
         check_choice("pairing", pairing, ("half", "interleaved"))
         hc = hf_model.config
         n_kv = getattr(hc, "num_key_value_heads", None) or hc.num_attention_heads
-        if n_kv != hc.num_attention_heads:
-            raise ValueError("grouped-query attention (num_key_value_heads != num_attention_heads) is not supported")
         if getattr(hc, "head_dim", None) not in (None, hc.hidden_size // hc.num_attention_heads):
             raise ValueError("head_dim must equal hidden_size / num_attention_heads")
         rope: dict[str, Any] = {"base": float(getattr(hc, "rope_theta", 10000.0)), "pairing": pairing}
@@ -407,26 +476,25 @@ class GPT(nn.Module):
             n_layers=hc.num_hidden_layers, max_len=hc.max_position_embeddings, positional="rope",
             d_ff=hc.intermediate_size, rope=rope, norm="rms", mlp="swiglu",
             bias=bool(getattr(hc, "attention_bias", False)), tie_embeddings=bool(hc.tie_word_embeddings),
-            norm_eps=hc.rms_norm_eps,
+            norm_eps=hc.rms_norm_eps, n_kv_heads=n_kv,
         )
         model = cls(config)
         src = hf_model.model
-        H = config.n_heads
 
-        def qk(w: torch.Tensor) -> torch.Tensor:
-            return convert_rotary_weights(w, H, "interleaved") if pairing == "interleaved" else w
+        def qk(w: torch.Tensor, heads: int) -> torch.Tensor:
+            return convert_rotary_weights(w, heads, "interleaved") if pairing == "interleaved" else w
 
         with torch.no_grad():
             model.tok_emb.weight.copy_(src.embed_tokens.weight)
             for ours, theirs in zip(model.blocks, src.layers):
                 a, t = ours.attn, theirs.self_attn
-                a.q_proj.weight.copy_(qk(t.q_proj.weight))
-                a.k_proj.weight.copy_(qk(t.k_proj.weight))
+                a.q_proj.weight.copy_(qk(t.q_proj.weight, config.n_heads))
+                a.k_proj.weight.copy_(qk(t.k_proj.weight, n_kv))
                 a.v_proj.weight.copy_(t.v_proj.weight)
                 a.o_proj.weight.copy_(t.o_proj.weight)
                 if config.bias:
-                    a.q_proj.bias.copy_(qk(t.q_proj.bias))
-                    a.k_proj.bias.copy_(qk(t.k_proj.bias))
+                    a.q_proj.bias.copy_(qk(t.q_proj.bias, config.n_heads))
+                    a.k_proj.bias.copy_(qk(t.k_proj.bias, n_kv))
                     a.v_proj.bias.copy_(t.v_proj.bias)
                     a.o_proj.bias.copy_(t.o_proj.bias)
                 ours.norm1.weight.copy_(theirs.input_layernorm.weight)
