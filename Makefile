@@ -30,7 +30,7 @@ define pytest_allow_empty
 endef
 
 .PHONY: help venv book test test-lib test-notebooks colab-check site-strict outputs-check outputs test-browser \
-        chromium screenshot setup-cells bench cache-check clean
+        chromium screenshot setup-cells bench cache-check clean lab
 
 help:
 	@echo "make book         create .venv, install, execute every notebook, build the site into $(SITE)"
@@ -41,6 +41,7 @@ help:
 	@echo "make colab-check  every notebook run as in Colab (NOTEBOOKS='notebooks/01_x.ipynb ...' for some)"
 	@echo "make setup-cells  rewrite every notebook's setup cell from the repository URL in _config.yml"
 	@echo "make bench        re-measure the committed benchmark records (quiet machine, ~20 min)"
+	@echo "make lab          open the notebooks in JupyterLab from .venv, with live sliders (installs .[lab])"
 
 # --- environment -------------------------------------------------------------------
 # Rebuilt when requirements.txt or pyproject.toml change (make compares timestamps).
@@ -52,6 +53,18 @@ $(STAMP): requirements.txt pyproject.toml
 	@touch $@
 
 venv: $(STAMP)
+
+# --- JupyterLab --------------------------------------------------------------------
+# The optional extra `lab` (pyproject.toml) in .venv: the notebooks' kernel is this Python,
+# with mlbook, ipywidgets and plotly's JupyterLab extensions. LAB_ARGS='--no-browser --port 8889'.
+LAB_STAMP := $(VENV)/.mlbook-lab-installed
+LAB_ARGS ?=
+$(LAB_STAMP): $(STAMP)
+	$(BIN)/python -m pip install -e '.[lab]'
+	@touch $@
+
+lab: $(LAB_STAMP)
+	$(BIN)/jupyter lab --notebook-dir=notebooks $$([ "$$(id -u)" -ne 0 ] || echo --allow-root) $(LAB_ARGS)
 
 # Executed notebooks are cached by their code; outputs also depend on the library and on
 # the records it ships (the full-budget and benchmark records the pages print), so the cache

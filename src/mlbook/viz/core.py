@@ -308,7 +308,13 @@ def show(
         bundle["application/vnd.plotly.v1+json"] = {**json.loads(data), "config": dict(_CONFIG)}
     from IPython.display import display
 
-    display(bundle, raw=True)
+    outputs = [bundle]
+    if not static and "google.colab" not in sys.modules:
+        # JupyterLab, Notebook 7 and VS Code draw plotly's mimetype, which has no caption;
+        # Colab draws the HTML, caption included. So outside Colab the caption follows.
+        outputs.append({"text/html": f'<p class="mlbook-caption">{_caption_html(caption)}</p>',
+                        "text/plain": caption})
+    display(*outputs, raw=True)
 
 
 # ---------------------------------------------------------------------------
