@@ -9,8 +9,13 @@ longer context L' = s L needs fewer new angles; s is the `factor`:
     ntk      (base * s^(d/(d-2)))^(-2i/d)      NTK-aware: a larger base (bloc97, 2023)
     dynamic  theta_i up to L; past it, NTK with s replaced by s n / L - (s - 1) for n tokens
     yarn     theta_i blended towards theta_i / s over pair index, and an attention factor
-             0.1 ln s + 1 on cos and sin (Peng et al., 2023)
+             0.1 ln s + 1 on cos and sin (Peng et al., 2023); DeepSeek's mscale / mscale_all_dim
+             and an explicit attention_factor replace that factor, truncate=False keeps the
+             ramp's ends fractional (gpt-oss)
     llama3   theta_i / s for long wavelengths, theta_i for short ones, a blend between (Llama 3.1)
+    longrope theta_i / lambda_i with searched per-pair factors lambda_i: short_factor up to L,
+             long_factor past it, and an attention factor sqrt(1 + ln s / ln L) (Ding et al.,
+             2024; Phi-3)
 
 How the pieces fit, in the manner of Hugging Face's `modeling_rope_utils`, with a frozen config
 object in place of keyword arguments and errors where it only warns:
@@ -34,7 +39,7 @@ from typing import Callable, Mapping, NamedTuple
 import torch
 
 from mlbook.transformer.positional import frequency_ladder
-from mlbook.transformer.validate import check_choice, check_even_d, check_int, check_positive_float
+from mlbook.transformer.validate import check_bool, check_choice, check_even_d, check_int, check_positive_float
 
 __all__ = [
     "RopeScaling",
@@ -53,8 +58,12 @@ __all__ = [
     "YarnBands",
     "yarn_bands",
     "yarn_attention_factor",
+    "yarn_mscale",
+    "yarn_scaling_attention_factor",
     "yarn_frequencies",
     "llama3_frequencies",
+    "longrope_attention_factor",
+    "longrope_frequencies",
 ]
 
 # ---------------------------------------------------------------------------
@@ -110,7 +119,8 @@ def dynamic_ntk_frequencies(
 
 
 def yarn_ramp(
-    d_head: int, base: float = 10000.0, *, original_max_len: int, beta_fast: float = 32.0, beta_slow: float = 1.0
+    d_head: int, base: float = 10000.0, *, original_max_len: int, beta_fast: float = 32.0, beta_slow: float = 1.0,
+    truncate: bool = True,
 ) -> torch.Tensor:
     """YaRN's per-pair blend weight r_i in [0, 1]: theta_i' = (1 - r_i) theta_i + r_i theta_i / s.
 
@@ -118,7 +128,9 @@ def yarn_ramp(
     ramp is 0 (keep theta_i: extrapolate) for pairs at or below floor(i_fast) and 1 (interpolate:
     theta_i / s) from ceil(i_slow) on, linear in i between, where i_beta is the (fractional) pair
     that turns beta times in L: i_beta = d_head ln(L / (2 pi beta)) / (2 ln base). Defaults are
-    the paper's beta_fast = 32, beta_slow = 1 (Peng et al., 2023). Returns (d_head/2,) float32.
+    the paper's beta_fast = 32, beta_slow = 1 (Peng et al., 2023). truncate=False keeps i_fast and
+    i_slow fractional instead of rounding them outwards (Hugging Face's `truncate` key, which
+    gpt-oss sets to false); either way they are clamped to [0, d_head - 1]. Returns (d_head/2,) float32.
     """
     check_even_d("d_head", d_head)
     base = check_positive_float("base", base, above=1.0)
@@ -127,12 +139,15 @@ def yarn_ramp(
     beta_slow = check_positive_float("beta_slow", beta_slow)
     if beta_fast <= beta_slow:
         raise ValueError(f"beta_fast ({beta_fast}) must be greater than beta_slow ({beta_slow})")
+    check_bool("truncate", truncate)
 
     def pair_turning(turns: float) -> float:  # the fractional pair index whose wavelength fits `turns` turns in L
         return d_head * math.log(L / (turns * 2 * math.pi)) / (2 * math.log(base))
 
-    low = max(math.floor(pair_turning(beta_fast)), 0)
-    high = min(math.ceil(pair_turning(beta_slow)), d_head - 1)
+    low, high = pair_turning(beta_fast), pair_turning(beta_slow)
+    if truncate:  # round the ramp's ends outwards to whole pairs (the paper's and DeepSeek's code)
+        low, high = math.floor(low), math.ceil(high)
+    low, high = max(low, 0), min(high, d_head - 1)
     if high == low:
         high += 0.001  # avoid a zero-width ramp
     i = torch.arange(d_head // 2, dtype=torch.float32)  # (d/2,)
@@ -210,13 +225,42 @@ def yarn_attention_factor(factor: float) -> float:
     return 0.1 * math.log(factor) + 1.0 if factor > 1 else 1.0
 
 
+def yarn_mscale(factor: float, mscale: float = 1.0) -> float:
+    """DeepSeek's get_mscale: 0.1 mscale ln s + 1 for s > 1, else 1 (DeepSeek-V2 code; Hugging Face's yarn).
+
+    yarn_mscale(s) is `yarn_attention_factor(s)`; mscale scales the logarithm's weight.
+    """
+    factor = check_positive_float("factor", factor)
+    return 0.1 * mscale * math.log(factor) + 1.0 if factor > 1 else 1.0
+
+
+def yarn_scaling_attention_factor(scaling: RopeScaling) -> float:
+    """The factor YaRN puts on cos and sin, chosen as Hugging Face's `_compute_yarn_parameters` does:
+
+        attention_factor given                     -> that value
+        mscale and mscale_all_dim both given, != 0 -> yarn_mscale(s, mscale) / yarn_mscale(s, mscale_all_dim)
+        otherwise                                  -> yarn_mscale(s) = 0.1 ln s + 1
+
+    DeepSeek-V2/V3 ship mscale = mscale_all_dim, so the factor on cos and sin is 1; their attention
+    module multiplies the softmax scale by yarn_mscale(s, mscale_all_dim)^2 instead.
+    """
+    if scaling.attention_factor is not None:
+        return scaling.attention_factor
+    if scaling.mscale and scaling.mscale_all_dim:
+        return yarn_mscale(scaling.factor, scaling.mscale) / yarn_mscale(scaling.factor, scaling.mscale_all_dim)
+    return yarn_mscale(scaling.factor)
+
+
 def yarn_frequencies(d_head: int, base: float, scaling: RopeScaling, seq_len: int | None) -> tuple[torch.Tensor, float]:
-    """YaRN (Peng et al., 2023): keep the fast pairs, interpolate the slow ones, blend between (`yarn_ramp`)."""
+    """YaRN (Peng et al., 2023): keep the fast pairs, interpolate the slow ones, blend between (`yarn_ramp`).
+
+    The attention factor is `yarn_scaling_attention_factor` (0.1 ln s + 1 unless the config says otherwise).
+    """
     theta = frequency_ladder(d_head, base)  # (d/2,) extrapolation: the trained frequencies
     ramp = yarn_ramp(d_head, base, original_max_len=scaling.original_max_len, beta_fast=scaling.beta_fast,
-                     beta_slow=scaling.beta_slow)  # (d/2,) 0: keep theta_i, 1: theta_i / s
+                     beta_slow=scaling.beta_slow, truncate=scaling.truncate)  # (d/2,) 0: keep theta_i, 1: theta_i / s
     inv_freq = theta * (1 - ramp) + (theta / scaling.factor) * ramp  # (d/2,)
-    return inv_freq, yarn_attention_factor(scaling.factor)
+    return inv_freq, yarn_scaling_attention_factor(scaling)
 
 
 def llama3_frequencies(
@@ -238,6 +282,36 @@ def llama3_frequencies(
     inv_freq = torch.where(wavelength > low_freq_wavelength, theta / s, theta)  # (d/2,)
     medium = (wavelength >= high_freq_wavelength) & (wavelength <= low_freq_wavelength)  # (d/2,)
     return torch.where(medium, blended, inv_freq), 1.0
+
+
+def longrope_attention_factor(factor: float, original_max_len: int) -> float:
+    """LongRoPE's attention factor sqrt(1 + ln s / ln L) for s > 1, else 1 (Microsoft's LongRoPE and Phi-3 code;
+    Hugging Face's longrope default). L is the trained context, s the extension ratio."""
+    factor = check_positive_float("factor", factor)
+    L = check_int("original_max_len", original_max_len, 2)
+    return math.sqrt(1 + math.log(factor) / math.log(L)) if factor > 1 else 1.0
+
+
+def longrope_frequencies(
+    d_head: int, base: float, scaling: RopeScaling, seq_len: int | None
+) -> tuple[torch.Tensor, float]:
+    """LongRoPE (Ding et al., 2024), as Phi-3 ships it: theta_i / lambda_i with one searched factor per pair.
+
+    lambda = short_factor for a sequence of at most L = original_max_len tokens (or no seq_len),
+    long_factor past L; each has d_head/2 entries. The attention factor on cos and sin is
+    attention_factor if given, else `longrope_attention_factor(factor, L)`; it does not depend on
+    the sequence length (Hugging Face computes it once, at initialisation).
+    """
+    lam = scaling.long_factor if seq_len is not None and seq_len > scaling.original_max_len else scaling.short_factor
+    if len(lam) != d_head // 2:
+        which = "long_factor" if lam is scaling.long_factor else "short_factor"
+        raise ValueError(f"{which} has {len(lam)} entries, but d_head={d_head} has {d_head // 2} pairs: "
+                         f"longrope needs one factor per pair")
+    theta = frequency_ladder(d_head, base)  # (d/2,)
+    inv_freq = theta / torch.tensor(lam, dtype=torch.float32)  # (d/2,) theta_i / lambda_i
+    attention = (scaling.attention_factor if scaling.attention_factor is not None
+                 else longrope_attention_factor(scaling.factor, scaling.original_max_len))
+    return inv_freq, attention
 
 
 # ---------------------------------------------------------------------------
@@ -262,9 +336,10 @@ class ScalingScheme(NamedTuple):
     """One registry entry: the frequency function, the parameters it takes and how they must relate."""
 
     frequencies: FrequencyFunction
-    parameters: Mapping[str, float | None]  # name -> default; None: the caller must give it
+    parameters: Mapping[str, object]  # name -> default; None: the caller must give it (unless in `optional`)
     check: Callable[[RopeScaling], None] | None = None  # relations between parameters, after each is valid
     uses_seq_len: bool = False  # True: the frequencies depend on the sequence length (recomputed per call)
+    optional: tuple[str, ...] = ()  # parameters with no default that may stay None (the scheme then derives them)
 
 
 ROPE_SCALING_REGISTRY: dict[str, ScalingScheme] = {
@@ -273,15 +348,24 @@ ROPE_SCALING_REGISTRY: dict[str, ScalingScheme] = {
     "ntk": ScalingScheme(ntk_frequencies, {"factor": 1.0}),
     "dynamic": ScalingScheme(dynamic_ntk_frequencies, {"factor": 1.0, "original_max_len": None}, uses_seq_len=True),
     "yarn": ScalingScheme(
-        yarn_frequencies, {"factor": 1.0, "original_max_len": None, "beta_fast": 32.0, "beta_slow": 1.0}, _check_yarn
+        yarn_frequencies,
+        {"factor": 1.0, "original_max_len": None, "beta_fast": 32.0, "beta_slow": 1.0, "attention_factor": None,
+         "mscale": None, "mscale_all_dim": None, "truncate": True},
+        _check_yarn, optional=("attention_factor", "mscale", "mscale_all_dim"),
     ),
     "llama3": ScalingScheme(
         llama3_frequencies,
         {"factor": 1.0, "original_max_len": None, "low_freq_factor": 1.0, "high_freq_factor": 4.0},
         _check_llama3,
     ),
+    "longrope": ScalingScheme(
+        longrope_frequencies,
+        {"factor": 1.0, "original_max_len": None, "short_factor": None, "long_factor": None, "attention_factor": None},
+        uses_seq_len=True, optional=("attention_factor",),
+    ),
 }
-ROPE_SCALINGS: tuple[str, ...] = tuple(ROPE_SCALING_REGISTRY)  # ("none", "linear", "ntk", "dynamic", "yarn", "llama3")
+# ("none", "linear", "ntk", "dynamic", "yarn", "llama3", "longrope")
+ROPE_SCALINGS: tuple[str, ...] = tuple(ROPE_SCALING_REGISTRY)
 
 
 def scaling_parameters(name: str) -> tuple[str, ...]:
@@ -307,10 +391,18 @@ class RopeScaling:
         low_freq_factor, high_freq_factor
                            llama3: wavelengths above L / low_freq_factor get theta_i / s, below
                            L / high_freq_factor keep theta_i (default 1, 4)
+        attention_factor   yarn, longrope: the factor on cos and sin, overriding the scheme's own
+        mscale, mscale_all_dim
+                           yarn: DeepSeek's pair; with both set the factor is
+                           yarn_mscale(s, mscale) / yarn_mscale(s, mscale_all_dim)
+        truncate           yarn: round the ramp's ends to whole pairs (default True; gpt-oss: False)
+        short_factor, long_factor
+                           longrope: d_head/2 per-pair divisors, for up to L tokens and past L
 
     A scaling takes only its own parameters (`scaling_parameters(name)`): giving any other, or a
     factor other than 1 with name="none", is an error, and so is leaving out a required one. The
-    optional ones left unset take the scheme's defaults; the ones it does not take stay None.
+    optional ones left unset take the scheme's defaults (or stay None where the scheme derives
+    them: YaRN's and LongRoPE's attention factor); the ones it does not take stay None.
 
     `frequencies(d_head, base, seq_len)` returns (inv_freq (d_head/2,) float32, attention_factor), from
     the function ROPE_SCALING_REGISTRY holds for `name`; `RotaryEmbedding(d_head, base, rope_scaling)` calls it.
@@ -323,6 +415,12 @@ class RopeScaling:
     beta_slow: float | None = None
     low_freq_factor: float | None = None
     high_freq_factor: float | None = None
+    attention_factor: float | None = None
+    mscale: float | None = None
+    mscale_all_dim: float | None = None
+    truncate: bool | None = None
+    short_factor: tuple[float, ...] | None = None
+    long_factor: tuple[float, ...] | None = None
 
     def __post_init__(self) -> None:
         scheme = ROPE_SCALING_REGISTRY[check_choice("scaling", self.name, ROPE_SCALINGS)]
@@ -349,14 +447,21 @@ class RopeScaling:
                     )
                 continue
             if value is None:
+                if param in scheme.optional:
+                    continue
                 if scheme.parameters[param] is None:
                     raise ValueError(
                         f"scaling={self.name!r} needs {param}"
                         + (", the context length the model was trained at" if param == "original_max_len" else "")
+                        + (", one factor per frequency pair" if param in ("short_factor", "long_factor") else "")
                     )
                 value = scheme.parameters[param]
             if param == "original_max_len":
                 value = check_int(param, value, 1)
+            elif param == "truncate":
+                value = check_bool(param, value)
+            elif param in ("short_factor", "long_factor"):
+                value = _check_factor_list(param, value)
             else:
                 value = check_positive_float(param, value)
             object.__setattr__(self, param, value)
@@ -379,6 +484,16 @@ class RopeScaling:
         if seq_len is not None:
             check_int("seq_len", seq_len, 0)
         return ROPE_SCALING_REGISTRY[self.name].frequencies(d_head, base, self, seq_len)
+
+
+def _check_factor_list(name: str, value: object) -> tuple[float, ...]:
+    """A non-empty sequence of positive finite numbers, as a tuple of floats (LongRoPE's per-pair factors)."""
+    if isinstance(value, (str, bytes)) or not hasattr(value, "__len__") or not hasattr(value, "__iter__"):
+        raise TypeError(f"{name} must be a list of positive numbers, one per frequency pair, got {type(value).__name__}")
+    items = list(value)  # type: ignore[call-overload]
+    if not items:
+        raise ValueError(f"{name} must hold one positive number per frequency pair, got an empty list")
+    return tuple(check_positive_float(f"{name}[{i}]", v) for i, v in enumerate(items))
 
 
 SCALING_PARAMETERS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(RopeScaling) if f.name != "name")
