@@ -1,0 +1,298 @@
+"""Tests for mlbook.analysis.probe and mlbook.viz.probe, on the tiny random Llama (nothing downloaded).
+
+Oracles: Hugging Face's own rotated q and k (the library must reproduce them, and must fail to when
+the pairing or the base is wrong), its attention weights (output_attentions), its loss (labels=),
+the complex-number view of a pair for the pair norms. A real model asked for where there is no
+GPU or no network fails with a message naming what was asked, what is missing and the way out.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import plotly.graph_objects as go
+import pytest
+import torch
+
+transformers = pytest.importorskip("transformers")
+
+from mlbook.analysis import probe as P  # noqa: E402
+from mlbook.analysis.rope import as_complex  # noqa: E402
+from mlbook.transformer.positional import RotaryEmbedding  # noqa: E402
+
+pytestmark = pytest.mark.oracle
+
+T_CAPTURE = 96
+
+
+@pytest.fixture(scope="module")
+def tiny() -> P.ProbeModel:
+    return P.load_probe_model(P.TINY_RANDOM)
+
+
+@pytest.fixture(scope="module")
+def ids(tiny: P.ProbeModel) -> torch.Tensor:
+    return P.encode_text(P.library_text(), None, vocab_size=tiny.config.vocab_size, max_tokens=4 * 64 + 1)
+
+
+@pytest.fixture(scope="module")
+def capture(tiny: P.ProbeModel, ids: torch.Tensor) -> P.RotaryCapture:
+    return P.capture_rotary(tiny.model, ids[:, :T_CAPTURE])
+
+
+# ---------------------------------------------------------------------------
+# Choosing and loading the model
+# ---------------------------------------------------------------------------
+
+
+def test_model_name_env_then_static_then_requested(monkeypatch):
+    monkeypatch.delenv(P.PROBE_MODEL_ENV, raising=False)
+    monkeypatch.delenv("MLBOOK_STATIC", raising=False)
+    assert P.probe_model_name("Qwen/Qwen2.5-0.5B") == "Qwen/Qwen2.5-0.5B"
+    monkeypatch.setenv("MLBOOK_STATIC", "1")
+    assert P.probe_model_name("Qwen/Qwen2.5-0.5B") == P.TINY_RANDOM  # the site build downloads nothing
+    monkeypatch.setenv(P.PROBE_MODEL_ENV, "some/model")
+    assert P.probe_model_name("Qwen/Qwen2.5-0.5B") == "some/model"
+    with pytest.raises(ValueError, match="model name"):
+        P.probe_model_name("  ")
+
+
+def test_real_model_without_gpu_fails_loudly(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(P.ProbeUnavailable) as info:
+        P.load_probe_model(P.DEFAULT_MODEL)
+    msg = str(info.value)
+    assert P.DEFAULT_MODEL in msg and "no CUDA GPU" in msg  # what was asked, what is missing
+    assert f"MODEL_NAME = {P.TINY_RANDOM!r}" in msg and f"{P.PROBE_MODEL_ENV}={P.TINY_RANDOM}" in msg  # the way out
+
+
+def test_real_model_without_network_fails_loudly(monkeypatch):
+    import huggingface_hub.constants
+    import transformers.utils.hub
+
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
+    monkeypatch.setattr(transformers.utils.hub, "_is_offline_mode", True)
+    name = "mlbook-tests/no-such-model-anywhere"
+    with pytest.raises(P.ProbeUnavailable) as info:
+        P.load_probe_model(name, device="cpu")
+    msg = str(info.value)
+    assert name in msg and "no network" in msg and P.TINY_RANDOM in msg
+
+
+def test_tiny_model_is_a_rope_llama_built_here(tiny):
+    assert type(tiny.model).__name__ == "LlamaForCausalLM" and tiny.tokenizer is None and tiny.is_tiny_random
+    assert "tiny random" in tiny.label
+    again = P.load_probe_model(P.TINY_RANDOM)
+    for a, b in zip(tiny.model.parameters(), again.model.parameters()):
+        assert torch.equal(a, b)  # seeded: the same figures every build
+
+
+def test_encode_text_bytes_and_limits():
+    ids = P.encode_text("héllo", None, vocab_size=256, max_tokens=4)
+    assert ids.tolist() == [list("héllo".encode("utf-8"))[:4]]
+    with pytest.raises(ValueError, match="non-empty"):
+        P.encode_text("", None, vocab_size=256, max_tokens=4)
+    assert len(P.library_text()) > 100_000  # enough text to go past any trained length the page uses
+
+
+# ---------------------------------------------------------------------------
+# Positional settings
+# ---------------------------------------------------------------------------
+
+
+def test_positional_settings_read_from_config(tiny):
+    s = P.positional_settings(tiny.config)
+    cfg = tiny.config
+    assert (s.n_layers, s.n_heads, s.n_kv_heads, s.d_head) == (cfg.num_hidden_layers, cfg.num_attention_heads,
+                                                              cfg.num_key_value_heads, cfg.head_dim)
+    assert s.rope_theta == cfg.rope_theta and s.trained_len == cfg.max_position_embeddings
+    hf_inv_freq = tiny.model.model.rotary_emb.inv_freq.double()  # Hugging Face's own frequencies
+    np.testing.assert_allclose(s.wavelengths, (2 * np.pi / hf_inv_freq).numpy(), rtol=1e-6)
+    assert any("rope_theta" in line for line in s.lines())
+
+
+def test_trained_length_prefers_original(tiny):
+    cfg = tiny.config.__class__(**{**tiny.config.to_dict(), "max_position_embeddings": 256,
+                                   "rope_scaling": {"rope_type": "yarn", "factor": 4.0,
+                                                    "original_max_position_embeddings": 64}})
+    assert P.trained_length(cfg) == 64
+
+
+def test_rotary_from_config_refuses_what_it_cannot_honour(tiny):
+    base = tiny.config.to_dict()
+    bad = [
+        {"rope_type": "longrope", "short_factor": [1.0] * 8, "long_factor": [2.0] * 8},
+        {"rope_type": "yarn", "factor": 4.0, "mscale": 1.0, "mscale_all_dim": 1.0},
+        {"rope_type": "yarn", "factor": 4.0, "attention_factor": 1.2},
+        {"rope_type": "yarn", "factor": 4.0, "truncate": False},
+        {"rope_type": "linear", "factor": 2.0, "unknown_key": 1},
+    ]
+    for scaling in bad:
+        cfg = tiny.config.__class__(**{**base, "rope_scaling": scaling})
+        with pytest.raises(ValueError, match="not|refusing"):
+            P.rotary_from_config(cfg)
+
+
+# ---------------------------------------------------------------------------
+# The rotation check: the library reproduces the model's rotated q and k
+# ---------------------------------------------------------------------------
+
+
+def test_capture_shapes(tiny, capture):
+    cfg = tiny.config
+    assert capture.n_layers == cfg.num_hidden_layers and capture.T == T_CAPTURE
+    assert capture.q_pre[0].shape == (cfg.num_attention_heads, T_CAPTURE, cfg.head_dim)
+    assert capture.k_post[0].shape == (cfg.num_key_value_heads, T_CAPTURE, cfg.head_dim)
+    assert capture.first_key[0].shape == (cfg.num_attention_heads, T_CAPTURE)
+    assert not torch.equal(capture.q_pre[0], capture.q_post[0])  # the model did rotate
+
+
+def test_capture_restores_the_model(tiny, ids):
+    import transformers.models.llama.modeling_llama as ml
+
+    before = ml.apply_rotary_pos_emb
+    impl = tiny.model.config._attn_implementation
+    P.capture_rotary(tiny.model, ids[:, :16])
+    assert ml.apply_rotary_pos_emb is before and tiny.model.config._attn_implementation == impl
+    assert not any(m._forward_hooks or m._forward_pre_hooks for m in tiny.model.modules())
+
+
+def test_library_rotation_reproduces_the_model(tiny, capture):
+    check = P.rotation_check(capture, P.rotary_from_config(tiny.config))
+    assert check.relative_error < 1e-5, check
+
+
+def test_rotation_check_fails_when_pairing_is_wrong(tiny, capture):
+    pc = P.pairing_check(capture, tiny.config)
+    assert pc.right.relative_error < 1e-5
+    assert pc.wrong.relative_error > 0.1 and (pc.wrong.error_q > 1e3 * pc.right.error_q.max()).all()
+    assert pc.converted.relative_error < 1e-5  # same weights, channels moved: the same model
+
+
+def test_rotation_check_fails_when_base_is_wrong(tiny, capture):
+    wrong = RotaryEmbedding(tiny.config.head_dim, 500.0)
+    assert P.rotation_check(capture, wrong).relative_error > 0.1
+
+
+@pytest.mark.parametrize("scaling", [
+    {"rope_type": "linear", "factor": 2.0},
+    {"rope_type": "dynamic", "factor": 2.0},
+    {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 64},
+    {"rope_type": "yarn", "factor": 4.0, "beta_fast": 16.0, "beta_slow": 2.0},
+    {"rope_type": "llama3", "factor": 8.0, "original_max_position_embeddings": 64, "low_freq_factor": 1.0,
+     "high_freq_factor": 4.0},
+])
+def test_scaled_rotation_reproduced_under_override(tiny, ids, scaling):
+    # 128 tokens: past the trained 64, where dynamic scaling changes the frequencies
+    with P.rope_override(tiny.model, scaling) as cfg:
+        cap = P.capture_rotary(tiny.model, ids[:, :128])
+    unscaled = P.rotation_check(cap, RotaryEmbedding(tiny.config.head_dim, tiny.config.rope_theta))
+    assert unscaled.relative_error > 1e-3  # the override did change the model's rotation
+    assert P.rotation_check(cap, P.rotary_from_config(cfg)).relative_error < 1e-5
+
+
+def test_rope_override_restores_on_error(tiny):
+    before = tiny.model.model.rotary_emb
+    with pytest.raises(RuntimeError, match="boom"):
+        with P.rope_override(tiny.model, {"rope_type": "linear", "factor": 2.0}):
+            assert tiny.model.model.rotary_emb is not before
+            raise RuntimeError("boom")
+    assert tiny.model.model.rotary_emb is before and tiny.model.config.rope_scaling is None
+    with pytest.raises(ValueError, match="rope_type"):
+        with P.rope_override(tiny.model, {"rope_type": "nonsense", "factor": 2.0}):
+            pass
+
+
+# ---------------------------------------------------------------------------
+# Sink mass, pair norms, loss by position
+# ---------------------------------------------------------------------------
+
+
+def test_sink_mass_is_hf_attention_on_first_token(tiny, ids, capture):
+    with torch.no_grad():
+        tiny.model.set_attn_implementation("eager")
+        try:
+            out = tiny.model(ids[:, :T_CAPTURE], output_attentions=True)
+        finally:
+            tiny.model.set_attn_implementation("sdpa")
+    sink = P.sink_mass(capture, q_start=10)
+    expected = np.stack([a[0, :, 10:, 0].mean(-1).numpy() for a in out.attentions])  # (L, H)
+    np.testing.assert_allclose(sink.mass, expected, rtol=1e-5)
+    assert sink.uniform == pytest.approx(np.mean([1 / (i + 1) for i in range(10, T_CAPTURE)]))
+
+
+def test_sink_mass_of_uniform_attention_is_the_baseline(ids):
+    flat = P.load_probe_model(P.TINY_RANDOM)
+    with torch.no_grad():
+        for layer in flat.model.model.layers:
+            layer.self_attn.q_proj.weight.zero_()  # every score 0: softmax spreads evenly over the keys
+    sink = P.sink_mass(P.capture_rotary(flat.model, ids[:, :64]))
+    np.testing.assert_allclose(sink.ratio, 1.0, rtol=1e-5)
+
+
+def test_pair_norms_match_complex_view_and_ignore_rotation(tiny, capture):
+    norms = P.pair_norms(capture, tiny.config)
+    cfg = tiny.config
+    assert norms.q.shape == (cfg.num_hidden_layers, cfg.num_attention_heads, cfg.head_dim // 2)
+    expected = np.stack([as_complex(q.double(), "half").abs().mean(-2).numpy() for q in capture.q_pre])
+    np.testing.assert_allclose(norms.q, expected, rtol=1e-10)
+    rotated = np.stack([as_complex(q.double(), "half").abs().mean(-2).numpy() for q in capture.q_post])
+    np.testing.assert_allclose(norms.q, rotated, rtol=1e-4)  # a rotation keeps each pair's norm
+    assert norms.mean_k.shape == (cfg.head_dim // 2,) and np.all(np.diff(norms.wavelengths) > 0)
+
+
+def test_loss_by_position_matches_hf_loss(tiny, ids):
+    T = 4 * 64 + 1  # 256 predictions: 8 windows of 32
+    with torch.no_grad():
+        hf = tiny.model(ids[:, :T], labels=ids[:, :T]).loss.item()
+    pl = P.loss_by_position(tiny.model, ids[:, :T], 32, chunk=50)
+    assert pl.starts.tolist() == list(range(0, 256, 32)) and pl.trained_len == 64
+    assert pl.loss.mean() == pytest.approx(hf, rel=1e-5)
+    with pytest.raises(ValueError, match="tokens"):
+        P.loss_by_position(tiny.model, ids[:, :10], 32)
+
+
+def test_scaling_override_changes_the_loss(tiny, ids):
+    with P.rope_override(tiny.model, {"rope_type": "linear", "factor": 4.0}):
+        scaled = P.loss_by_position(tiny.model, ids, 64, label="linear 4")
+    plain = P.loss_by_position(tiny.model, ids, 64)
+    assert not np.allclose(scaled.loss, plain.loss, rtol=0, atol=1e-7)
+
+
+# ---------------------------------------------------------------------------
+# Figures
+# ---------------------------------------------------------------------------
+
+
+def test_figures_build_label_and_serialise(tiny, ids, capture):
+    from mlbook.viz import probe as V
+
+    pc = P.pairing_check(capture, tiny.config)
+    sink = P.sink_mass(capture)
+    norms = P.pair_norms(capture, tiny.config)
+    losses = [P.loss_by_position(tiny.model, ids, 64)]
+    figs = [V.fig_rotation_check(pc, tiny.label), V.fig_sink_mass(sink, tiny.label),
+            V.fig_pair_norms(norms, tiny.label), V.fig_position_loss(losses, tiny.label)]
+    for fig in figs:
+        assert tiny.label in fig.layout.title.text  # a figure of the tiny random model says so
+        go.Figure(json.loads(fig.to_json()))
+    rot = figs[0]
+    np.testing.assert_allclose(np.asarray(rot.data[1].y), np.maximum(pc.wrong.error_q, pc.wrong.error_k) / pc.wrong.scale,
+                               rtol=1e-12)
+    np.testing.assert_allclose(np.asarray(figs[1].data[0].z), sink.mass, atol=5e-4)
+
+
+def test_pair_norm_slider_frames_are_layers(tiny, capture):
+    from figure_checks import _assert_distinct_frames
+    from mlbook.viz import probe as V
+
+    norms = P.pair_norms(capture, tiny.config)
+    fig = V.fig_pair_norms(norms, tiny.label)
+    _assert_distinct_frames(fig, tiny.config.num_hidden_layers + 1)
+    frames = {f.name: f for f in fig.frames}
+    np.testing.assert_allclose(np.asarray(frames["2"].data[0].y), norms.q[2].mean(0), atol=5e-4)
+    with pytest.raises(ValueError, match="layer"):
+        V.fig_pair_norms(norms, tiny.label, layer=99)
+    with pytest.raises(ValueError, match="label"):
+        V.fig_pair_norms(norms, "")
