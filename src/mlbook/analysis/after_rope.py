@@ -1,0 +1,348 @@
+"""Numbers for section 2.7, what came after RoPE: NoPE, hybrid and local/global stacks, partial rotary
+and p-RoPE, latent attention's cache, M-RoPE, and context extension as shipped.
+
+Each function computes what the page prints or draws, from the library (`mlbook.transformer`) and from
+the shipped settings listed here with their sources (the model's config.json on the Hugging Face hub,
+the model's paper, or the `transformers` 4.57 code that runs it). Plain maths, no plotting.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import NamedTuple, Sequence
+
+import torch
+
+from mlbook.transformer.attention import causal_mask
+from mlbook.transformer.latent import mha_cache_values, mla_cache_values
+from mlbook.transformer.multimodal import apply_mrope, mrope_position_ids
+from mlbook.transformer.positional import RotaryEmbedding, frequency_ladder
+from mlbook.transformer.rope_scaling import RopeScaling
+from mlbook.transformer.validate import check_int, check_positive_float, check_real
+
+__all__ = [
+    "PositionSignal",
+    "nope_position_signal",
+    "nope_layers_every",
+    "llama4_attention_scale",
+    "LocalGlobal",
+    "LOCAL_GLOBAL_MODELS",
+    "local_global",
+    "layer_types",
+    "windowed_kv_bytes",
+    "model_kv_bytes",
+    "pair_frequencies",
+    "RotationSummary",
+    "rotation_summary",
+    "MLACacheRow",
+    "mla_cache_rows",
+    "mrope_score_map",
+    "ShippedScaling",
+    "SHIPPED_SCALINGS",
+    "shipped_scaling",
+    "scaled_frequency_ratio",
+]
+
+
+# ---------------------------------------------------------------------------
+# NoPE: a causal decoder can count
+# ---------------------------------------------------------------------------
+
+
+class PositionSignal(NamedTuple):
+    """The output at each position of one attention layer with no positional encoding and equal scores."""
+
+    causal: torch.Tensor  # (T,) 1 / (i + 1): a different number at every position
+    bidirectional: torch.Tensor  # (T,) 1 / T everywhere: no position information at all
+
+
+def nope_position_signal(T: int) -> PositionSignal:
+    """Why a causal decoder without positional encoding still knows where it is (Haviv et al., 2022).
+
+    Give every token the same query and key (so every score is equal) and let only the first token carry
+    a value of 1 (a beginning-of-text marker), the others 0. Under the causal mask query i averages the
+    values of keys 0..i, so it outputs 1 / (i + 1): a function of its position, which later layers can
+    read. Without the mask every query averages all T keys and outputs 1 / T: nothing to read. The masks
+    are the library's `causal_mask`.
+    """
+    check_int("T", T, 1)
+    scores = torch.zeros(T, T, dtype=torch.float64)  # (T, T) every query scores every key alike
+    values = torch.zeros(T, dtype=torch.float64)  # (T,)
+    values[0] = 1.0  # only the first token carries a 1
+    causal = torch.softmax(scores.masked_fill(~causal_mask(T, T), float("-inf")), dim=-1) @ values  # (T,)
+    bidirectional = torch.softmax(scores, dim=-1) @ values  # (T,)
+    return PositionSignal(causal, bidirectional)
+
+
+# ---------------------------------------------------------------------------
+# Hybrid stacks: which layers rotate, and Llama 4's temperature on the NoPE layers
+# ---------------------------------------------------------------------------
+
+
+def nope_layers_every(n_layers: int, interval: int) -> tuple[int, ...]:
+    """The NoPE layers of a stack with one in every `interval` layers unrotated, the last of each group.
+
+    Llama 4 and SmolLM3 write this as `no_rope_layers` flags, 1 = rotate, built in transformers as
+    int((i + 1) % no_rope_layer_interval != 0) (Llama4TextConfig, SmolLM3Config; interval 4 in both):
+    layers 3, 7, 11, ... are NoPE. The result is `GPTConfig.nope_layers`.
+    """
+    check_int("n_layers", n_layers, 1)
+    check_int("interval", interval, 1)
+    return tuple(i for i in range(n_layers) if (i + 1) % interval == 0)
+
+
+def llama4_attention_scale(positions: torch.Tensor | Sequence[int], floor_scale: float = 8192.0,
+                           attn_scale: float = 0.1) -> torch.Tensor:
+    """Llama 4's query scale on its NoPE layers: 1 + attn_scale * ln(1 + floor((p + 1) / floor_scale)).
+
+    From transformers 4.57, models/llama4/modeling_llama4.py, `Llama4TextAttention.forward`, applied
+    when `attn_temperature_tuning` is on and the layer does not rotate; the defaults are the released
+    configs' (`floor_scale` 8192, `attn_scale` 0.1). The scale is 1 for the first 8191 positions and then
+    grows with the logarithm of the position, step by step: it sharpens the softmax of a query that
+    sees ever more keys, so that the weights do not flatten as the context grows (the code cites
+    Nakanishi, 2025, scalable softmax).
+    """
+    floor_scale = check_positive_float("floor_scale", floor_scale)
+    check_real("attn_scale", attn_scale)
+    p = torch.as_tensor(positions, dtype=torch.float64)  # (T,) cache positions 0, 1, ...
+    return torch.log1p(torch.floor((p + 1.0) / floor_scale)) * attn_scale + 1.0  # (T,)
+
+
+# ---------------------------------------------------------------------------
+# Local and global layers: what each model ships and what its KV cache holds
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LocalGlobal:
+    """A stack of local (sliding-window or chunked) and global layers, as one released model ships it."""
+
+    name: str
+    n_layers: int
+    local_per_global: int  # local layers before each global one (Gemma 2: 1, Gemma 3: 5)
+    window: int  # tokens a local layer sees (its window, or its chunk for chunked attention)
+    n_kv_heads: int
+    d_head: int
+    local_base: float | None  # RoPE base of the local layers
+    global_base: float | None  # RoPE base of the global layers; None: the global layers do not rotate (NoPE)
+    kind: str  # "sliding" or "chunked"
+    source: str  # where the numbers come from
+
+
+LOCAL_GLOBAL_MODELS: tuple[LocalGlobal, ...] = (
+    LocalGlobal("Gemma 2 9B", 42, 1, 4096, 8, 256, 10000.0, 10000.0, "sliding",
+                "Gemma 2 report, table 1 and section 2; google/gemma-2-9b config.json"),
+    LocalGlobal("Gemma 3 12B", 48, 5, 1024, 8, 256, 10000.0, 1_000_000.0, "sliding",
+                "Gemma 3 report, section 2; google/gemma-3-12b-it config.json (rope_local_base_freq)"),
+    LocalGlobal("gpt-oss-120b", 36, 1, 128, 8, 64, 150000.0, 150000.0, "sliding",
+                "gpt-oss model card; transformers GptOssConfig defaults (openai/gpt-oss-120b)"),
+    LocalGlobal("Llama 4 Scout", 48, 3, 8192, 8, 128, 500000.0, None, "chunked",
+                "transformers Llama4TextConfig defaults (meta-llama/Llama-4-Scout-17B-16E): no_rope_layers, "
+                "attention_chunk_size"),
+)
+
+
+def local_global(name: str) -> LocalGlobal:
+    """The row of LOCAL_GLOBAL_MODELS named `name`."""
+    for row in LOCAL_GLOBAL_MODELS:
+        if row.name == name:
+            return row
+    raise ValueError(f"no model {name!r}; choose one of {[r.name for r in LOCAL_GLOBAL_MODELS]}")
+
+
+def layer_types(n_layers: int, local_per_global: int) -> tuple[str, ...]:
+    """Hugging Face's per-layer names: `local_per_global` "sliding_attention" layers, then one "full_attention".
+
+    Gemma 2 and gpt-oss (1), Gemma 3 (5, its sliding_window_pattern 6), Cohere's Command R7B (3): layer i is
+    global when (i + 1) % (local_per_global + 1) == 0. Pass the result to `GPTConfig.layer_types`.
+    """
+    check_int("n_layers", n_layers, 1)
+    check_int("local_per_global", local_per_global, 0)
+    k = local_per_global + 1
+    return tuple("full_attention" if (i + 1) % k == 0 else "sliding_attention" for i in range(n_layers))
+
+
+def windowed_kv_bytes(types: Sequence[str], window: int | None, context_len: int, n_kv_heads: int, d_head: int,
+                      bytes_per_value: float = 2.0) -> int:
+    """KV-cache bytes of a stack after `context_len` tokens: a global layer keeps every token, a local one
+    at most `window` (a sliding layer never looks further back; a chunked layer never past its chunk).
+
+    Per layer and token a cache holds n_kv_heads * 2 d_head values (`transformer.latent.mha_cache_values`),
+    so the total is (n_global * C + n_local * min(C, W)) * 2 * n_kv_heads * d_head * bytes_per_value.
+    """
+    check_int("context_len", context_len, 0)
+    n_global = sum(t == "full_attention" for t in types)
+    n_local = len(types) - n_global
+    if n_local and window is None:
+        raise ValueError("the stack has local layers, so it needs a window (tokens each local layer keeps)")
+    check_positive_float("bytes_per_value", bytes_per_value)
+    per_layer_token = mha_cache_values(1, n_kv_heads, d_head) * bytes_per_value  # keys and values, one layer
+    tokens = n_global * context_len  # global layers keep every token
+    if n_local:
+        tokens += n_local * min(context_len, check_int("window", window, 1))  # local layers keep the last W
+    return int(round(tokens * per_layer_token))
+
+
+def model_kv_bytes(model: LocalGlobal | str, context_len: int, *, all_global: bool = False,
+                   bytes_per_value: float = 2.0) -> int:
+    """One request's KV cache for a LOCAL_GLOBAL_MODELS row (bf16), or for the same stack with every layer global."""
+    m = local_global(model) if isinstance(model, str) else model
+    types = layer_types(m.n_layers, 0 if all_global else m.local_per_global)
+    return windowed_kv_bytes(types, m.window, context_len, m.n_kv_heads, m.d_head, bytes_per_value)
+
+
+# ---------------------------------------------------------------------------
+# Partial rotary and p-RoPE: which pairs turn, how fast
+# ---------------------------------------------------------------------------
+
+
+def pair_frequencies(d_head: int = 64, base: float = 10000.0, *, partial_rotary_factor: float = 1.0,
+                     drop_lowest: float = 0.0) -> torch.Tensor:
+    """(d_head/2,) radians per token of every pair of a head, 0 for a pair that does not turn.
+
+    Read off the library's `RotaryEmbedding(d_head, base, partial_rotary_factor=..., drop_lowest=...)`:
+    partial rotation turns the first r = int(f d_head) channels with the ladder base^(-2i/r) over them
+    and leaves the other pairs still (listed last, at 0); p-RoPE keeps the full ladder base^(-2i/d_head)
+    and zeroes its lowest round(p d_head / 2) rungs.
+    """
+    rope = RotaryEmbedding(d_head, base, partial_rotary_factor=partial_rotary_factor, drop_lowest=drop_lowest)
+    freq = torch.zeros(d_head // 2, dtype=torch.float64)  # (d_head/2,)
+    freq[: rope.inv_freq.shape[0]] = rope.inv_freq.double()  # (r/2,) the rotating channels' pairs
+    return freq
+
+
+class RotationSummary(NamedTuple):
+    """What a rotation setting leaves of a head's ladder."""
+
+    turning: int  # pairs with a non-zero frequency
+    still: int  # pairs that never turn: position-free channels
+    fastest_wavelength: float  # tokens per turn of the fastest pair (2 pi / theta_max)
+    slowest_wavelength: float  # tokens per turn of the slowest pair that still turns
+
+
+def rotation_summary(d_head: int = 64, base: float = 10000.0, *, partial_rotary_factor: float = 1.0,
+                     drop_lowest: float = 0.0) -> RotationSummary:
+    """Counts and extreme wavelengths (2 pi / theta) of `pair_frequencies` for one setting."""
+    f = pair_frequencies(d_head, base, partial_rotary_factor=partial_rotary_factor, drop_lowest=drop_lowest)
+    on = f[f > 0]
+    return RotationSummary(int(on.numel()), int((f == 0).sum()), float(2 * math.pi / on.max()),
+                           float(2 * math.pi / on.min()))
+
+
+# ---------------------------------------------------------------------------
+# Latent attention: what is cached per token
+# ---------------------------------------------------------------------------
+
+
+class MLACacheRow(NamedTuple):
+    """Values and bf16 bytes one token leaves in the whole cache under one attention design."""
+
+    design: str
+    values: int
+    bytes_bf16: int
+
+
+def mla_cache_rows(n_layers: int = 61, n_heads: int = 128, kv_lora_rank: int = 512, qk_nope_head_dim: int = 128,
+                   qk_rope_head_dim: int = 64, v_head_dim: int = 128, gqa_groups: int = 8) -> tuple[MLACacheRow, ...]:
+    """Per-token cache of DeepSeek-V3's shape (defaults: its config.json) under MLA, under multi-head attention
+    with the same heads (key d_nope + d_rope, value d_v), and under grouped-query attention with `gqa_groups`
+    KV heads of that shape. From `transformer.latent.mla_cache_values` and `mha_cache_values`.
+    """
+    d_k = qk_nope_head_dim + qk_rope_head_dim
+    rows = [
+        ("MLA: latent + shared rotary key", mla_cache_values(n_layers, kv_lora_rank, qk_rope_head_dim)),
+        (f"multi-head, {n_heads} KV heads", mha_cache_values(n_layers, n_heads, d_k, v_head_dim)),
+        (f"grouped-query, {gqa_groups} KV heads", mha_cache_values(n_layers, gqa_groups, d_k, v_head_dim)),
+    ]
+    return tuple(MLACacheRow(name, v, 2 * v) for name, v in rows)
+
+
+# ---------------------------------------------------------------------------
+# M-RoPE and 2-D RoPE: a patch's score against every other patch
+# ---------------------------------------------------------------------------
+
+
+def mrope_score_map(h: int = 9, w: int = 9, *, row: int = 4, col: int = 4, d_head: int = 64,
+                    section: Sequence[int] = (0, 16, 16), base: float = 100.0) -> torch.Tensor:
+    """(h, w) score of the patch at (row, col) against every patch of one h x w image, normalised to 1 at itself.
+
+    The query and the key carry the same content, (1, 0) in every pair, so the score is the mean over
+    pairs of cos(offset along the pair's axis * theta_i): it depends only on (dh, dw), the rotary
+    counterpart of Swin's (2h - 1)(2w - 1) bias table. Computed by the library's `apply_mrope` on
+    `mrope_position_ids([(1, h, w)])`. The default section (0, 16, 16) gives half the pairs to rows and
+    half to columns, axial 2-D RoPE; a small base makes the pattern visible within a few patches.
+    """
+    check_int("h", h, 1)
+    check_int("w", w, 1)
+    if not (0 <= row < h and 0 <= col < w):
+        raise ValueError(f"(row, col)=({row}, {col}) is outside the {h} x {w} grid")
+    ids = mrope_position_ids([(1, h, w)])  # (3, h*w)
+    x = torch.zeros(h * w, d_head, dtype=torch.float64)  # (h*w, d_head)
+    x[:, : d_head // 2] = 1.0  # pair i = (1, 0): first coordinates 1, second 0 (half layout)
+    rotated = apply_mrope(x, ids, section, base)  # (h*w, d_head)
+    q = rotated[row * w + col]  # (d_head,)
+    return (rotated @ q / (d_head // 2)).reshape(h, w)  # (h, w)
+
+
+# ---------------------------------------------------------------------------
+# Context extension as shipped
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ShippedScaling:
+    """A released model's RoPE settings for its long context (its config.json's rope_theta and rope_scaling)."""
+
+    name: str
+    d_head: int  # the rotated width (DeepSeek-V3: its 64-dim rotary part)
+    base: float
+    scaling: str  # the library's name: "llama3" or "yarn"
+    params: tuple[tuple[str, float], ...]  # RopeScaling keyword arguments
+    source: str
+
+    def rope_scaling(self) -> RopeScaling:
+        return RopeScaling(self.scaling, **dict(self.params))
+
+    @property
+    def original_len(self) -> int:
+        return int(dict(self.params)["original_max_len"])
+
+    @property
+    def extended_len(self) -> int:
+        """factor x the original context: the length the scaling is set for."""
+        return int(dict(self.params)["factor"] * self.original_len)
+
+
+SHIPPED_SCALINGS: tuple[ShippedScaling, ...] = (
+    ShippedScaling("Llama 3.1 8B", 128, 500000.0, "llama3",
+                   (("factor", 8.0), ("original_max_len", 8192), ("low_freq_factor", 1.0), ("high_freq_factor", 4.0)),
+                   "meta-llama/Llama-3.1-8B config.json, rope_scaling rope_type llama3"),
+    ShippedScaling("Qwen2.5 7B (YaRN as its card says to add)", 128, 1_000_000.0, "yarn",
+                   (("factor", 4.0), ("original_max_len", 32768), ("beta_fast", 32.0), ("beta_slow", 1.0)),
+                   "Qwen/Qwen2.5-7B-Instruct model card, 'Processing long texts'"),
+    ShippedScaling("DeepSeek-V3", 64, 10000.0, "yarn",
+                   (("factor", 40.0), ("original_max_len", 4096), ("beta_fast", 32.0), ("beta_slow", 1.0)),
+                   "deepseek-ai/DeepSeek-V3 config.json (also mscale 1.0, mscale_all_dim 1.0)"),
+    ShippedScaling("gpt-oss-120b", 64, 150000.0, "yarn",
+                   (("factor", 32.0), ("original_max_len", 4096), ("beta_fast", 32.0), ("beta_slow", 1.0)),
+                   "openai/gpt-oss-120b config.json; transformers GptOssConfig defaults"),
+)
+
+
+def shipped_scaling(name: str) -> ShippedScaling:
+    """The row of SHIPPED_SCALINGS whose name starts with `name`."""
+    for row in SHIPPED_SCALINGS:
+        if row.name.startswith(name):
+            return row
+    raise ValueError(f"no shipped scaling {name!r}; choose one of {[r.name for r in SHIPPED_SCALINGS]}")
+
+
+def scaled_frequency_ratio(row: ShippedScaling | str) -> tuple[torch.Tensor, torch.Tensor]:
+    """(wavelengths, ratio): each pair's trained wavelength 2 pi / theta_i in tokens, and scaled / trained
+    frequency under the model's shipped scaling (1: kept, 1 / factor: fully interpolated), from the
+    library's `RopeScaling.frequencies` at the model's base and rotated width."""
+    r = shipped_scaling(row) if isinstance(row, str) else row
+    theta = frequency_ladder(r.d_head, r.base).double()  # (d/2,)
+    scaled, _ = r.rope_scaling().frequencies(r.d_head, r.base)  # (d/2,)
+    return 2 * math.pi / theta, scaled.double() / theta

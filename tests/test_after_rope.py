@@ -1,0 +1,232 @@
+"""Tests for section 2.7's numbers (mlbook.analysis.after_rope) and figures (mlbook.viz.after_rope).
+
+Numbers are checked against independent computations (the closed form, transformers' code, the
+library's model), figures for distinct slider frames equal to the analysis and a live redraw.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from figure_checks import _assert_distinct_frames
+
+from mlbook.analysis import after_rope as A
+from mlbook.viz import after_rope as V
+from mlbook.viz.core import grid_slider
+
+# ---------------------------------------------------------------------------
+# NoPE and hybrids
+# ---------------------------------------------------------------------------
+
+
+def test_causal_nope_layer_outputs_its_position():
+    sig = A.nope_position_signal(10)
+    assert torch.allclose(sig.causal, 1.0 / torch.arange(1, 11, dtype=torch.float64))
+    assert len(set(sig.causal.tolist())) == 10  # every position distinct: a later layer can read it
+    assert torch.allclose(sig.bidirectional, torch.full((10,), 0.1, dtype=torch.float64))
+
+
+def test_nope_layers_match_transformers_no_rope_layers():
+    transformers = pytest.importorskip("transformers")
+    for cls in (transformers.Llama4TextConfig, transformers.SmolLM3Config):
+        cfg = cls()
+        flags = cfg.no_rope_layers  # 1 = rotate, 0 = NoPE
+        assert A.nope_layers_every(cfg.num_hidden_layers, 4) == tuple(i for i, f in enumerate(flags) if f == 0)
+
+
+def test_llama4_scale_equals_transformers_formula():
+    # the expression in Llama4TextAttention.forward, on cache positions
+    p = torch.tensor([0, 1, 8190, 8191, 8192, 16383, 100_000, 1_000_000])
+    ref = torch.log1p(torch.floor((p.float() + 1.0) / 8192)) * 0.1 + 1.0
+    assert torch.allclose(A.llama4_attention_scale(p).float(), ref)
+    assert A.llama4_attention_scale([8190]).item() == 1.0 and A.llama4_attention_scale([8191]).item() > 1.0
+
+
+def test_llama4_rows_match_transformers_defaults():
+    transformers = pytest.importorskip("transformers")
+    cfg = transformers.Llama4TextConfig()
+    row = A.local_global("Llama 4 Scout")
+    assert (row.n_layers, row.window, row.n_kv_heads, row.d_head) == (
+        cfg.num_hidden_layers, cfg.attention_chunk_size, cfg.num_key_value_heads, cfg.head_dim)
+    # the chunked (local) layers rotate, the full-attention ones are the NoPE ones
+    assert all((t == "full_attention") == (f == 0) for t, f in zip(cfg.layer_types, cfg.no_rope_layers))
+    oss = transformers.GptOssConfig()
+    row = A.local_global("gpt-oss-120b")
+    assert A.layer_types(row.n_layers, row.local_per_global) == tuple(oss.layer_types)
+    assert (row.window, row.n_kv_heads, row.d_head, row.local_base) == (
+        oss.sliding_window, oss.num_key_value_heads, oss.head_dim, oss.rope_theta)
+
+
+def test_layer_types_patterns():
+    transformers = pytest.importorskip("transformers")
+    gemma3 = transformers.Gemma3TextConfig()  # sliding_window_pattern 6: five local, one global
+    assert A.layer_types(gemma3.num_hidden_layers, 5) == tuple(gemma3.layer_types)
+    gemma2 = transformers.Gemma2Config()
+    assert A.layer_types(gemma2.num_hidden_layers, 1) == tuple(gemma2.layer_types)
+    cohere = transformers.Cohere2Config()
+    assert A.layer_types(cohere.num_hidden_layers, 3) == tuple(cohere.layer_types)
+
+
+def test_windowed_cache_closed_form():
+    types = A.layer_types(6, 2)  # 4 local, 2 global
+    got = A.windowed_kv_bytes(types, 100, 1000, n_kv_heads=2, d_head=8, bytes_per_value=2.0)
+    assert got == (2 * 1000 + 4 * 100) * 2 * 2 * 8 * 2
+    assert A.windowed_kv_bytes(types, 100, 50, 2, 8) == 6 * 50 * 2 * 2 * 8 * 2  # shorter than the window
+    full = A.model_kv_bytes("Gemma 3 12B", 131072, all_global=True)
+    assert full == 48 * 131072 * 2 * 8 * 256 * 2
+    assert A.model_kv_bytes("Gemma 3 12B", 131072) == (8 * 131072 + 40 * 1024) * 2 * 8 * 256 * 2
+    with pytest.raises(ValueError, match="window"):
+        A.windowed_kv_bytes(types, None, 10, 1, 8)
+    with pytest.raises(ValueError, match="no model"):
+        A.local_global("Gemma 9")
+
+
+def test_window_cache_matches_library_model():
+    """A sliding layer of the library's GPT never needs more than W keys: the last token's logits from the
+    last W tokens alone equal those from the whole text (RoPE is relative, so renumbering from 0 is harmless).
+    This is the claim the cache sizes rest on. A global layer fails the same check."""
+    from mlbook.transformer.models import GPT, GPTConfig
+
+    idx = torch.randint(0, 32, (1, 12), generator=torch.Generator().manual_seed(0))
+    for kind, same in (("sliding_attention", True), ("full_attention", False)):
+        torch.manual_seed(0)
+        cfg = GPTConfig(vocab_size=32, d_model=32, n_heads=4, n_layers=1, max_len=64, n_kv_heads=2,
+                        layer_types=(kind,), sliding_window=4 if kind == "sliding_attention" else None)
+        model = GPT(cfg).eval()
+        with torch.no_grad():
+            whole, tail = model(idx), model(idx[:, -4:])
+        whole, tail = (whole[0], tail[0]) if isinstance(whole, tuple) else (whole, tail)
+        assert torch.allclose(whole[:, -1], tail[:, -1], atol=1e-5) == same
+
+
+# ---------------------------------------------------------------------------
+# Partial rotary and p-RoPE
+# ---------------------------------------------------------------------------
+
+
+def test_partial_rotary_recomputes_ladder_p_rope_keeps_it():
+    base, d = 10000.0, 64
+    full = base ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)  # (32,)
+    partial = A.pair_frequencies(d, base, partial_rotary_factor=0.25)
+    r = 16
+    assert torch.allclose(partial[: r // 2], base ** (-torch.arange(0, r, 2, dtype=torch.float64) / r), rtol=1e-6)
+    assert (partial[r // 2:] == 0).all()
+    p = A.pair_frequencies(d, base, drop_lowest=0.25)
+    assert torch.allclose(p[:24], full[:24], rtol=1e-6) and (p[24:] == 0).all()
+    # both start at 1 rad/token; partial rotary still reaches the slowest decade, p-RoPE stops earlier
+    s_partial, s_p = A.rotation_summary(d, base, partial_rotary_factor=0.25), A.rotation_summary(d, base, drop_lowest=0.25)
+    assert (s_partial.turning, s_partial.still, s_p.turning, s_p.still) == (8, 24, 24, 8)
+    assert s_partial.fastest_wavelength == pytest.approx(2 * math.pi) == s_p.fastest_wavelength
+    assert s_partial.slowest_wavelength > s_p.slowest_wavelength
+
+
+def test_partial_rotary_matches_gpt_neox_inv_freq():
+    transformers = pytest.importorskip("transformers")
+    from transformers.models.gpt_neox.modeling_gpt_neox import GPTNeoXRotaryEmbedding
+
+    cfg = transformers.GPTNeoXConfig(hidden_size=256, num_attention_heads=4, rotary_pct=0.25)
+    hf = GPTNeoXRotaryEmbedding(cfg).inv_freq.double()
+    mine = A.pair_frequencies(64, 10000.0, partial_rotary_factor=0.25)
+    assert torch.allclose(mine[: hf.shape[0]], hf, rtol=1e-6)
+
+
+# ---------------------------------------------------------------------------
+# Latent attention, M-RoPE, shipped scalings
+# ---------------------------------------------------------------------------
+
+
+def test_mla_cache_rows_deepseek_v3():
+    rows = {r.design.split(",")[0].split(":")[0]: r for r in A.mla_cache_rows()}
+    assert rows["MLA"].values == 61 * (512 + 64)
+    assert rows["multi-head"].values == 61 * 128 * (192 + 128)
+    assert rows["MLA"].bytes_bf16 == 2 * rows["MLA"].values
+
+
+def test_mrope_score_map_relative_and_peaked():
+    z = A.mrope_score_map(7, 7, row=3, col=3)
+    assert z[3, 3] == pytest.approx(1.0)
+    assert z.max() == pytest.approx(1.0)
+    z2 = A.mrope_score_map(7, 7, row=1, col=2)
+    assert torch.allclose(z[2:5, 3:6], z2[0:3, 2:5])  # the same offsets give the same scores
+    with pytest.raises(ValueError, match="outside"):
+        A.mrope_score_map(5, 5, row=5, col=0)
+
+
+def test_shipped_scaling_bands():
+    wl, ratio = A.scaled_frequency_ratio("Llama 3.1")
+    # llama3: wavelengths below L / high_freq_factor kept, above L / low_freq_factor divided by the factor
+    assert torch.all(ratio[wl < 8192 / 4] == 1.0)
+    assert torch.allclose(ratio[wl > 8192], torch.full_like(ratio[wl > 8192], 1 / 8), rtol=1e-6)
+    for row in A.SHIPPED_SCALINGS:
+        _, r = A.scaled_frequency_ratio(row)
+        s = row.rope_scaling().factor
+        assert r.max() == pytest.approx(1.0) and r.min() == pytest.approx(1 / s, rel=1e-5)
+    assert A.shipped_scaling("DeepSeek-V3").extended_len == 163840
+    with pytest.raises(ValueError, match="no shipped scaling"):
+        A.shipped_scaling("Mistral")
+
+
+def test_deepseek_row_matches_transformers_defaults():
+    transformers = pytest.importorskip("transformers")
+    cfg = transformers.DeepseekV3Config()
+    assert (cfg.kv_lora_rank, cfg.qk_rope_head_dim, cfg.num_hidden_layers, cfg.num_attention_heads) == (512, 64, 61, 128)
+    assert A.shipped_scaling("DeepSeek-V3").d_head == cfg.qk_rope_head_dim
+
+
+# ---------------------------------------------------------------------------
+# Figures
+# ---------------------------------------------------------------------------
+
+FIGURES = [
+    (V.fig_nope_signal, V.NOPE_KNOBS),
+    (V.fig_attention_temperature, V.TEMPERATURE_KNOBS),
+    (V.fig_windowed_kv, V.KV_KNOBS),
+    (V.fig_rotated_pairs, V.ROTATION_KNOBS),
+    (V.fig_absorption, V.ABSORPTION_KNOBS),
+    (V.fig_mrope_scores, V.MROPE_KNOBS),
+    (V.fig_shipped_scaling, V.SCALING_KNOBS),
+]
+
+
+@pytest.mark.parametrize("build, knobs", FIGURES, ids=[f.__name__ for f, _ in FIGURES])
+def test_every_knob_changes_the_figure(build, knobs):
+    for name, values in knobs.items():
+        fig = grid_slider(build, name, values)
+        _assert_distinct_frames(fig, len(values))
+        assert fig.layout.xaxis.title.text and fig.layout.title.text
+
+
+def test_figures_show_the_analysis():
+    fig = V.fig_nope_signal(T=8)
+    np.testing.assert_allclose(np.asarray(fig.data[0].y, dtype=float), 1 / np.arange(1, 9), atol=1e-4)
+    fig = V.fig_windowed_kv("Gemma 3 12B")
+    x = np.asarray(fig.data[1].x)
+    i = int(np.flatnonzero(x == 131072)[0])
+    assert float(fig.data[1].y[i]) == pytest.approx(A.model_kv_bytes("Gemma 3 12B", 131072) / 2**30, rel=1e-3)
+    fig = V.fig_rotated_pairs(still=0.5)
+    assert sum(float(v) == 1e-7 for v in fig.data[1].y) == 16 and sum(float(v) == 1e-7 for v in fig.data[2].y) == 16
+    fig = V.fig_absorption("off")
+    assert np.abs(np.asarray(fig.data[0].z, dtype=float)).max() < 1e-3
+
+
+def test_show_knob_both_forms(monkeypatch):
+    from mlbook.viz import core
+
+    shown = []
+    monkeypatch.setattr(core, "show", lambda fig, **kw: shown.append(fig))
+    monkeypatch.setattr(core, "show_live", lambda make: shown.append(make()))
+    pytest.importorskip("ipywidgets")
+    core.show_knob(V.fig_rotated_pairs, V.ROTATION_KNOBS, caption="c", alt="a", defaults={"base": 500000.0})
+    assert shown[0].frames and len(shown[0].frames) == 3  # the static slider over `still`
+    live = [w for w in shown if type(w).__name__ == "VBox"]  # the live sliders, one per knob
+    assert len(live) == 1 and [c.description for c in live[0].children[0].children] == ["still", "base"]
+
+
+def test_figure_bad_input():
+    with pytest.raises(ValueError, match="rope must be"):
+        V.fig_absorption("maybe")
+    with pytest.raises(ValueError, match="split must be"):
+        V.fig_mrope_scores("rows")
