@@ -2,6 +2,7 @@
 
 from mlbook.experiments import (  # noqa: F401
     exp_context_extension,
+    exp_after_rope,
     exp_extrapolation,
     exp_passkey,
     exp_permutation,

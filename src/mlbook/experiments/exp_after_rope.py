@@ -1,0 +1,352 @@
+"""Experiment 7: what came after RoPE, side by side: RoPE, NoPE, partial rotary, p-RoPE and NoPE/RoPE hybrids.
+
+Per seed, six tiny 4-layer GPTs are trained at length L on the same mix as Experiment 6 (passkey
+batches on even steps, corpus text on odd ones), identical but for where position enters:
+
+    rope          every layer rotates q and k (Su et al., 2021)
+    nope          no layer does: order comes from the causal mask alone (Haviv et al., 2022;
+                  Kazemnejad et al., 2023)
+    partial       every layer rotates the first 25% of each head's channels, the ladder re-spaced over
+                  them (GPT-NeoX rotary_pct, Hugging Face's partial_rotary_factor)
+    prope         every layer rotates, but the lowest 25% of the frequencies are set to 0
+                  (p-RoPE 0.75, Barbero et al., 2025)
+    hybrid        layers 0-2 rotate, layer 3 does not (a NoPE layer every fourth, as Llama 4 and SmolLM3)
+    local_global  layers 0-2 rotate inside a sliding window of L/2, layer 3 attends globally without
+                  rotation: Llama 4's iRoPE shape, with a sliding window where Llama 4 uses chunks
+
+Each model is scored on the same held-out text at L, 2L and 4L (in-range loss: positions < L; loss
+past L: positions L..4L-1 of the 4L windows) and on the same passkey samples at L, 2L and 4L
+(all five digits right, teacher-forced). No model is scaled or fine-tuned: this is what each design
+does past its training length as trained. On the RoPE and p-RoPE models the frequency-usage probe of
+Barbero et al. measures, per layer, the mean norm of q and of k in each frequency pair on held-out
+text: which frequencies carry the weight.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import torch
+
+from mlbook.experiments.common import (
+    Timer,
+    build_gpt,
+    findings,
+    mean_sd,
+    nested_windows,
+    paired,
+    per_position_loss,
+    pm,
+    seeds_of,
+)
+from mlbook.experiments.data import PasskeyTask, corpus_tokens, random_windows, split_tokens
+from mlbook.experiments.registry import register
+from mlbook.experiments.train import TrainConfig, train
+from mlbook.transformer.models import GPT
+
+__all__ = ["METHODS", "LABELS", "PROBED", "method_settings", "pair_norms", "metric_per_seed", "comparisons",
+           "comparison_table", "format_table", "usage_table", "claims_table", "verdict_line", "headline"]
+
+METHODS: tuple[str, ...] = ("rope", "nope", "partial", "prope", "hybrid", "local_global")
+LABELS: dict[str, str] = {
+    "rope": "RoPE", "nope": "NoPE", "partial": "partial rotary 25%", "prope": "p-RoPE (lowest 25% dropped)",
+    "hybrid": "hybrid (layer 3 NoPE)", "local_global": "local RoPE + global NoPE",
+}
+PROBED: tuple[str, ...] = ("rope", "prope")  # models whose per-pair q/k norms are recorded
+
+_QUICK = {
+    "methods": list(METHODS),
+    "train_len": 64,
+    "model": {"d_model": 32, "n_heads": 2, "n_layers": 4},
+    "train": {"steps": 100, "batch_size": 8, "lr": 4e-3, "warmup_steps": 10},
+    "passkey_every": 2,
+    "lengths": [64, 128, 256],
+    "depths": [0.0, 1.0],
+    "n_eval": 8,
+    "loss_windows": 8,
+    "eval_seed": 1000,
+    "seeds": [0],
+}
+_FULL = {
+    "methods": list(METHODS),
+    "train_len": 64,
+    "model": {"d_model": 64, "n_heads": 2, "n_layers": 4},
+    "train": {"steps": 1200, "batch_size": 16, "lr": 4e-3, "warmup_steps": 30},
+    "passkey_every": 2,
+    "lengths": [64, 128, 256],
+    "depths": [0.0, 0.5, 1.0],
+    "n_eval": 32,
+    "loss_windows": 32,
+    "eval_seed": 1000,
+    "seeds": [0, 1, 2, 3, 4],
+}
+
+
+def method_settings(method: str, n_layers: int, train_len: int) -> tuple[str, dict[str, Any]]:
+    """(positional scheme, extra GPTConfig fields) of a method for a stack of n_layers trained at train_len."""
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
+    last = (n_layers - 1,)
+    return {
+        "rope": ("rope", {}),
+        "nope": ("none", {}),
+        "partial": ("rope", {"rope": {"partial_rotary_factor": 0.25}}),
+        "prope": ("rope", {"rope": {"drop_lowest": 0.25}}),
+        "hybrid": ("rope", {"nope_layers": last}),
+        "local_global": ("rope", {"nope_layers": last, "sliding_window": train_len // 2,
+                                  "layer_types": ("sliding_attention",) * (n_layers - 1) + ("full_attention",)}),
+    }[method]
+
+
+@torch.no_grad()
+def pair_norms(model: GPT, x: torch.Tensor, device: torch.device) -> dict[str, list[list[float]]]:
+    """Barbero et al.'s frequency-usage probe: per layer, the mean over tokens and heads of the norm of
+    each rotary pair of q and of k, before rotation: {"q", "k"}: (n_layers, n_pairs), pair 0 the fastest.
+
+    Pair i is channels (i, i + r/2) of a head (half pairing), r = the rotated width; a layer without
+    rotation is probed in the same layout."""
+    model.to(device).eval()
+    got: dict[tuple[int, str], torch.Tensor] = {}
+    hooks = []
+    for i, block in enumerate(model.blocks):
+        for name in ("q", "k"):
+            def hook(_m, _inp, out, i=i, name=name):  # type: ignore[no-untyped-def]
+                got[(i, name)] = out.detach()
+            hooks.append(getattr(block.attn, f"{name}_proj").register_forward_hook(hook))
+    try:
+        model(x.to(device))
+    finally:
+        for h in hooks:
+            h.remove()
+    d_head = model.config.d_model // model.config.n_heads
+    r = model.rotary.rotary_dim if model.rotary is not None else d_head
+    out: dict[str, list[list[float]]] = {"q": [], "k": []}
+    for i in range(len(model.blocks)):
+        for name in ("q", "k"):
+            t = got[(i, name)].float()  # (B, T, n * d_head)
+            t = t.view(*t.shape[:2], -1, d_head)[..., :r]  # (B, T, n, r)
+            norm = (t[..., : r // 2] ** 2 + t[..., r // 2 :] ** 2).sqrt()  # (B, T, n, r/2)
+            out[name].append([round(v, 4) for v in norm.mean((0, 1, 2)).tolist()])
+    return out
+
+
+def _mixed_batches(task: PasskeyTask, text: torch.Tensor, length: int, batch_size: int, every: int,
+                   key_rng: random.Random):  # type: ignore[no-untyped-def]
+    """Every `every`-th step passkey samples at `length` (loss on the key's digits), else corpus windows."""
+    def batches(step: int, g: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+        if step % every == 0:
+            return task.batch(batch_size, length, key_rng)  # (B, length - 1)
+        return random_windows(text, batch_size, length - 1, g)  # (B, length - 1)
+
+    return batches
+
+
+@torch.no_grad()
+def _passkey(model: GPT, x: torch.Tensor, y: torch.Tensor, device: torch.device) -> float:
+    """Share of samples with every digit of the key right (teacher-forced argmax on the scored positions)."""
+    logits = model.eval()(x.to(device)).cpu()  # (n, T, V)
+    scored = y != -100  # (n, T)
+    pred = logits.argmax(-1)[scored].view(y.shape[0], -1)  # (n, digits)
+    return (pred == y[scored].view(y.shape[0], -1)).all(1).float().mean().item()
+
+
+@register(
+    "after_rope",
+    title="What came after RoPE: RoPE, NoPE, partial rotary, p-RoPE and NoPE/RoPE hybrids, in range and past L",
+    claim="Hybrid stacks and p-RoPE keep RoPE's in-range quality while changing what happens past the trained "
+          "length; NoPE alone pays in range.",
+    configs={"quick": _QUICK, "full": _FULL},
+)
+def run(cfg: dict[str, Any], device: torch.device, progress: bool) -> dict[str, Any]:
+    train_part, val_part = split_tokens(corpus_tokens())
+    task = PasskeyTask()
+    L, B, n_layers = cfg["train_len"], cfg["train"]["batch_size"], cfg["model"]["n_layers"]
+    seeds = seeds_of(cfg)
+    T_max = max(cfg["lengths"])
+    lm = nested_windows(val_part, cfg["loss_windows"], T_max, cfg["eval_seed"])  # (N, 4L) inputs, targets
+    tests = {}
+    for length in cfg["lengths"]:
+        rng = random.Random(cfg["eval_seed"] + length)
+        tests[length] = [task.batch(cfg["n_eval"], length, rng, d) for d in cfg["depths"]]
+    out: dict[str, Any] = {"train_len": L, "methods": cfg["methods"], "labels": LABELS, "seeds": seeds,
+                           "lengths": cfg["lengths"], "depths": cfg["depths"], "n_eval": cfg["n_eval"],
+                           "settings": {m: method_settings(m, n_layers, L)[1] for m in cfg["methods"]},
+                           "results": {m: [] for m in cfg["methods"]}, "seconds_per_seed": []}
+    for seed in seeds:
+        clock = Timer()
+        for method in cfg["methods"]:
+            positional, extra = method_settings(method, n_layers, L)
+            model = build_gpt(positional, cfg["model"], L, seed, **extra)
+            log = train(model, _mixed_batches(task, train_part, L, B, cfg["passkey_every"], random.Random(seed)),
+                        TrainConfig(seed=seed, **cfg["train"]), device, desc=f"after_rope/{method} seed {seed}",
+                        progress=progress)
+            model.eval()
+            curve = per_position_loss(model, lm[0], lm[1], device)  # (4L,) nats/char at each position
+            row: dict[str, Any] = {
+                "seed": seed, "seconds": round(log["seconds"], 1),
+                "in_range": round(curve[:L].mean().item(), 4),
+                "past_L": round(curve[L:].mean().item(), 4),
+                "loss_by_quarter_L": [round(curve[i : i + L // 4].mean().item(), 4) for i in range(0, T_max, L // 4)],
+                "passkey": [round(sum(_passkey(model, x, y, device) for x, y in tests[n]) / len(tests[n]), 4)
+                            for n in cfg["lengths"]],
+            }
+            if method in PROBED:
+                row["pair_norms"] = pair_norms(model, lm[0][:, :L], device)
+            out["results"][method].append(row)
+        out["seconds_per_seed"].append(clock())
+    return out
+
+
+# -- derived numbers --------------------------------------------------------------------------
+
+
+def _check_method(record: dict[str, Any], method: str) -> None:
+    if method not in record["results"]["methods"]:
+        raise ValueError(f"method must be one of {', '.join(record['results']['methods'])}, got {method!r}")
+
+
+def metric_per_seed(record: dict[str, Any], method: str, metric: str) -> list[float]:
+    """One value per seed: "in_range" or "past_L" (nats/char), or "passkey@N" (share right at length N)."""
+    _check_method(record, method)
+    rows = record["results"]["results"][method]
+    if metric in ("in_range", "past_L"):
+        return [row[metric] for row in rows]
+    if metric.startswith("passkey@"):
+        lengths = record["results"]["lengths"]
+        n = int(metric.split("@", 1)[1])
+        if n not in lengths:
+            raise ValueError(f"passkey length must be one of {lengths}, got {n}")
+        return [row["passkey"][lengths.index(n)] for row in rows]
+    raise ValueError(f"metric must be 'in_range', 'past_L' or 'passkey@N', got {metric!r}")
+
+
+def comparisons(record: dict[str, Any], metric: str, against: str = "rope") -> dict[str, dict[str, Any]]:
+    """Paired per-seed differences (method - `against`) of `metric`, same seeds and text."""
+    ref = metric_per_seed(record, against, metric)
+    return {m: paired(metric_per_seed(record, m, metric), ref) for m in record["results"]["methods"] if m != against}
+
+
+def format_table(record: dict[str, Any]) -> str:
+    """Per method, mean ± sd over seeds: in-range loss, loss past L, passkey accuracy at each length."""
+    r = record["results"]
+    w = 15
+    head = f"{'method':<29}{'loss < L':>{w}}{'loss L..4L':>{w}}" + "".join(
+        f"{'passkey@' + str(n):>{w}}" for n in r["lengths"])
+    lines = [findings([f"trained at L = {r['train_len']} on passkey + text; loss in nats/char on the same held-out "
+                       f"text; passkey: all 5 digits right (chance 1e-5), averaged over depths {r['depths']}; mean ± "
+                       f"sd over seeds {r['seeds']} ({record['budget']} budget)"]), head, "-" * len(head)]
+    for m in r["methods"]:
+        cells = [pm(mean_sd(metric_per_seed(record, m, k)), 3) for k in ("in_range", "past_L")]
+        cells += [pm(mean_sd(metric_per_seed(record, m, f"passkey@{n}")), 2) for n in r["lengths"]]
+        lines.append(f"{LABELS[m]:<29}" + "".join(f"{c:>{w}}" for c in cells))
+    return "\n".join(lines)
+
+
+def usage_table(record: dict[str, Any], method: str = "rope", which: str = "q") -> str:
+    """The probe: mean per-pair norm of q (or k) per layer over seeds, pairs from fastest to slowest."""
+    if method not in PROBED:
+        raise ValueError(f"method must be one of {', '.join(PROBED)} (the probed models), got {method!r}")
+    if which not in ("q", "k"):
+        raise ValueError(f"which must be 'q' or 'k', got {which!r}")
+    rows = record["results"]["results"][method]
+    t = torch.tensor([row["pair_norms"][which] for row in rows], dtype=torch.float64).mean(0)  # (layers, pairs)
+    head = f"{'layer':<7}" + "".join(f"{'pair ' + str(i):>8}" for i in range(t.shape[1]))
+    lines = [head, "-" * len(head)]
+    for i, vals in enumerate(t.tolist()):
+        lines.append(f"{i:<7}" + "".join(f"{v:>8.2f}" for v in vals))
+    return "\n".join(lines)
+
+
+def comparison_table(record: dict[str, Any]) -> str:
+    """Markdown: every method against RoPE on every metric, paired mean difference [95% t-interval], verdict."""
+    r = record["results"]
+    metrics = [("in_range", "loss < L"), ("past_L", "loss L..4L")] + [
+        (f"passkey@{n}", f"passkey at {n}") for n in r["lengths"]]
+    lines = ["| method - RoPE | " + " | ".join(label for _, label in metrics) + " |",
+             "|---|" + "---|" * len(metrics)]
+    for m in r["methods"]:
+        if m == "rope":
+            continue
+        cells = []
+        for key, _ in metrics:
+            d = comparisons(record, key)[m]
+            cells.append(f"{pm(d, 2 if key.startswith('passkey') else 3)} {d['verdict']}")
+        lines.append(f"| {LABELS[m]} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def _sentence(cmp: dict[str, dict[str, Any]], better: str) -> tuple[list[str], list[str], list[str]]:
+    """Methods whose interval says better / worse than RoPE, and the indistinguishable ones."""
+    good = [m for m, d in cmp.items() if d["verdict"] == better]
+    bad = [m for m, d in cmp.items() if d["verdict"] not in (better, "indistinguishable", "n/a")]
+    same = [m for m, d in cmp.items() if d["verdict"] == "indistinguishable"]
+    return good, bad, same
+
+
+def _names(methods: list[str]) -> str:
+    names = [LABELS[m] for m in methods]
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def verdict_line(record: dict[str, Any]) -> str:
+    """One sentence, against RoPE by the verdict rule: in-range loss, then loss past L."""
+    r = record["results"]
+    if len(r["seeds"]) < 2:
+        return "This record has one seed, so it supports no verdict (the quick budget is a smoke test)."
+    parts = []
+    for metric, what in (("in_range", "in range"), ("past_L", f"past L = {r['train_len']}")):
+        good, bad, same = _sentence(comparisons(record, metric), "lower")
+        bits = []
+        if good:
+            bits.append(f"{_names(good)} lower")
+        if bad:
+            bits.append(f"{_names(bad)} higher")
+        if same:
+            bits.append(f"{_names(same)} indistinguishable")
+        parts.append(f"{what}: " + ", ".join(bits))
+    return "Loss against RoPE on the same seeds and text, " + "; ".join(parts) + "."
+
+
+# Claims the book makes in section 2.7, each decided against RoPE on one metric.
+_CLAIMS: tuple[tuple[str, str, str, str], ...] = (
+    ("nope", "in_range", "a causal decoder without positions still learns, at some cost in range", "higher"),
+    ("hybrid", "in_range", "one NoPE layer in four costs nothing in range (Llama 4, SmolLM3)", "indistinguishable"),
+    ("prope", "in_range", "dropping the slowest 25% of frequencies costs nothing in range (Barbero et al.)",
+     "indistinguishable"),
+    ("partial", "in_range", "rotating 25% of the channels costs nothing in range (GPT-NeoX)", "indistinguishable"),
+    ("hybrid", "past_L", "a hybrid degrades less than RoPE past L", "lower"),
+    ("local_global", "past_L", "local RoPE + global NoPE degrades less than RoPE past L", "lower"),
+)
+
+
+def claims_table(record: dict[str, Any]) -> str:
+    """Each claim, what the record's paired 95% interval against RoPE says, and whether it holds here."""
+    lines = [f"{'claim':<84}{'method - RoPE [95% CI]':>26}  here"]
+    lines.append("-" * len(lines[0]))
+    for method, metric, text, expect in _CLAIMS:
+        if method not in record["results"]["methods"]:
+            continue
+        d = comparisons(record, metric)[method]
+        if d["ci95"] is None:
+            here = "no verdict (one seed)"
+        else:
+            here = "holds" if d["verdict"] == expect else "not here: " + d["verdict"]
+        lines.append(f"{text:<84}{pm(d, 3):>26}  {here}")
+    return "\n".join(lines)
+
+
+def headline(record: dict[str, Any]) -> str:
+    """The verdict sentence, then each method's paired differences against RoPE with 95% intervals."""
+    r = record["results"]
+    lines = [verdict_line(record)]
+    longest = r["lengths"][-1]
+    per = []
+    for m in r["methods"]:
+        if m == "rope":
+            continue
+        cells = [pm(comparisons(record, k)[m], 3) for k in ("in_range", "past_L")]
+        acc = pm(comparisons(record, f"passkey@{longest}")[m], 2)
+        per.append(f"{LABELS[m]}: in range {cells[0]}, past L {cells[1]}, passkey@{longest} {acc}")
+    lines.append(f"Method - RoPE, mean [95% t-interval] over {len(r['seeds'])} seeds (nats/char; passkey share):")
+    return findings(lines[:1]) + "\n" + lines[1] + "\n" + findings(per)
