@@ -10,7 +10,12 @@ What is checked, per row (each row's `hf_check` says the same in words):
   Llama 3.1, Qwen2   the row's scaling, turned into an HF rope_scaling dict, gives the same
                      frequencies (and attention factor) in HF's rope initialiser as in mlbook
   Llama 2, Llama 3, Qwen   no class carries their values by default: not checked against HF
-and for every row: its citation keys exist in book/references.bib, it names its sources.
+  2024-2026 rows     Llama 4, Gemma 2, DeepSeek-V3, Phi-3, SmolLM3, ModernBERT, Mixtral, gpt-oss,
+                     Gemma 3: the fields their config class carries as defaults (each row's
+                     hf_check names them); Qwen2.5, Qwen3: YaRN through HF's rope initialiser
+and for every row: its citation keys exist in book/references.bib, it names its sources, and its
+per-layer fields are consistent. Where src/mlbook/data/configs/ ships a row's config.json, the
+row must agree with it.
 """
 
 from __future__ import annotations
@@ -121,8 +126,9 @@ def test_llama31_scaling_row_through_hf_rope_init() -> None:
     assert row.max_len == 2 * row.scaling_factor * p["original_max_position_embeddings"]
 
 
-def test_qwen2_yarn_row_through_hf_rope_init() -> None:
-    row = MF.family("Qwen2")
+@pytest.mark.parametrize("name", ["Qwen2", "Qwen2.5", "Qwen3"])
+def test_qwen_yarn_rows_through_hf_rope_init(name: str) -> None:
+    row = MF.family(name)
     L = row.scaling_params["original_max_position_embeddings"]
     cfg = transformers.Qwen2Config(
         hidden_size=row.n_heads * row.d_head, num_attention_heads=row.n_heads, num_key_value_heads=row.n_kv_heads,
@@ -148,12 +154,22 @@ def test_every_row_is_sourced_and_well_formed() -> None:
         assert (row.rope_base is not None) == (row.scheme == "rope")
         assert (row.num_buckets is not None) == (row.scheme == "t5")
         assert row.n_heads % row.n_kv_heads == 0
+        assert len(row.layer_kinds) == row.n_layers
+        assert all(0 <= i < row.n_layers for i in row.nope_layers)
+        if "sliding_attention" in row.layer_kinds:
+            assert row.window is not None
+        assert ("chunked_attention" in row.layer_kinds) == (row.chunk is not None)
+        assert (row.kv_lora_rank is None) == (row.qk_rope_head_dim is None)
+        assert row.partial_rotary is None or 0 < row.partial_rotary < 1
+        for name in row.unverified:  # a field left unverified is empty, and said so in the notes
+            assert getattr(row, name) is None and "not" in row.notes
         cells = MF.positional_summary(row)
         assert cells["family"] == row.name
     table = MF.family_table_markdown()
     assert table.count("\n") == len(MF.MODEL_FAMILIES) + 1
     for family in ("GPT-2", "BERT", "T5", "LLaMA 1", "Llama 2", "Llama 3", "Mistral", "Qwen", "Gemma", "BLOOM", "MPT",
-                   "Swin"):
+                   "Swin", "Llama 4", "Gemma 2", "Gemma 3", "Qwen2.5", "Qwen3", "Mixtral", "DeepSeek-V3", "Phi-3",
+                   "Phi-4-mini", "gpt-oss", "SmolLM3", "ModernBERT"):
         assert f"| {family} |" in table
     assert "{cite:p}`touvron2023llama`" in MF.family_table_markdown(cite=True)
 
@@ -162,3 +178,141 @@ def test_family_lookup() -> None:
     assert MF.family("mistral").checkpoint == "Mistral-7B-v0.1"
     with pytest.raises(ValueError, match="unknown model family 'Falcon'; valid names are GPT-2"):
         MF.family("Falcon")
+
+
+# ---------------------------------------------------------------------------
+# 2024-2026 rows against the config classes whose defaults carry their values
+# ---------------------------------------------------------------------------
+
+
+def _shape(c) -> tuple[int, int, int, int]:
+    return c.num_hidden_layers, c.num_attention_heads, c.num_key_value_heads, _d_head(c)
+
+
+def test_llama4_row_is_scouts_config() -> None:
+    row, c = MF.family("Llama 4"), transformers.Llama4TextConfig()
+    assert (row.n_layers, row.n_heads, row.n_kv_heads, row.d_head) == _shape(c)
+    assert (row.rope_base, row.chunk) == (c.rope_theta, c.attention_chunk_size)
+    assert row.temperature_tuning == {"floor_scale": c.floor_scale, "attn_scale": c.attn_scale}
+    assert row.nope_layers == tuple(i for i, r in enumerate(c.no_rope_layers) if r == 0)  # 0 = no rope
+    assert row.layer_kinds == tuple(c.layer_types)
+    assert row.rotary_layers == tuple(i for i, r in enumerate(c.no_rope_layers) if r == 1)
+
+
+def test_gemma2_row_is_the_class_defaults() -> None:
+    row, c = MF.family("Gemma 2"), transformers.Gemma2Config()
+    assert (row.n_layers, row.n_heads, row.n_kv_heads, row.d_head) == _shape(c)
+    assert (row.rope_base, row.window, row.max_len) == (c.rope_theta, c.sliding_window, c.max_position_embeddings)
+    assert row.layer_kinds == tuple(c.layer_types)
+
+
+def test_gemma3_row_bases_and_pattern() -> None:
+    row = MF.family("Gemma 3")
+    c = transformers.Gemma3TextConfig(num_hidden_layers=row.n_layers, sliding_window=row.window)
+    assert (row.rope_base, row.rope_local_base) == (c.rope_theta, c.rope_local_base_freq)
+    assert row.layer_kinds == tuple(c.layer_types)
+
+
+def test_deepseek_v3_row_is_the_class_defaults() -> None:
+    row, c = MF.family("DeepSeek-V3"), transformers.DeepseekV3Config()
+    assert (row.n_layers, row.n_heads, row.rope_base) == (c.num_hidden_layers, c.num_attention_heads, c.rope_theta)
+    assert (row.kv_lora_rank, row.qk_rope_head_dim, row.qk_nope_head_dim) == (
+        c.kv_lora_rank, c.qk_rope_head_dim, c.qk_nope_head_dim)
+    assert row.d_head == c.qk_nope_head_dim + c.qk_rope_head_dim
+    assert row.original_len == c.max_position_embeddings == row.scaling_params["original_max_position_embeddings"]
+
+
+def test_deepseek_v3_yarn_row_through_hf_rope_init() -> None:
+    row = MF.family("DeepSeek-V3")
+    cfg = transformers.DeepseekV3Config(rope_scaling={"rope_type": "yarn", "factor": row.scaling_factor,
+                                                      **row.scaling_params}, max_position_embeddings=row.max_len)
+    hf_inv, hf_af = _hf_rope(cfg)
+    assert hf_inv.numel() == row.qk_rope_head_dim // 2  # only the decoupled rotary part rotates
+    assert hf_af == 1.0  # mscale == mscale_all_dim: the YaRN temperature cancels (DeepSeek applies it to the softmax)
+
+
+def test_phi_rows() -> None:
+    row, c = MF.family("Phi-3"), transformers.Phi3Config()
+    assert (row.n_layers, row.n_heads, row.n_kv_heads, row.d_head) == _shape(c)
+    assert (row.rope_base, row.original_len) == (c.rope_theta, c.original_max_position_embeddings)
+    mini = MF.family("Phi-4-mini")
+    assert round(mini.partial_rotary * mini.d_head) == 96
+
+
+def test_smollm3_row_nope_layers() -> None:
+    row, c = MF.family("SmolLM3"), transformers.SmolLM3Config()
+    assert (row.n_layers, row.n_heads, row.n_kv_heads, row.d_head) == _shape(c)
+    assert row.nope_layers == tuple(i for i, r in enumerate(c.no_rope_layers) if r == 0)
+    assert row.rope_base != c.rope_theta  # the release's 5,000,000 is not the class default
+
+
+def test_modernbert_row_is_the_class_defaults() -> None:
+    row, c = MF.family("ModernBERT"), transformers.ModernBertConfig()
+    assert (row.n_layers, row.n_heads, row.d_head) == (c.num_hidden_layers, c.num_attention_heads,
+                                                       c.hidden_size // c.num_attention_heads)
+    assert (row.rope_base, row.rope_local_base, row.window) == (c.global_rope_theta, c.local_rope_theta,
+                                                                c.local_attention)
+    assert row.max_len == c.max_position_embeddings and row.encoder
+    # transformers' ModernBERT: layer i is global when i % global_attn_every_n_layers == 0
+    assert row.layer_kinds == tuple("full_attention" if i % c.global_attn_every_n_layers == 0
+                                    else "sliding_attention" for i in range(c.num_hidden_layers))
+
+
+def test_mixtral_and_gpt_oss_rows() -> None:
+    row, c = MF.family("Mixtral"), transformers.MixtralConfig()
+    assert (row.n_layers, row.n_heads, row.n_kv_heads, row.d_head) == _shape(c)
+    assert row.rope_base == c.rope_theta and c.sliding_window is None and row.window is None
+    row, c = MF.family("gpt-oss"), transformers.GptOssConfig(num_hidden_layers=24)
+    assert (row.n_layers, row.n_heads, row.n_kv_heads, row.d_head) == _shape(c)
+    assert (row.rope_base, row.window, row.max_len) == (c.rope_theta, c.sliding_window, c.max_position_embeddings)
+    assert row.layer_kinds == tuple(c.layer_types)
+    assert {"rope_type": "yarn", "factor": row.scaling_factor, **row.scaling_params} == c.rope_scaling
+
+
+# ---------------------------------------------------------------------------
+# Shipped config.json extracts (src/mlbook/data/configs/), where present
+# ---------------------------------------------------------------------------
+
+CONFIGS = Path(MF.__file__).resolve().parent / "configs"
+
+
+def _shipped() -> list[Path]:
+    return sorted(CONFIGS.glob("*.json")) if CONFIGS.is_dir() else []
+
+
+def _row_for(path: Path) -> MF.ModelFamily | None:
+    stem = path.stem.lower().replace("_", "-")
+    for row in MF.MODEL_FAMILIES:
+        if row.checkpoint.lower() in stem or stem.endswith(row.checkpoint.lower()):
+            return row
+    return None
+
+
+@pytest.mark.skipif(not _shipped(), reason="no config.json extracts shipped under src/mlbook/data/configs/")
+@pytest.mark.parametrize("path", _shipped(), ids=lambda p: p.stem)
+def test_rows_agree_with_the_shipped_configs(path: Path) -> None:
+    import json
+
+    from mlbook.analysis.production import config_kv_plan, config_layer_types, family_kv_plan
+
+    raw = json.loads(path.read_text())
+    row = _row_for(path)
+    if row is None:
+        pytest.skip(f"{path.name}: no row of MODEL_FAMILIES has this checkpoint")
+    c = raw.get("text_config", raw)
+    c = c.get("config", c) if "num_hidden_layers" not in c else c  # an extract may wrap the config
+    assert c["num_hidden_layers"] == row.n_layers
+    assert c["num_attention_heads"] == row.n_heads
+    theta = c.get("rope_theta", (c.get("rope_parameters") or {}).get("rope_theta"))
+    if row.scheme == "rope" and theta is not None:
+        assert float(theta) == row.rope_base
+    scaling = c.get("rope_scaling") or {}
+    if scaling and row.scaling_in_config:  # every scaling key both give agrees
+        kind = scaling.get("rope_type", scaling.get("type"))
+        assert kind == row.scaling and float(scaling["factor"]) == row.scaling_factor
+        for key in set(scaling) & set(row.scaling_params):
+            assert scaling[key] == row.scaling_params[key], key
+    if row.encoder:
+        return
+    assert config_layer_types(c) == row.layer_kinds
+    assert config_kv_plan(c).bytes(131072) == family_kv_plan(row).bytes(131072)

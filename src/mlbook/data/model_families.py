@@ -1,11 +1,23 @@
 """Model families and their positional schemes, one row per family, each with its sources.
 
-Every number is the released model's (the paper or the model's published config), for the
+Every number is the released model's (the paper or the model's published `config.json`), for the
 representative checkpoint named in the row. Where Hugging Face transformers' config class
 carries the value as its default, tests/test_model_families.py checks the row against it; the
 row's `hf_check` says what is checked and how, or why nothing is.
 
-The attention shape (layers, query heads, KV heads, d_head) feeds the KV-cache calculator.
+The 2024-2026 rows (Llama 4, Gemma 2 and 3, Qwen2.5, Qwen3, Mixtral, DeepSeek-V3, Phi-3, Phi-4,
+gpt-oss, SmolLM3, ModernBERT) give, besides the base and the scaling, what a config says about
+each layer: its kind (`layer_types`, Hugging Face's names "full_attention", "sliding_attention",
+"chunked_attention"), the layers that do not rotate (`nope_layers`), the local layers' base,
+partial rotation and, for multi-head latent attention, the latent width. The Hugging Face hub is
+out of reach from the machine this table was written on: every value was read from a copy of the
+checkpoint's `config.json` found in public repositories (the row's `urls` name the original on the
+hub), cross-checked against the paper, Hugging Face's modelling code or, where it is the same
+checkpoint, the config class's defaults. A value that could not be read is None and the row's
+`unverified` names it.
+
+The attention shape (layers, query heads, KV heads, d_head) and the per-layer kinds feed the
+KV-cache calculator in `mlbook.analysis.production`.
 """
 
 from __future__ import annotations
@@ -17,7 +29,9 @@ import torch
 
 from mlbook.transformer.positional import alibi_slopes
 
-__all__ = ["SCHEMES", "ModelFamily", "MODEL_FAMILIES", "family", "positional_summary", "family_table_markdown"]
+__all__ = [
+    "SCHEMES", "ModelFamily", "MODEL_FAMILIES", "every_nth", "family", "positional_summary", "family_table_markdown",
+]
 
 SCHEMES: tuple[str, ...] = ("learned", "t5", "rope", "alibi", "swin")
 
@@ -44,16 +58,57 @@ class ModelFamily:
     num_buckets: int | None = None  # T5
     max_distance: int | None = None  # T5
     alibi_bias_max: float | None = None  # ALiBi: slopes 2^(-alibi_bias_max * h / H) for power-of-two H
-    window: int | None = None  # Swin: attention window (w x w patches); Mistral: sliding-window length
+    window: int | None = None  # Swin: attention window (w x w patches); RoPE models: the sliding layers' window
+    layer_types: tuple[str, ...] | None = None  # per layer, HF names; None: every layer full (or sliding if window)
+    chunk: int | None = None  # chunked local attention (Llama 4 attention_chunk_size): a query sees its own chunk
+    rope_local_base: float | None = None  # base of the sliding layers (Gemma 3 rope_local_base_freq, ModernBERT)
+    partial_rotary: float | None = None  # fraction of d_head rotated (HF partial_rotary_factor); None: all of it
+    nope_layers: tuple[int, ...] = ()  # layers that rotate nothing (HF no_rope_layers == 0; Llama 4, SmolLM3)
+    temperature_tuning: dict[str, float] = field(default_factory=dict)  # Llama 4's NoPE-layer query scaling
+    kv_lora_rank: int | None = None  # multi-head latent attention: the cached latent's width per token
+    qk_rope_head_dim: int | None = None  # MLA: width of the decoupled rotary key, shared by the heads, cached
+    qk_nope_head_dim: int | None = None  # MLA: per-head query/key width without rotation
+    encoder: bool = False  # bidirectional encoder: no KV cache at inference
+    scaling_in_config: bool = True  # False: the model card has the user add the scaling (Qwen's YaRN)
+    unverified: tuple[str, ...] = ()  # fields left None because no source could be read
     sources: tuple[str, ...] = ()  # citation keys in book/references.bib
     urls: tuple[str, ...] = ()  # the paper and the released config
     hf_check: str = ""  # what tests/test_model_families.py checks against transformers, or why nothing
     notes: str = ""
 
     @property
+    def layer_kinds(self) -> tuple[str, ...]:
+        """Each layer's attention kind, Hugging Face's names: `layer_types` when the row gives them;
+        otherwise "sliding_attention" everywhere for a RoPE row with a window (Mistral-7B-v0.1) and
+        "full_attention" everywhere else."""
+        if self.layer_types is not None:
+            return self.layer_types
+        kind = "sliding_attention" if self.window is not None and self.scheme == "rope" else "full_attention"
+        return (kind,) * self.n_layers
+
+    @property
+    def rotary_layers(self) -> tuple[int, ...]:
+        """The layers that rotate q and k (every layer of a RoPE row but its `nope_layers`)."""
+        if self.scheme != "rope":
+            return ()
+        return tuple(i for i in range(self.n_layers) if i not in set(self.nope_layers))
+
+    @property
     def slopes(self) -> torch.Tensor | None:
         """ALiBi slopes (H,) from `alibi_slopes` (the paper's rule; MPT's alibi_bias_max=8 gives the same)."""
         return alibi_slopes(self.n_heads) if self.scheme == "alibi" else None
+
+
+def every_nth(n_layers: int, n: int, kind: str, other: str, *, first: bool = False) -> tuple[str, ...]:
+    """Per-layer kinds with `kind` at every n-th layer and `other` elsewhere, as configs state them:
+    layers n-1, 2n-1, ... (first=False: Gemma's sliding_window_pattern, Llama 4's and SmolLM3's
+    NoPE interval, gpt-oss's alternation) or layers 0, n, 2n, ... (first=True: ModernBERT's
+    global_attn_every_n_layers)."""
+    return tuple(kind if (i % n == 0 if first else (i + 1) % n == 0) else other for i in range(n_layers))
+
+
+def _every_nth_index(n_layers: int, n: int) -> tuple[int, ...]:
+    return tuple(i for i in range(n_layers) if (i + 1) % n == 0)
 
 
 MODEL_FAMILIES: tuple[ModelFamily, ...] = (
@@ -72,6 +127,17 @@ MODEL_FAMILIES: tuple[ModelFamily, ...] = (
         hf_check="BertConfig() defaults are BERT-base: max_position_embeddings, position_embedding_type='absolute', "
                  "layers, heads, hidden / heads",
         notes="learned positions plus a learned segment embedding; pretrained mostly at 128 tokens, the last 10% at 512",
+    ),
+    ModelFamily(
+        "ModernBERT", "ModernBERT-base", 2024, "rope", 1024, 8192, 22, 12, 12, 64, rope_base=160000.0,
+        rope_pairing="half", window=128, layer_types=every_nth(22, 3, "full_attention", "sliding_attention", first=True),
+        rope_local_base=10000.0, encoder=True,
+        sources=("warner2024modernbert",),
+        urls=("https://arxiv.org/abs/2412.13663", "https://huggingface.co/answerdotai/ModernBERT-base/blob/main/config.json"),
+        hf_check="ModernBertConfig() defaults are ModernBERT-base: global_rope_theta, local_rope_theta, "
+                 "local_attention, global_attn_every_n_layers, max_position_embeddings, layers, heads, hidden / heads",
+        notes="an encoder: every third layer (0, 3, ..., 21) is global with base 160,000, the others see 64 tokens "
+              "on each side (window 128) with base 10,000; pretrained at 1,024 tokens, extended to 8,192",
     ),
     ModelFamily(
         "T5", "t5-small", 2020, "t5", 512, None, 6, 8, 8, 64, num_buckets=32, max_distance=128,
@@ -118,6 +184,25 @@ MODEL_FAMILIES: tuple[ModelFamily, ...] = (
               "its factor (8) divides the slow frequencies and is not the length ratio (131,072 / 8,192 = 16)",
     ),
     ModelFamily(
+        "Llama 4", "Llama-4-Scout-17B-16E", 2025, "rope", None, 262144, 48, 40, 8, 128, rope_base=500000.0,
+        rope_pairing="interleaved", scaling="llama3", scaling_factor=8.0,
+        scaling_params={"low_freq_factor": 1.0, "high_freq_factor": 4.0, "original_max_position_embeddings": 8192},
+        layer_types=every_nth(48, 4, "full_attention", "chunked_attention"), chunk=8192,
+        nope_layers=_every_nth_index(48, 4), temperature_tuning={"floor_scale": 8192.0, "attn_scale": 0.1},
+        unverified=("original_len",),
+        sources=("meta2025llama4",),
+        urls=("https://ai.meta.com/blog/llama-4-multimodal-intelligence/",
+              "https://huggingface.co/meta-llama/Llama-4-Scout-17B-16E/blob/main/config.json",
+              "https://github.com/huggingface/transformers/blob/main/src/transformers/models/llama4/"
+              "convert_llama4_weights_to_hf.py"),
+        hf_check="Llama4TextConfig() defaults are Scout's shape: layers, heads, KV heads, head_dim, rope_theta, "
+                 "attention_chunk_size, floor_scale, attn_scale, and its no_rope_layers and layer_types equal the row's",
+        notes="iRoPE: every 4th layer (3, 7, ..., 47) is a NoPE layer with global attention and temperature-scaled "
+              "queries; the other 36 rotate and attend within 8,192-token chunks; the conversion script gives the "
+              "base model 262,144 positions and the 16-expert instruct model 10,485,760; Hugging Face's Llama 4 "
+              "rotates interleaved pairs (complex multiplication); the pretraining length is not in the config",
+    ),
+    ModelFamily(
         "Mistral", "Mistral-7B-v0.1", 2023, "rope", 8192, 8192, 32, 32, 8, 128, rope_base=10000.0,
         rope_pairing="half", window=4096,
         sources=("jiang2023mistral",),
@@ -126,6 +211,15 @@ MODEL_FAMILIES: tuple[ModelFamily, ...] = (
                  "hidden / heads (not max_position_embeddings: the class default 131,072 is not the release's)",
         notes="sliding-window attention over 4096 tokens with a rolling cache; later versions (v0.2) raised the base "
               "to 1,000,000 and dropped the window",
+    ),
+    ModelFamily(
+        "Mixtral", "Mixtral-8x7B-v0.1", 2024, "rope", 32768, 32768, 32, 32, 8, 128, rope_base=1000000.0,
+        rope_pairing="half",
+        sources=("jiang2024mixtral",),
+        urls=("https://arxiv.org/abs/2401.04088", "https://huggingface.co/mistralai/Mixtral-8x7B-v0.1/blob/main/config.json"),
+        hf_check="MixtralConfig() defaults are Mixtral-8x7B's shape and base: layers, heads, KV heads, hidden / heads, "
+                 "rope_theta, and no sliding window (not max_position_embeddings: the class default is 131,072)",
+        notes="a 32k context from pretraining, base 1,000,000, no sliding window (Mistral-7B-v0.1 had one)",
     ),
     ModelFamily(
         "Qwen", "Qwen-7B", 2023, "rope", 2048, None, 32, 32, 32, 128, rope_base=10000.0, rope_pairing="half",
@@ -139,6 +233,7 @@ MODEL_FAMILIES: tuple[ModelFamily, ...] = (
     ModelFamily(
         "Qwen2", "Qwen2-7B", 2024, "rope", 32768, 131072, 28, 28, 4, 128, rope_base=1000000.0, rope_pairing="half",
         scaling="yarn", scaling_factor=4.0, scaling_params={"original_max_position_embeddings": 32768},
+        scaling_in_config=False,
         sources=("yang2024qwen2",),
         urls=("https://arxiv.org/abs/2407.10671", "https://huggingface.co/Qwen/Qwen2-7B-Instruct"),
         hf_check="the row's YaRN scaling, given to transformers' 'yarn' rope initialiser, yields the same frequencies "
@@ -148,12 +243,116 @@ MODEL_FAMILIES: tuple[ModelFamily, ...] = (
               "YaRN (factor 4) with Dual Chunk Attention reaches 131,072",
     ),
     ModelFamily(
+        "Qwen2.5", "Qwen2.5-7B-Instruct", 2024, "rope", 32768, 131072, 28, 28, 4, 128, rope_base=1000000.0,
+        rope_pairing="half", scaling="yarn", scaling_factor=4.0,
+        scaling_params={"original_max_position_embeddings": 32768}, scaling_in_config=False,
+        sources=("qwen2025qwen25",),
+        urls=("https://arxiv.org/abs/2412.15115", "https://huggingface.co/Qwen/Qwen2.5-7B-Instruct/blob/main/config.json"),
+        hf_check="the row's YaRN scaling, given to transformers' 'yarn' rope initialiser, yields the same frequencies "
+                 "as mlbook's RopeScaling('yarn', ...); no config class defaults to this checkpoint",
+        notes="config.json ships base 1,000,000 and 32,768 positions with no rope_scaling; the model card has the "
+              "user add YaRN (factor 4, original 32,768) for inputs up to 131,072",
+    ),
+    ModelFamily(
+        "Qwen3", "Qwen3-8B", 2025, "rope", 32768, 131072, 36, 32, 8, 128, rope_base=1000000.0, rope_pairing="half",
+        scaling="yarn", scaling_factor=4.0, scaling_params={"original_max_position_embeddings": 32768},
+        scaling_in_config=False,
+        sources=("yang2025qwen3",),
+        urls=("https://arxiv.org/abs/2505.09388", "https://huggingface.co/Qwen/Qwen3-8B/blob/main/config.json"),
+        hf_check="Qwen3Config()'s docstring names Qwen3-8B but its defaults are not it (32 KV heads, base 10,000): "
+                 "the YaRN scaling is checked through transformers' rope initialiser instead",
+        notes="config.json: base 1,000,000, max_position_embeddings 40,960, no rope_scaling; the long-context stage "
+              "of pretraining ran at 32,768 tokens with the base raised from 10,000 (ABF), and the model card adds "
+              "YaRN (factor 4) for 131,072",
+    ),
+    ModelFamily(
         "Gemma", "gemma-7b", 2024, "rope", 8192, 8192, 28, 16, 16, 256, rope_base=10000.0, rope_pairing="half",
         sources=("gemmateam2024gemma",),
         urls=("https://arxiv.org/abs/2403.08295", "https://huggingface.co/google/gemma-7b/blob/main/config.json"),
         hf_check="GemmaConfig() defaults are Gemma 7B: rope_theta, max_position_embeddings, layers, heads, KV heads, "
                  "head_dim",
         notes="multi-head attention at 7B, multi-query (1 KV head) at 2B; d_head 256",
+    ),
+    ModelFamily(
+        "Gemma 2", "gemma-2-2b", 2024, "rope", 8192, 8192, 26, 8, 4, 256, rope_base=10000.0, rope_pairing="half",
+        window=4096, layer_types=every_nth(26, 2, "full_attention", "sliding_attention"),
+        sources=("gemmateam2024gemma2",),
+        urls=("https://arxiv.org/abs/2408.00118", "https://huggingface.co/google/gemma-2-2b/blob/main/config.json"),
+        hf_check="Gemma2Config() defaults are gemma-2-2b: rope_theta, max_position_embeddings, sliding_window, "
+                 "layer_types, layers, heads, KV heads, head_dim",
+        notes="local (4,096-token sliding window) and global layers alternate, local first, one base for both",
+    ),
+    ModelFamily(
+        "Gemma 3", "gemma-3-12b-pt", 2025, "rope", 32768, 131072, 48, 16, 8, 256, rope_base=1000000.0,
+        rope_pairing="half", scaling="linear", scaling_factor=8.0, window=1024,
+        layer_types=every_nth(48, 6, "full_attention", "sliding_attention"), rope_local_base=10000.0,
+        sources=("gemmateam2025gemma3",),
+        urls=("https://arxiv.org/abs/2503.19786", "https://huggingface.co/google/gemma-3-12b-pt/blob/main/config.json"),
+        hf_check="Gemma3TextConfig() carries the same bases (1,000,000 global, 10,000 local) and 5:1 pattern as the "
+                 "row; its shape is not this checkpoint's, so only those are compared",
+        notes="five local layers (window 1,024, base 10,000) for each global one (base 1,000,000); pretrained at "
+              "32k, then the global layers' positions are scaled by 8 ('linear') for 128k; the local layers are "
+              "not scaled",
+    ),
+    ModelFamily(
+        "DeepSeek-V3", "DeepSeek-V3", 2024, "rope", 4096, 163840, 61, 128, 128, 192, rope_base=10000.0,
+        rope_pairing="interleaved", scaling="yarn", scaling_factor=40.0,
+        scaling_params={"original_max_position_embeddings": 4096, "beta_fast": 32.0, "beta_slow": 1.0,
+                        "mscale": 1.0, "mscale_all_dim": 1.0},
+        kv_lora_rank=512, qk_rope_head_dim=64, qk_nope_head_dim=128,
+        sources=("deepseekai2024v3", "deepseekai2024v2"),
+        urls=("https://arxiv.org/abs/2412.19437", "https://huggingface.co/deepseek-ai/DeepSeek-V3/blob/main/config.json"),
+        hf_check="DeepseekV3Config() defaults are DeepSeek-V3's attention: layers, heads, kv_lora_rank, "
+                 "qk_rope_head_dim, qk_nope_head_dim, rope_theta (its max_position_embeddings, 4,096, is the "
+                 "original length)",
+        notes="multi-head latent attention: the cache holds a 512-wide latent and one 64-wide rotary key per token "
+              "and layer, shared by the 128 heads; d_head 192 = 128 without rotation + 64 rotated (values 128); "
+              "YaRN (factor 40, mscale and mscale_all_dim 1) from 4k to 128k in two stages",
+    ),
+    ModelFamily(
+        "Phi-3", "Phi-3-mini-128k-instruct", 2024, "rope", 4096, 131072, 32, 32, 32, 96, rope_base=10000.0,
+        rope_pairing="half", scaling="longrope", scaling_params={"original_max_position_embeddings": 4096},
+        sources=("abdin2024phi3", "ding2024longrope"),
+        urls=("https://arxiv.org/abs/2404.14219",
+              "https://huggingface.co/microsoft/Phi-3-mini-128k-instruct/blob/main/config.json"),
+        hf_check="Phi3Config() defaults are Phi-3-mini's shape and base: layers, heads, KV heads, hidden / heads, "
+                 "rope_theta, original_max_position_embeddings",
+        notes="LongRoPE: searched per-frequency factors, one list below 4,096 tokens (short_factor) and one above "
+              "(long_factor); the 48 factors of each list are in the config and not copied here",
+    ),
+    ModelFamily(
+        "Phi-4-mini", "Phi-4-mini-instruct", 2025, "rope", 4096, 131072, 32, 24, 8, 128, rope_base=10000.0,
+        rope_pairing="half", scaling="longrope", scaling_params={"original_max_position_embeddings": 4096},
+        partial_rotary=0.75,
+        sources=("microsoft2025phi4mini", "ding2024longrope"),
+        urls=("https://arxiv.org/abs/2503.01743", "https://huggingface.co/microsoft/Phi-4-mini-instruct/blob/main/config.json"),
+        hf_check="not checked against class defaults (Phi3Config's are Phi-3-mini's); partial_rotary_factor 0.75 "
+                 "rotates 96 of 128 channels",
+        notes="partial rotary: the first 96 channels of each 128-wide head rotate, 32 carry no position; LongRoPE "
+              "over the rotated 48 pairs",
+    ),
+    ModelFamily(
+        "gpt-oss", "gpt-oss-20b", 2025, "rope", 4096, 131072, 24, 64, 8, 64, rope_base=150000.0, rope_pairing="half",
+        scaling="yarn", scaling_factor=32.0,
+        scaling_params={"original_max_position_embeddings": 4096, "beta_fast": 32.0, "beta_slow": 1.0,
+                        "truncate": False},
+        window=128, layer_types=every_nth(24, 2, "full_attention", "sliding_attention"),
+        sources=("openai2025gptoss",),
+        urls=("https://arxiv.org/abs/2508.10925", "https://huggingface.co/openai/gpt-oss-20b/blob/main/config.json"),
+        hf_check="GptOssConfig() defaults carry the row's base, YaRN scaling, window and alternation (its 36 layers "
+                 "are gpt-oss-120b's)",
+        notes="banded (128-token sliding) and dense layers alternate; YaRN factor 32 from 4,096 (truncate false: "
+              "the band edges are not rounded); a learned sink logit per head in the softmax's denominator",
+    ),
+    ModelFamily(
+        "SmolLM3", "SmolLM3-3B", 2025, "rope", None, None, 36, 16, 4, 128, rope_base=5000000.0, rope_pairing="half",
+        nope_layers=_every_nth_index(36, 4), unverified=("original_len", "max_len"),
+        sources=("huggingface2025smollm3",),
+        urls=("https://huggingface.co/blog/smollm3", "https://huggingface.co/HuggingFaceTB/SmolLM3-3B/blob/main/config.json"),
+        hf_check="SmolLM3Config() defaults are SmolLM3-3B's shape and NoPE interval (4), but not its base: the row's "
+                 "no_rope_layers pattern is compared with the class's",
+        notes="every 4th layer (3, 7, ..., 35) rotates nothing, the NoPE/RoPE hybrid of Yang et al. 2025; every "
+              "layer attends globally; the context lengths were not read from a source here",
     ),
     ModelFamily(
         "BLOOM", "bloom (176B)", 2022, "alibi", 2048, 2048, 70, 112, 112, 128, alibi_bias_max=8.0,
@@ -195,20 +394,47 @@ def _fmt_len(n: int | None) -> str:
     return "-" if n is None else f"{n:,}"
 
 
+def _layer_detail(row: ModelFamily) -> list[str]:
+    """What a RoPE row's layers do differently: windows, chunks, NoPE layers, local base, partial rotation."""
+    kinds = row.layer_kinds
+    out = []
+    n_sliding, n_chunked = kinds.count("sliding_attention"), kinds.count("chunked_attention")
+    if n_sliding == row.n_layers:
+        out.append(f"sliding window {row.window:,}")
+    elif n_sliding:
+        out.append(f"{n_sliding} of {row.n_layers} layers sliding ({row.window:,})")
+    if n_chunked:
+        out.append(f"{n_chunked} of {row.n_layers} layers chunked ({row.chunk:,})")
+    if row.rope_local_base is not None:
+        out.append(f"local base {row.rope_local_base:,.0f}")
+    if row.nope_layers:
+        out.append(f"{len(row.nope_layers)} NoPE layers (every {row.nope_layers[0] + 1}th)")
+    if row.partial_rotary is not None:
+        out.append(f"rotates {round(row.partial_rotary * row.d_head)} of {row.d_head} channels")
+    if row.qk_rope_head_dim is not None:
+        out.append(f"decoupled RoPE key of {row.qk_rope_head_dim}")
+    return out
+
+
 def positional_summary(row: ModelFamily) -> dict[str, str]:
-    """The table's cells for one row: scheme, base, scaling, original length, buckets or slopes."""
+    """The table's cells for one row: scheme, base, scaling, original length, buckets, slopes or layers."""
     scheme = {"learned": "learned absolute", "t5": "T5 relative bias", "rope": "RoPE", "alibi": "ALiBi",
               "swin": "2-D relative bias"}[row.scheme]
+    if row.scheme == "rope" and row.nope_layers:
+        scheme = "RoPE + NoPE layers"
     base = f"{row.rope_base:,.0f}" if row.rope_base is not None else "-"
     if row.scaling == "none":
         scaling = "none"
     elif row.scaling_factor is None:
-        scaling = {"dynamic": "dynamic NTK (inference)"}.get(row.scaling, row.scaling)
+        scaling = {"dynamic": "dynamic NTK (inference)", "longrope": "longrope (searched per-pair factors)"}.get(
+            row.scaling, row.scaling)
     else:
         scaling = f"{row.scaling}, factor {row.scaling_factor:g}"
         if row.scaling == "llama3":
             scaling += (f" (low {row.scaling_params['low_freq_factor']:g}, "
                         f"high {row.scaling_params['high_freq_factor']:g})")
+    if not row.scaling_in_config:
+        scaling += " (model card, not in config)"
     if row.scheme == "t5":
         detail = f"{row.num_buckets} buckets, max distance {row.max_distance}"
     elif row.scheme == "alibi":
@@ -217,15 +443,19 @@ def positional_summary(row: ModelFamily) -> dict[str, str]:
         detail = f"{row.n_heads} slopes, {float(s[0]):.4g} down to {float(s[-1]):.4g}"
     elif row.scheme == "swin":
         detail = f"window {row.window} x {row.window}: {(2 * row.window - 1) ** 2} offsets per head"
-    elif row.window is not None:
-        detail = f"sliding window {row.window:,}"
     else:
-        detail = "-"
-    kv = "MHA" if row.n_kv_heads == row.n_heads else ("MQA" if row.n_kv_heads == 1 else f"GQA ({row.n_kv_heads} KV)")
+        detail = "; ".join(_layer_detail(row)) or "-" if row.scheme == "rope" else "-"
+    if row.kv_lora_rank is not None:
+        kv = f"MLA (latent {row.kv_lora_rank})"
+    elif row.encoder:
+        kv = "encoder (no cache)"
+    else:
+        kv = ("MHA" if row.n_kv_heads == row.n_heads else
+              ("MQA" if row.n_kv_heads == 1 else f"GQA ({row.n_kv_heads} KV)"))
     return {
         "family": row.name, "checkpoint": row.checkpoint, "scheme": scheme, "base": base, "scaling": scaling,
         "original length": _fmt_len(row.original_len), "max length": _fmt_len(row.max_len),
-        "buckets / slopes / window": detail, "attention": kv,
+        "buckets / slopes / layers": detail, "attention": kv,
         "sources": ", ".join(f"{{cite:p}}`{k}`" for k in row.sources),
     }
 
