@@ -10,6 +10,7 @@ import time
 
 from mlbook.benchmarks import names
 from mlbook.benchmarks.registry import BENCHMARKS, get_benchmark, record_path, run_benchmark
+from mlbook.experiments.summary_png import write_beside
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -41,6 +42,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.no_save:
             print(json.dumps(record["results"], indent=1))
         where = "" if args.no_save else f" -> {record_path(name, budget, record['device'].split(' ')[0].split(':')[0])}"
+        if not args.no_save:  # its picture beside it: the medians with their spread
+            where += f" and {write_beside(record, record_path(name, budget, record['device'].split(' ')[0].split(':')[0]))}"
         print(f"{name} ({budget}) on {record['device']}, {record['threads']} threads, in {record['elapsed_s']} s{where}",
               file=sys.stderr)
     if len(todo) > 1:

@@ -15,6 +15,7 @@ from mlbook.experiments.registry import (
     result_path,
     run_experiment,
 )
+from mlbook.experiments.summary_png import write_beside
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -46,6 +47,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(str(err))
     print(json.dumps(record["results"], indent=1))
     where = "" if args.no_save else f" -> {result_path(args.name, args.budget)}"
+    if not args.no_save:  # its picture beside it: the headline comparisons with their 95% intervals
+        where += f" and {write_beside(record, result_path(args.name, args.budget))}"
     print(f"{args.name} ({args.budget}) on {record['device']} in {record['elapsed_s']} s{where}", file=sys.stderr)
     return 0
 
