@@ -1,9 +1,9 @@
-"""Tests for mlbook.analysis.systems: cost counts, KV-cache sizes, the context-extension procedure.
+"""Tests for mlbook.analysis.systems: cost counts, bias memory, the context-extension procedure.
 
 Oracles: torch's FlopCounterMode on a real attention layer (the 8BTd^2 of the projections and
 the 4BT^2d of scores and mixing), a dispatch-mode counter of the elementwise operations
-apply_rotary really runs (the 6BTd of RoPE), the nbytes of the bias tensors the library builds,
-and Hugging Face's LlamaConfig for the 7B-class cache.
+apply_rotary really runs (the 6BTd of RoPE) and the nbytes of the bias tensors the library builds.
+KV-cache sizes are tested in tests/test_analysis_production.py.
 """
 
 from __future__ import annotations
@@ -16,46 +16,6 @@ from torch.utils.flop_counter import FlopCounterMode
 import mlbook.transformer.positional as P
 from mlbook.analysis import systems as S
 from mlbook.transformer.attention import MultiHeadAttention
-
-
-# ---------------------------------------------------------------------------
-# KV cache
-# ---------------------------------------------------------------------------
-
-
-def test_kv_cache_7b_class_against_hf_llama_config() -> None:
-    from transformers import LlamaConfig
-
-    c = LlamaConfig()  # its defaults are LLaMA-7B's
-    d_head = c.hidden_size // c.num_attention_heads
-    per_token = 2 * c.num_hidden_layers * c.num_key_value_heads * d_head * 2  # K and V, fp16
-    assert S.kv_cache_bytes(c.num_hidden_layers, c.num_key_value_heads, d_head, 2.0) == per_token == 2**19  # 0.5 MiB
-    assert S.kv_cache_bytes(32, 32, 128, 2.0, context_len=131072) == per_token * 131072 == 64 * 2**30
-    assert S.kv_cache_bytes(32, 32, 128, 2.0, context_len=1000, batch=3) == 3 * 1000 * per_token
-
-
-def test_kv_cache_options_gqa_and_quantisation() -> None:
-    opts = S.kv_cache_options(32, 32, 128, context_len=4096, batch=2, kv_heads=(32, 8, 1), bytes_per_value=(2.0, 1.0))
-    by = {(o.n_kv_heads, o.bytes_per_value): o for o in opts}
-    assert [o.label for o in opts] == ["MHA, 16-bit", "MHA, 8-bit", "GQA-8, 16-bit", "GQA-8, 8-bit", "MQA, 16-bit",
-                                       "MQA, 8-bit"]
-    for (h, b), o in by.items():
-        assert o.total == S.kv_cache_bytes(32, h, 128, b, 4096, 2)
-        assert o.per_token == S.kv_cache_bytes(32, h, 128, b)
-    assert by[(8, 2.0)].relative == pytest.approx(1 / 4)  # GQA divides by n_heads / n_kv_heads
-    assert by[(32, 1.0)].relative == pytest.approx(1 / 2)  # an 8-bit cache halves it
-    assert by[(1, 1.0)].relative == pytest.approx(1 / 64)
-    with pytest.raises(ValueError, match=r"each kv_heads entry must divide n_heads \(32\), got 6"):
-        S.kv_cache_options(kv_heads=(6,))
-    with pytest.raises(ValueError, match="must each list at least one value"):
-        S.kv_cache_options(kv_heads=())
-
-
-def test_kv_cache_bytes_bad_input() -> None:
-    with pytest.raises(ValueError, match="bytes_per_value must be a finite number > 0"):
-        S.kv_cache_bytes(1, 1, 1, 0.0)
-    with pytest.raises(TypeError, match="n_layers must be an int"):
-        S.kv_cache_bytes(1.5, 1, 1)  # type: ignore[arg-type]
 
 
 # ---------------------------------------------------------------------------
@@ -137,22 +97,6 @@ def test_bias_memory_is_held_once_and_read_by_every_layer() -> None:
     assert "4 GiB (4.29 GB) held once per forward pass" in repr(big) and "each of 32 layers: 128 GiB" in repr(big)
     with pytest.raises(ValueError, match="n_layers must be >= 1"):
         S.bias_memory(32, 8192, 0)
-
-
-def test_device_fit_reads_the_label_both_ways() -> None:
-    fit = S.device_fit({"cache": 2**36, "weights": 2**33}, label=80)
-    assert fit.total == 72 * 2**30
-    assert fit.headroom_binary == 8 * 2**30  # 80 GiB - 72 GiB
-    assert fit.headroom_decimal == pytest.approx(80e9 - 72 * 2**30)  # 80 GB is only 74.5 GiB
-    tight = S.device_fit({"cache": 77 * 2**30}, label=80)
-    assert tight.headroom_decimal < 0 < tight.headroom_binary  # fits or not depending on the unit
-    assert "over by" in repr(tight) and "left for everything else" in repr(tight)
-    with pytest.raises(ValueError, match="parts must be a non-empty dict"):
-        S.device_fit({})
-    with pytest.raises(ValueError, match=r"parts\['cache'\] must be a finite number of bytes >= 0"):
-        S.device_fit({"cache": -1})
-    with pytest.raises(TypeError, match=r"parts\['cache'\] must be a number of bytes"):
-        S.device_fit({"cache": "64 GiB"})  # type: ignore[dict-item]
 
 
 def test_cost_bad_input() -> None:

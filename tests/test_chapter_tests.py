@@ -17,7 +17,7 @@ import torch
 
 import mlbook.chapter_tests as chapter
 from mlbook.analysis import implementation, interview
-from mlbook.analysis.systems import kv_cache_bytes
+from mlbook.analysis.production import kv_cache_bytes
 from mlbook.transformer import positional as P
 from mlbook.viz import source
 

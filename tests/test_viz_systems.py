@@ -13,7 +13,7 @@ import math
 import plotly.graph_objects as go
 import pytest
 
-from mlbook.analysis.systems import kv_cache_bytes
+from mlbook.analysis.production import kv_cache_bytes
 from mlbook.benchmarks import load_record
 from mlbook.data.model_families import MODEL_FAMILIES, family
 from mlbook.viz import production as VP
@@ -223,11 +223,18 @@ def test_family_kv_figure() -> None:
     assert _frames_differ(fig)
     bar = fig.data[0]
     labels = list(bar.y)
-    assert len(labels) == len(VP.CACHE_FAMILIES) and not any(n.startswith(("BERT", "Swin", "T5")) for n in labels)
+    assert len(labels) == len(VP.CACHE_FAMILIES) and not any(
+        n.startswith(("BERT", "ModernBERT", "Swin", "T5")) for n in labels)
     llama = labels.index("LLaMA 1 (LLaMA-7B)")
     assert bar.x[llama] == pytest.approx(64.0)
     mistral = family("Mistral")  # rolling cache: at most the 4,096-token window
     assert VP.family_cache_bytes(mistral, 131072) == kv_cache_bytes(32, 8, 128, 2.0, 4096)
     assert VP.family_cache_bytes(family("Llama 3"), 131072) == kv_cache_bytes(32, 8, 128, 2.0, 131072)
     assert set(_controls(VP.live_family_kv())) == {"context (tokens)", "bytes per value"}
-    assert len(VP.CACHE_FAMILIES) == len(MODEL_FAMILIES) - 3
+    assert len(VP.CACHE_FAMILIES) == len(MODEL_FAMILIES) - 4  # BERT, ModernBERT, T5, Swin
+    # windowed layers and latent attention, as mlbook.analysis.production sizes them
+    gemma3 = labels.index("Gemma 3 (gemma-3-12b-pt)")
+    assert bar.x[gemma3] == pytest.approx(2 * 8 * 256 * 2 * (8 * 131072 + 40 * 1024) / 2**30)
+    assert "40 of 48 layers hold at most 1,024 tokens" in bar.customdata[gemma3][2]
+    v3 = labels.index("DeepSeek-V3 (DeepSeek-V3)")
+    assert bar.x[v3] == pytest.approx(61 * (512 + 64) * 2 * 131072 / 2**30) and bar.customdata[v3][1] == "MLA"

@@ -9,7 +9,7 @@
     prefill_flops          matmul FLOPs of a prefill: the weight matmuls against attention's T^2 term
     sequences_that_fit     how many sequences' caches fit in a device's memory beside the weights
 
-KV-cache sizes come from `mlbook.analysis.systems.kv_cache_bytes` and wavelengths from
+KV-cache sizes come from `mlbook.analysis.production.kv_cache_bytes` and wavelengths from
 `mlbook.analysis.absolute.pair_wavelengths`; angle ranges, NTK bases, YaRN bands, ALiBi penalties,
 bias sizes and sink-cache positions are computed by the section modules that develop them
 (`analysis.extension`, `analysis.alibi`, `analysis.relative`, `analysis.sinks`).
@@ -21,7 +21,8 @@ import math
 from dataclasses import dataclass
 
 from mlbook.analysis.absolute import pair_wavelengths
-from mlbook.analysis.systems import format_bytes, kv_cache_bytes
+from mlbook.analysis.production import kv_cache_bytes
+from mlbook.analysis.systems import format_bytes
 from mlbook.transformer.validate import check_even_d, check_int, check_positive_float
 
 __all__ = [

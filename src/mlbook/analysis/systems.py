@@ -1,6 +1,7 @@
-"""Systems arithmetic for sections 4 and 5: what each positional scheme costs, what a
-materialised bias holds and moves, KV-cache sizes, whether a budget fits a device, and the
-context-extension decision procedure.
+"""Systems arithmetic for the systems view (notebooks/11_systems): what each positional scheme
+costs against attention, what a materialised bias holds and moves, and the context-extension
+decision procedure. KV-cache sizes and device budgets (sections 07, 08, 12, 15) are in
+`mlbook.analysis.production`.
 
 FLOPs count one multiply or one add as one FLOP (a multiply-add is 2), as in the usual
 "2 * parameters FLOPs per token" rule. Bytes are bytes.
@@ -17,7 +18,6 @@ from mlbook.transformer.validate import check_choice, check_int, check_positive_
 
 __all__ = [
     "format_bytes",
-    "kv_cache_bytes",
     "COST_SCHEMES",
     "AttentionFlops",
     "attention_flops",
@@ -25,10 +25,6 @@ __all__ = [
     "position_cost",
     "BiasMemory",
     "bias_memory",
-    "KVCacheOption",
-    "kv_cache_options",
-    "DeviceFit",
-    "device_fit",
     "ExtensionPlan",
     "extension_plan",
 ]
@@ -50,26 +46,6 @@ def format_bytes(n: float) -> str:
     text = f"{value:,.0f}" if value == int(value) else f"{value:,.2f}"
     return f"{text} {units[k]} ({n / 1e9:,.2f} GB)" if k >= 3 else f"{text} {units[k]}"
 
-
-
-def kv_cache_bytes(
-    n_layers: int, n_kv_heads: int, d_head: int, bytes_per_value: float = 2.0, context_len: int = 1, batch: int = 1
-) -> int:
-    """Bytes held by a KV cache: 2 (keys and values) * n_layers * n_kv_heads * d_head * bytes_per_value
-    per token, times context_len tokens and batch sequences.
-
-    A 7B-class model (32 layers, 32 KV heads, d_head 128, fp16) holds 2 * 32 * 32 * 128 * 2 =
-    524,288 bytes = 0.5 MiB per token. Grouped-query attention divides it by n_heads / n_kv_heads;
-    an 8-bit cache (bytes_per_value = 1) halves it.
-    """
-    check_int("n_layers", n_layers, 1)
-    check_int("n_kv_heads", n_kv_heads, 1)
-    check_int("d_head", d_head, 1)
-    bytes_per_value = check_positive_float("bytes_per_value", bytes_per_value)
-    check_int("context_len", context_len, 0)
-    check_int("batch", batch, 0)
-    per_token = 2 * n_layers * n_kv_heads * d_head * bytes_per_value
-    return int(round(per_token * context_len * batch))
 
 
 # ---------------------------------------------------------------------------
@@ -212,105 +188,6 @@ def bias_memory(n_heads: int, T: int, n_layers: int, *, B: int = 1, bytes_per_va
     held = bias_bytes(n_heads, T, T, bytes_per_value)
     traffic = int(round(n_layers * B * n_heads * T * T * bytes_per_value))
     return BiasMemory(n_heads, T, n_layers, B, bytes_per_value, held, traffic)
-
-
-# ---------------------------------------------------------------------------
-# KV cache: what grouped-query attention and cache quantisation change
-# ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class KVCacheOption:
-    """One cache layout: KV heads, bytes per value, its size, and its size relative to the first option."""
-
-    label: str
-    n_kv_heads: int
-    bytes_per_value: float
-    per_token: int
-    total: int
-    relative: float
-
-
-def kv_cache_options(
-    n_layers: int = 32, n_heads: int = 32, d_head: int = 128, context_len: int = 131072, batch: int = 1,
-    kv_heads: tuple[int, ...] = (32, 8, 1), bytes_per_value: tuple[float, ...] = (2.0, 1.0, 0.5),
-) -> list[KVCacheOption]:
-    """`kv_cache_bytes` for every (KV heads, bytes per value) pair: n_kv_heads = n_heads is multi-head
-    attention, 1 < n_kv_heads < n_heads grouped-query, 1 multi-query; 2 bytes is fp16/bf16, 1 an
-    8-bit cache, 0.5 a 4-bit one (scales and zero points left out). relative = total / the first."""
-    check_int("n_heads", n_heads, 1)
-    if not kv_heads or not bytes_per_value:
-        raise ValueError("kv_heads and bytes_per_value must each list at least one value")
-    for h in kv_heads:
-        check_int("kv_heads entry", h, 1)
-        if n_heads % h:
-            raise ValueError(f"each kv_heads entry must divide n_heads ({n_heads}), got {h}")
-    out: list[KVCacheOption] = []
-    for h in kv_heads:
-        for b in bytes_per_value:
-            kind = "MHA" if h == n_heads else ("MQA" if h == 1 else f"GQA-{h}")
-            per_token = kv_cache_bytes(n_layers, h, d_head, b)
-            total = kv_cache_bytes(n_layers, h, d_head, b, context_len, batch)
-            bits = {2.0: "16-bit", 1.0: "8-bit", 0.5: "4-bit"}.get(float(b), f"{8 * b:g}-bit")
-            out.append(KVCacheOption(f"{kind}, {bits}", h, float(b), per_token, total, 0.0))
-    first = out[0].total
-    return [KVCacheOption(o.label, o.n_kv_heads, o.bytes_per_value, o.per_token, o.total,
-                          o.total / first if first else math.nan) for o in out]
-
-
-@dataclass(frozen=True)
-class DeviceFit:
-    """Named byte counts against a device whose label says `label` (e.g. "80 GB"), read both ways."""
-
-    parts: tuple[tuple[str, int], ...]
-    label: float
-
-    @property
-    def total(self) -> int:
-        return sum(n for _, n in self.parts)
-
-    @property
-    def headroom_decimal(self) -> float:
-        """label * 10^9 - total: bytes left if the label counts gigabytes (GB)."""
-        return self.label * 1e9 - self.total
-
-    @property
-    def headroom_binary(self) -> float:
-        """label * 2^30 - total: bytes left if the label counts gibibytes (GiB)."""
-        return self.label * 2**30 - self.total
-
-    def __repr__(self) -> str:
-        total = self.total
-        terms = " + ".join(f"{name} {format_bytes(n).split(' (')[0]}" for name, n in self.parts)
-        lines = [f"{terms} = {format_bytes(total)}"]
-        for unit, room, size in (("GB", self.headroom_decimal, self.label * 1e9),
-                                 ("GiB", self.headroom_binary, self.label * 2**30)):
-            other = f"{size / 2**30:,.2f} GiB" if unit == "GB" else f"{size / 1e9:,.2f} GB"
-            verdict = (f"{room / 2**30:,.2f} GiB left for everything else" if room >= 0
-                       else f"over by {-room / 2**30:,.2f} GiB ({-room / 1e9:,.2f} GB)")
-            lines.append(f"  against {self.label:g} {unit} ({other}): {verdict}")
-        return "\n".join(lines)
-
-
-def device_fit(parts: dict[str, float], label: float = 80.0) -> DeviceFit:
-    """Sum named byte counts (a cache, the weights, ...) and compare them with a device labelled
-    `label`, read as label * 10^9 bytes (GB) and as label * 2^30 bytes (GiB).
-
-    The two readings differ by 7.4%; a sum between them "fits" or not depending on the unit.
-    What the sum leaves out (activations, quantisation scales and outliers, the runtime's own
-    memory) has to fit in the headroom.
-    """
-    if not isinstance(parts, dict) or not parts:
-        raise ValueError("parts must be a non-empty dict of name -> bytes, e.g. {'cache': 2**36}")
-    checked = []
-    for name, n in parts.items():
-        if not isinstance(n, (int, float)) or isinstance(n, bool):
-            raise TypeError(f"parts[{name!r}] must be a number of bytes, got {type(n).__name__} ({n!r})")
-        if not math.isfinite(n) or n < 0:
-            raise ValueError(f"parts[{name!r}] must be a finite number of bytes >= 0, got {n!r}")
-        checked.append((str(name), int(round(n))))
-    label = check_positive_float("label", label)
-    return DeviceFit(tuple(checked), label)
 
 
 # ---------------------------------------------------------------------------

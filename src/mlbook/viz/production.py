@@ -2,7 +2,7 @@
 
 Each figure has one private build function behind two forms: `fig_*` (a plotly slider over a
 short grid, static site) and `live_*` (ipywidgets sliders over every knob, live kernel). Sizes
-come from `mlbook.analysis.systems.kv_cache_bytes`; the families from `mlbook.data.model_families`.
+come from `mlbook.analysis.production`; the families from `mlbook.data.model_families`.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from mlbook.analysis.interview import format_bytes
-from mlbook.analysis.systems import kv_cache_bytes, kv_cache_options
+from mlbook.analysis.production import family_kv_plan, kv_cache_bytes, kv_cache_options
 from mlbook.data.model_families import MODEL_FAMILIES, ModelFamily, positional_summary
 from mlbook.transformer.validate import check_choice
 from mlbook.viz.core import LINE_COLORS, grid_slider, light_figure, live_sliders
@@ -142,26 +142,42 @@ def live_kv_cache(
 # Real model families
 # ---------------------------------------------------------------------------
 
-# Decoder-only families (they keep a KV cache); encoders (BERT, Swin) and T5 are left out.
-CACHE_FAMILIES: tuple[ModelFamily, ...] = tuple(r for r in MODEL_FAMILIES if r.name not in ("BERT", "T5", "Swin"))
+# Decoder-only families (they keep a KV cache); encoders (BERT, ModernBERT, Swin) and T5 are left out.
+CACHE_FAMILIES: tuple[ModelFamily, ...] = tuple(
+    r for r in MODEL_FAMILIES if not r.encoder and r.name not in ("BERT", "T5", "Swin"))
 
 
 def family_cache_bytes(row: ModelFamily, context_len: int, bytes_per_value: float = 2.0, batch: int = 1) -> int:
-    """KV-cache bytes of a family's checkpoint at context_len; a sliding window (Mistral's rolling
-    cache) holds at most `window` tokens."""
-    tokens = min(context_len, row.window) if row.window is not None and row.scheme == "rope" else context_len
-    return kv_cache_bytes(row.n_layers, row.n_kv_heads, row.d_head, bytes_per_value, tokens, batch)
+    """KV-cache bytes of a family's checkpoint at context_len (`mlbook.analysis.production.family_kv_plan`):
+    grouped-query heads, latent attention, and sliding or chunked layers that hold at most their window."""
+    return family_kv_plan(row, bytes_per_value).bytes(context_len, batch)
+
+
+def _cache_note(row: ModelFamily) -> str:
+    kinds = row.layer_kinds
+    n_slide, n_chunk = kinds.count("sliding_attention"), kinds.count("chunked_attention")
+    notes = []
+    if n_slide:
+        notes.append(f"{n_slide} of {row.n_layers} layers hold at most {row.window:,} tokens")
+    if n_chunk:
+        notes.append(f"{n_chunk} of {row.n_layers} layers hold at most {row.chunk:,} tokens")
+    if row.kv_lora_rank is not None:
+        notes.append(f"latent {row.kv_lora_rank} + rotary key {row.qk_rope_head_dim} per layer")
+    return (" (" + "; ".join(notes) + ")") if notes else ""
 
 
 def _family_kv(context_len: int = 131072, bytes_per_value: float = 2.0) -> go.Figure:
     rows = sorted(CACHE_FAMILIES, key=lambda r: family_cache_bytes(r, context_len, bytes_per_value))
     gib = [family_cache_bytes(r, context_len, bytes_per_value) / 2**30 for r in rows]
-    per_token = [format_bytes(kv_cache_bytes(r.n_layers, r.n_kv_heads, r.d_head, bytes_per_value)) for r in rows]
-    kind = ["MHA" if r.n_kv_heads == r.n_heads else ("MQA" if r.n_kv_heads == 1 else f"GQA, {r.n_kv_heads} KV heads")
+    per_token = [format_bytes(family_kv_plan(r, bytes_per_value).per_token) for r in rows]
+    kind = ["MLA" if r.kv_lora_rank is not None else
+            ("MHA" if r.n_kv_heads == r.n_heads else ("MQA" if r.n_kv_heads == 1 else f"GQA, {r.n_kv_heads} KV heads"))
             for r in rows]
-    colors = [LINE_COLORS[0] if r.n_kv_heads < r.n_heads else LINE_COLORS[1] for r in rows]
+    windowed = [r.layer_kinds.count("full_attention") < r.n_layers for r in rows]
+    colors = [LINE_COLORS[1] if r.n_kv_heads == r.n_heads and r.kv_lora_rank is None else
+              (LINE_COLORS[3] if w else LINE_COLORS[0]) for r, w in zip(rows, windowed)]
     labels = [f"{r.name} ({r.checkpoint})" for r in rows]
-    notes = [" (rolling 4,096-token window)" if r.window and r.scheme == "rope" else "" for r in rows]
+    notes = [_cache_note(r) for r in rows]
     beyond = ["" if r.max_len is None or context_len <= r.max_len else f"; past its {r.max_len:,}-token limit"
               for r in rows]
     gpu = ACCELERATOR_BYTES / 2**30
@@ -174,8 +190,9 @@ def _family_kv(context_len: int = 131072, bytes_per_value: float = 2.0) -> go.Fi
     return light_figure(
         [bar],
         title=dict(text=(f"KV cache of one sequence at {context_len:,} tokens, {bytes_per_value:g} bytes per value<br>"
-                         "orange: a key and value for every head; blue: grouped-query"), font=dict(size=14)),
-        height=540,
+                         "orange: a key and value for every head; blue: grouped-query or latent; "
+                         "pink: windowed layers cap part of the cache"), font=dict(size=14)),
+        height=760,
         xaxis=dict(type="log", title=dict(text="KV cache per sequence (GiB, log scale)"), range=[-2, 3.6]),
         shapes=[dict(type="line", yref="paper", y0=0, y1=1, x0=gpu, x1=gpu,
                      line=dict(color=LINE_COLORS[2], dash="dot", width=2))],
@@ -198,7 +215,8 @@ def fig_family_kv(context_len: int = 131072, *, bytes_per_value: float = 2.0,
 def live_family_kv(
     context_len: int = 131072, bytes_per_value: float = 2.0, *,
     caption: str = "KV cache of each family's checkpoint for the chosen context and bytes per value.",
-    alt: str = "Horizontal bars of KV-cache size per model family, log scale, grouped-query models in blue.",
+    alt: str = ("Horizontal bars of KV-cache size per model family, log scale: multi-head in orange, grouped-query "
+                "or latent in blue, models with windowed layers in pink."),
 ) -> Any:
     """Live form of `fig_family_kv`: context length and bytes per value. Wrap in `show_live`."""
     import ipywidgets as widgets
@@ -224,7 +242,7 @@ def family_table_html(rows: Sequence[ModelFamily] = MODEL_FAMILIES) -> str:
     trained and maximum length in one cell), with links to its sources and its notes on hover."""
     import html
 
-    heads = ("family", "scheme", "base", "scaling", "trained / max length", "buckets, slopes, window", "attention",
+    heads = ("family", "scheme", "base", "scaling", "trained / max length", "buckets, slopes, layers", "attention",
              "sources")
     body = []
     for row in rows:
@@ -232,7 +250,7 @@ def family_table_html(rows: Sequence[ModelFamily] = MODEL_FAMILIES) -> str:
         links = ", ".join(
             f'<a href="{html.escape(u)}">{"config" if "huggingface.co" in u else "paper"}</a>' for u in row.urls)
         cells = (f"<b>{c['family']}</b><br><small>{c['checkpoint']}</small>", c["scheme"], c["base"], c["scaling"],
-                 f"{c['original length']} / {c['max length']}", c["buckets / slopes / window"], c["attention"], links)
+                 f"{c['original length']} / {c['max length']}", c["buckets / slopes / layers"], c["attention"], links)
         body.append(f'<tr title="{html.escape(row.notes)}">' + "".join(f"<td>{x}</td>" for x in cells) + "</tr>")
     return ('<div style="overflow-x:auto"><table class="mlbook-table" style="font-size:0.8em">'
             "<thead><tr>" + "".join(f"<th>{h}</th>" for h in heads) + "</tr></thead><tbody>" + "".join(body)

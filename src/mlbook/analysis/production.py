@@ -1,0 +1,342 @@
+"""KV-cache arithmetic for the production sections (07 context extension, 08 attention sinks,
+12 in production, 15 interview): bytes per token and per sequence, what grouped-query heads,
+latent attention and windowed layers change, the cache of a real model from its row in
+`mlbook.data.model_families` or from its `config.json`, and whether a budget fits a device.
+
+A layer's cache grows by the values one token adds to it, up to the most tokens the layer ever
+attends to: every token for a full-attention layer, the window W for a sliding layer (a query at i
+sees keys i - W < j <= i, Hugging Face's convention), the chunk C for Llama 4's chunked layers (a
+query sees the keys of its own C-token chunk). What one token adds per layer:
+
+    multi-head / grouped-query   2 * n_kv_heads * d_head   (a key and a value per KV head)
+    multi-head latent attention  kv_lora_rank + qk_rope_head_dim   (DeepSeek-V2/V3: one latent c_KV,
+                                 from which every head's key and value are up-projected, and one
+                                 rotary key k_R shared by the heads; 512 + 64 for DeepSeek-V3)
+
+Bytes are bytes; binary units through `mlbook.analysis.systems.format_bytes`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from mlbook.analysis.systems import format_bytes
+from mlbook.data.model_families import ModelFamily
+from mlbook.transformer.validate import check_choice, check_int, check_positive_float
+
+__all__ = [
+    "kv_cache_bytes",
+    "KVCacheOption",
+    "kv_cache_options",
+    "LAYER_KINDS",
+    "LayerCache",
+    "KVCachePlan",
+    "kv_cache_plan",
+    "family_kv_plan",
+    "config_layer_types",
+    "config_kv_plan",
+    "DeviceFit",
+    "device_fit",
+]
+
+
+def kv_cache_bytes(
+    n_layers: int, n_kv_heads: int, d_head: int, bytes_per_value: float = 2.0, context_len: int = 1, batch: int = 1
+) -> int:
+    """Bytes held by a KV cache: 2 (keys and values) * n_layers * n_kv_heads * d_head * bytes_per_value
+    per token, times context_len tokens and batch sequences.
+
+    A 7B-class model (32 layers, 32 KV heads, d_head 128, fp16) holds 2 * 32 * 32 * 128 * 2 =
+    524,288 bytes = 0.5 MiB per token. Grouped-query attention divides it by n_heads / n_kv_heads;
+    an 8-bit cache (bytes_per_value = 1) halves it.
+    """
+    check_int("n_layers", n_layers, 1)
+    check_int("n_kv_heads", n_kv_heads, 1)
+    check_int("d_head", d_head, 1)
+    bytes_per_value = check_positive_float("bytes_per_value", bytes_per_value)
+    check_int("context_len", context_len, 0)
+    check_int("batch", batch, 0)
+    per_token = 2 * n_layers * n_kv_heads * d_head * bytes_per_value
+    return int(round(per_token * context_len * batch))
+
+
+# ---------------------------------------------------------------------------
+# One layer kind: what grouped-query attention and cache quantisation change
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class KVCacheOption:
+    """One cache layout: KV heads, bytes per value, its size, and its size relative to the first option."""
+
+    label: str
+    n_kv_heads: int
+    bytes_per_value: float
+    per_token: int
+    total: int
+    relative: float
+
+
+def kv_cache_options(
+    n_layers: int = 32, n_heads: int = 32, d_head: int = 128, context_len: int = 131072, batch: int = 1,
+    kv_heads: tuple[int, ...] = (32, 8, 1), bytes_per_value: tuple[float, ...] = (2.0, 1.0, 0.5),
+) -> list[KVCacheOption]:
+    """`kv_cache_bytes` for every (KV heads, bytes per value) pair: n_kv_heads = n_heads is multi-head
+    attention, 1 < n_kv_heads < n_heads grouped-query, 1 multi-query; 2 bytes is fp16/bf16, 1 an
+    8-bit cache, 0.5 a 4-bit one (scales and zero points left out). relative = total / the first."""
+    check_int("n_heads", n_heads, 1)
+    if not kv_heads or not bytes_per_value:
+        raise ValueError("kv_heads and bytes_per_value must each list at least one value")
+    for h in kv_heads:
+        check_int("kv_heads entry", h, 1)
+        if n_heads % h:
+            raise ValueError(f"each kv_heads entry must divide n_heads ({n_heads}), got {h}")
+    out: list[KVCacheOption] = []
+    for h in kv_heads:
+        for b in bytes_per_value:
+            kind = "MHA" if h == n_heads else ("MQA" if h == 1 else f"GQA-{h}")
+            per_token = kv_cache_bytes(n_layers, h, d_head, b)
+            total = kv_cache_bytes(n_layers, h, d_head, b, context_len, batch)
+            bits = {2.0: "16-bit", 1.0: "8-bit", 0.5: "4-bit"}.get(float(b), f"{8 * b:g}-bit")
+            out.append(KVCacheOption(f"{kind}, {bits}", h, float(b), per_token, total, 0.0))
+    first = out[0].total
+    return [KVCacheOption(o.label, o.n_kv_heads, o.bytes_per_value, o.per_token, o.total,
+                          o.total / first if first else math.nan) for o in out]
+
+
+# ---------------------------------------------------------------------------
+# Per-layer caches: grouped-query heads, latent attention, windowed and chunked layers
+# ---------------------------------------------------------------------------
+
+LAYER_KINDS: tuple[str, ...] = ("full_attention", "sliding_attention", "chunked_attention")
+
+
+@dataclass(frozen=True)
+class LayerCache:
+    """The layers of one kind: how many, the values one token adds to each, and the most tokens each holds."""
+
+    kind: str  # "full_attention", "sliding_attention" or "chunked_attention" (Hugging Face's layer_types names)
+    layers: int
+    values_per_token: int  # 2 n_kv_heads d_head, or kv_lora_rank + qk_rope_head_dim for latent attention
+    cap: int | None  # the window or chunk: most tokens one layer holds; None: every token
+
+    def tokens(self, context_len: int) -> int:
+        """Tokens one layer of this kind holds after context_len tokens: min(context_len, cap)."""
+        return context_len if self.cap is None else min(context_len, self.cap)
+
+
+@dataclass(frozen=True)
+class KVCachePlan:
+    """A model's cache as layer kinds (see `kv_cache_plan`); sizes at any context length and batch."""
+
+    parts: tuple[LayerCache, ...]
+    bytes_per_value: float
+    latent: bool  # multi-head latent attention
+
+    @property
+    def n_layers(self) -> int:
+        return sum(p.layers for p in self.parts)
+
+    @property
+    def per_token(self) -> int:
+        """Bytes one token adds while every layer still grows (context shorter than every window)."""
+        return int(round(sum(p.layers * p.values_per_token for p in self.parts) * self.bytes_per_value))
+
+    def part_bytes(self, part: LayerCache, context_len: int, batch: int = 1) -> int:
+        """Bytes held by the layers of `part` after context_len tokens, for batch sequences."""
+        return int(round(part.layers * part.values_per_token * part.tokens(context_len) * batch * self.bytes_per_value))
+
+    def bytes(self, context_len: int, batch: int = 1) -> int:
+        """Bytes held after context_len tokens for batch sequences: the sum over layer kinds of
+        layers * values_per_token * min(context_len, cap) * batch * bytes_per_value."""
+        check_int("context_len", context_len, 0)
+        check_int("batch", batch, 0)
+        return sum(self.part_bytes(p, context_len, batch) for p in self.parts)
+
+    def breakdown(self, context_len: int, batch: int = 1) -> str:
+        """One line per layer kind and the total, in binary units."""
+        lines = []
+        for p in self.parts:
+            cap = "every token" if p.cap is None else f"at most {p.cap:,} tokens"
+            what = ("latent + rotary key" if self.latent else "K and V") + f", {p.values_per_token:,} values per token"
+            lines.append(f"{p.layers:>3} {p.kind:<17} ({what}, {cap}): "
+                         f"{format_bytes(self.part_bytes(p, context_len, batch))}")
+        lines.append(f"total at {context_len:,} tokens x batch {batch}: {format_bytes(self.bytes(context_len, batch))}")
+        return "\n".join(lines)
+
+
+def kv_cache_plan(
+    n_layers: int, n_kv_heads: int, d_head: int, *, layer_types: tuple[str, ...] | list[str] | None = None,
+    sliding_window: int | None = None, chunk_size: int | None = None, kv_lora_rank: int | None = None,
+    qk_rope_head_dim: int | None = None, bytes_per_value: float = 2.0,
+) -> KVCachePlan:
+    """The cache of a decoder whose layers may differ, grouped by layer kind.
+
+    Per token and layer: 2 * n_kv_heads * d_head values (keys and values of the KV heads: n_kv_heads
+    = n_heads is multi-head, fewer grouped-query, 1 multi-query), or, with kv_lora_rank set,
+    kv_lora_rank + qk_rope_head_dim values (multi-head latent attention, DeepSeek-V2 arXiv
+    2405.04434 section 2.1: the compressed c_KV and the decoupled rotary key k_R; n_kv_heads and
+    d_head are then unused). A "sliding_attention" layer holds at most sliding_window tokens, a
+    "chunked_attention" layer at most chunk_size (Llama 4: a query attends within its chunk), a
+    "full_attention" layer every token. layer_types=None: every layer full.
+    """
+    check_int("n_layers", n_layers, 1)
+    bytes_per_value = check_positive_float("bytes_per_value", bytes_per_value)
+    kinds = ("full_attention",) * n_layers if layer_types is None else tuple(layer_types)
+    if len(kinds) != n_layers:
+        raise ValueError(f"layer_types has {len(kinds)} entries but the model has n_layers={n_layers}")
+    for k in set(kinds):
+        check_choice("layer_types entry", k, LAYER_KINDS)
+    caps = {"full_attention": None}
+    if "sliding_attention" in kinds:
+        if sliding_window is None:
+            raise ValueError("layer_types has sliding_attention layers: give their sliding_window (tokens)")
+        caps["sliding_attention"] = check_int("sliding_window", sliding_window, 1)
+    if "chunked_attention" in kinds:
+        if chunk_size is None:
+            raise ValueError("layer_types has chunked_attention layers: give their chunk_size (tokens)")
+        caps["chunked_attention"] = check_int("chunk_size", chunk_size, 1)
+    if kv_lora_rank is not None:
+        check_int("kv_lora_rank", kv_lora_rank, 1)
+        if qk_rope_head_dim is None:
+            raise ValueError("latent attention caches the rotary key too: give qk_rope_head_dim with kv_lora_rank")
+        values = kv_lora_rank + check_int("qk_rope_head_dim", qk_rope_head_dim, 0)
+    else:
+        if qk_rope_head_dim is not None:
+            raise ValueError("qk_rope_head_dim is a latent-attention width: give kv_lora_rank as well, or neither")
+        values = 2 * check_int("n_kv_heads", n_kv_heads, 1) * check_int("d_head", d_head, 1)
+    parts = tuple(LayerCache(k, kinds.count(k), values, caps[k]) for k in LAYER_KINDS if k in kinds)
+    return KVCachePlan(parts, bytes_per_value, kv_lora_rank is not None)
+
+
+def family_kv_plan(row: ModelFamily, bytes_per_value: float = 2.0) -> KVCachePlan:
+    """`kv_cache_plan` for a row of MODEL_FAMILIES: its layer kinds, window, chunk and latent width.
+    Encoders (BERT, ModernBERT, Swin) and T5 keep no decoder cache of this kind and are refused."""
+    if row.encoder or row.scheme in ("swin", "t5") or row.name == "BERT":
+        raise ValueError(f"{row.name} is not a decoder-only model: it keeps no KV cache of this kind")
+    return kv_cache_plan(row.n_layers, row.n_kv_heads, row.d_head, layer_types=row.layer_kinds,
+                         sliding_window=row.window, chunk_size=row.chunk, kv_lora_rank=row.kv_lora_rank,
+                         qk_rope_head_dim=row.qk_rope_head_dim, bytes_per_value=bytes_per_value)
+
+
+def _text_config(config: Mapping[str, Any]) -> Mapping[str, Any]:
+    if not isinstance(config, Mapping):
+        raise TypeError(f"config must be a dict read from config.json, got {type(config).__name__}")
+    text = config.get("text_config")
+    return text if isinstance(text, Mapping) else config
+
+
+def config_layer_types(config: Mapping[str, Any]) -> tuple[str, ...]:
+    """Each layer's kind from a `config.json` dict, as transformers 4.57 derives it.
+
+    `layer_types` when the config lists it (gpt-oss, recent Gemma and Qwen saves); otherwise, by
+    the key the family uses: Llama 4 `no_rope_layers` / `no_rope_layer_interval` (rotating layers
+    chunked, NoPE layers full); Gemma 3 and Cohere 2 `sliding_window_pattern` (layer i full when
+    (i + 1) % pattern == 0); Gemma 2 (sliding, full, alternating); Qwen2/Qwen3
+    `use_sliding_window` with `max_window_layers`; a bare `sliding_window` (Mistral): every layer.
+    """
+    c = _text_config(config)
+    n = check_int("num_hidden_layers", c.get("num_hidden_layers"), 1)
+    model_type = str(c.get("model_type", ""))
+    if c.get("layer_types") is not None:
+        kinds = tuple(c["layer_types"])
+        if len(kinds) != n:
+            raise ValueError(f"layer_types has {len(kinds)} entries but num_hidden_layers is {n}")
+        return kinds
+    if model_type.startswith("llama4"):
+        rope = c.get("no_rope_layers") or [int((i + 1) % int(c.get("no_rope_layer_interval", 4)) != 0)
+                                           for i in range(n)]
+        return tuple("chunked_attention" if r else "full_attention" for r in rope)
+    pattern = c.get("sliding_window_pattern", c.get("_sliding_window_pattern"))
+    if c.get("sliding_window") is None:
+        return ("full_attention",) * n
+    if pattern is not None:
+        return tuple("full_attention" if (i + 1) % int(pattern) == 0 else "sliding_attention" for i in range(n))
+    if model_type == "gemma2":
+        return tuple("sliding_attention" if (i + 1) % 2 else "full_attention" for i in range(n))
+    if "use_sliding_window" in c:
+        if not c["use_sliding_window"]:
+            return ("full_attention",) * n
+        first = int(c.get("max_window_layers", n))
+        return tuple("sliding_attention" if i >= first else "full_attention" for i in range(n))
+    return ("sliding_attention",) * n
+
+
+def config_kv_plan(config: Mapping[str, Any], bytes_per_value: float = 2.0) -> KVCachePlan:
+    """`kv_cache_plan` from a model's `config.json` (a dict; a multimodal config's text_config is
+    used): num_hidden_layers, num_key_value_heads (default num_attention_heads), head_dim (default
+    hidden_size / num_attention_heads), `config_layer_types`, sliding_window,
+    attention_chunk_size, and kv_lora_rank with qk_rope_head_dim for latent attention."""
+    c = _text_config(config)
+    if str(c.get("model_type", "")) in ("modernbert", "bert", "t5"):
+        raise ValueError(f"model_type {c.get('model_type')!r} is not a decoder-only model: it keeps no KV cache")
+    n_heads = check_int("num_attention_heads", c.get("num_attention_heads"), 1)
+    n_kv = c.get("num_key_value_heads") or n_heads
+    d_head = c.get("head_dim") or check_int("hidden_size", c.get("hidden_size"), 1) // n_heads
+    latent = c.get("kv_lora_rank")
+    return kv_cache_plan(
+        c["num_hidden_layers"], n_kv, d_head, layer_types=config_layer_types(c), sliding_window=c.get("sliding_window"),
+        chunk_size=c.get("attention_chunk_size"), kv_lora_rank=latent,
+        qk_rope_head_dim=c.get("qk_rope_head_dim") if latent is not None else None, bytes_per_value=bytes_per_value)
+
+
+# ---------------------------------------------------------------------------
+# Whether a budget fits a device
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DeviceFit:
+    """Named byte counts against a device whose label says `label` (e.g. "80 GB"), read both ways."""
+
+    parts: tuple[tuple[str, int], ...]
+    label: float
+
+    @property
+    def total(self) -> int:
+        return sum(n for _, n in self.parts)
+
+    @property
+    def headroom_decimal(self) -> float:
+        """label * 10^9 - total: bytes left if the label counts gigabytes (GB)."""
+        return self.label * 1e9 - self.total
+
+    @property
+    def headroom_binary(self) -> float:
+        """label * 2^30 - total: bytes left if the label counts gibibytes (GiB)."""
+        return self.label * 2**30 - self.total
+
+    def __repr__(self) -> str:
+        total = self.total
+        terms = " + ".join(f"{name} {format_bytes(n).split(' (')[0]}" for name, n in self.parts)
+        lines = [f"{terms} = {format_bytes(total)}"]
+        for unit, room, size in (("GB", self.headroom_decimal, self.label * 1e9),
+                                 ("GiB", self.headroom_binary, self.label * 2**30)):
+            other = f"{size / 2**30:,.2f} GiB" if unit == "GB" else f"{size / 1e9:,.2f} GB"
+            verdict = (f"{room / 2**30:,.2f} GiB left for everything else" if room >= 0
+                       else f"over by {-room / 2**30:,.2f} GiB ({-room / 1e9:,.2f} GB)")
+            lines.append(f"  against {self.label:g} {unit} ({other}): {verdict}")
+        return "\n".join(lines)
+
+
+def device_fit(parts: dict[str, float], label: float = 80.0) -> DeviceFit:
+    """Sum named byte counts (a cache, the weights, ...) and compare them with a device labelled
+    `label`, read as label * 10^9 bytes (GB) and as label * 2^30 bytes (GiB).
+
+    The two readings differ by 7.4%; a sum between them "fits" or not depending on the unit.
+    What the sum leaves out (activations, quantisation scales and outliers, the runtime's own
+    memory) has to fit in the headroom.
+    """
+    if not isinstance(parts, dict) or not parts:
+        raise ValueError("parts must be a non-empty dict of name -> bytes, e.g. {'cache': 2**36}")
+    checked = []
+    for name, n in parts.items():
+        if not isinstance(n, (int, float)) or isinstance(n, bool):
+            raise TypeError(f"parts[{name!r}] must be a number of bytes, got {type(n).__name__} ({n!r})")
+        if not math.isfinite(n) or n < 0:
+            raise ValueError(f"parts[{name!r}] must be a finite number of bytes >= 0, got {n!r}")
+        checked.append((str(name), int(round(n))))
+    label = check_positive_float("label", label)
+    return DeviceFit(tuple(checked), label)

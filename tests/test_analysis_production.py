@@ -1,0 +1,248 @@
+"""Tests for mlbook.analysis.production: KV-cache sizes per layer kind, device budgets.
+
+Oracles: Hugging Face's LlamaConfig for the 7B-class cache; the caches transformers 4.57 really
+fills on tiny random models (grouped-query heads, Gemma 2's sliding layers, Llama 4's chunked
+layers); transformers' config classes for the layer kinds a config.json implies; and the
+DeepSeek-V2 paper's per-token formula for latent attention ((d_c + d_h^R) l = 4.5 d_h l values).
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from mlbook.analysis import production as P
+from mlbook.data.model_families import MODEL_FAMILIES, family
+
+transformers = pytest.importorskip("transformers")
+
+# ---------------------------------------------------------------------------
+# KV cache
+# ---------------------------------------------------------------------------
+
+
+def test_kv_cache_7b_class_against_hf_llama_config() -> None:
+    from transformers import LlamaConfig
+
+    c = LlamaConfig()  # its defaults are LLaMA-7B's
+    d_head = c.hidden_size // c.num_attention_heads
+    per_token = 2 * c.num_hidden_layers * c.num_key_value_heads * d_head * 2  # K and V, fp16
+    assert P.kv_cache_bytes(c.num_hidden_layers, c.num_key_value_heads, d_head, 2.0) == per_token == 2**19  # 0.5 MiB
+    assert P.kv_cache_bytes(32, 32, 128, 2.0, context_len=131072) == per_token * 131072 == 64 * 2**30
+    assert P.kv_cache_bytes(32, 32, 128, 2.0, context_len=1000, batch=3) == 3 * 1000 * per_token
+
+
+def test_kv_cache_options_gqa_and_quantisation() -> None:
+    opts = P.kv_cache_options(32, 32, 128, context_len=4096, batch=2, kv_heads=(32, 8, 1), bytes_per_value=(2.0, 1.0))
+    by = {(o.n_kv_heads, o.bytes_per_value): o for o in opts}
+    assert [o.label for o in opts] == ["MHA, 16-bit", "MHA, 8-bit", "GQA-8, 16-bit", "GQA-8, 8-bit", "MQA, 16-bit",
+                                       "MQA, 8-bit"]
+    for (h, b), o in by.items():
+        assert o.total == P.kv_cache_bytes(32, h, 128, b, 4096, 2)
+        assert o.per_token == P.kv_cache_bytes(32, h, 128, b)
+    assert by[(8, 2.0)].relative == pytest.approx(1 / 4)  # GQA divides by n_heads / n_kv_heads
+    assert by[(32, 1.0)].relative == pytest.approx(1 / 2)  # an 8-bit cache halves it
+    assert by[(1, 1.0)].relative == pytest.approx(1 / 64)
+    with pytest.raises(ValueError, match=r"each kv_heads entry must divide n_heads \(32\), got 6"):
+        P.kv_cache_options(kv_heads=(6,))
+    with pytest.raises(ValueError, match="must each list at least one value"):
+        P.kv_cache_options(kv_heads=())
+
+
+def test_kv_cache_bytes_bad_input() -> None:
+    with pytest.raises(ValueError, match="bytes_per_value must be a finite number > 0"):
+        P.kv_cache_bytes(1, 1, 1, 0.0)
+    with pytest.raises(TypeError, match="n_layers must be an int"):
+        P.kv_cache_bytes(1.5, 1, 1)  # type: ignore[arg-type]
+
+
+
+def test_device_fit_reads_the_label_both_ways() -> None:
+    fit = P.device_fit({"cache": 2**36, "weights": 2**33}, label=80)
+    assert fit.total == 72 * 2**30
+    assert fit.headroom_binary == 8 * 2**30  # 80 GiB - 72 GiB
+    assert fit.headroom_decimal == pytest.approx(80e9 - 72 * 2**30)  # 80 GB is only 74.5 GiB
+    tight = P.device_fit({"cache": 77 * 2**30}, label=80)
+    assert tight.headroom_decimal < 0 < tight.headroom_binary  # fits or not depending on the unit
+    assert "over by" in repr(tight) and "left for everything else" in repr(tight)
+    with pytest.raises(ValueError, match="parts must be a non-empty dict"):
+        P.device_fit({})
+    with pytest.raises(ValueError, match=r"parts\['cache'\] must be a finite number of bytes >= 0"):
+        P.device_fit({"cache": -1})
+    with pytest.raises(TypeError, match=r"parts\['cache'\] must be a number of bytes"):
+        P.device_fit({"cache": "64 GiB"})  # type: ignore[dict-item]
+
+
+
+
+# ---------------------------------------------------------------------------
+# Per-layer plans: hand-derivable cases
+# ---------------------------------------------------------------------------
+
+
+def test_plan_of_uniform_full_layers_is_kv_cache_bytes() -> None:
+    for h in (32, 8, 1):
+        plan = P.kv_cache_plan(32, h, 128, bytes_per_value=2.0)
+        assert plan.per_token == P.kv_cache_bytes(32, h, 128, 2.0)
+        assert plan.bytes(131072, batch=3) == P.kv_cache_bytes(32, h, 128, 2.0, 131072, 3)
+
+
+def test_sliding_and_chunked_layers_stop_growing_at_their_window() -> None:
+    kinds = ("sliding_attention", "full_attention") * 2 + ("chunked_attention",) * 2
+    plan = P.kv_cache_plan(6, 2, 8, layer_types=kinds, sliding_window=4, chunk_size=16, bytes_per_value=1.0)
+    per_layer = 2 * 2 * 8  # K and V of 2 KV heads of width 8, 1 byte each
+    assert plan.per_token == 6 * per_layer
+    # 3 tokens: every layer still grows
+    assert plan.bytes(3) == 6 * 3 * per_layer
+    # 100 tokens: 2 sliding layers hold 4, 2 full layers hold 100, 2 chunked layers hold 16
+    assert plan.bytes(100) == per_layer * (2 * 4 + 2 * 100 + 2 * 16)
+    assert {p.kind: (p.layers, p.cap) for p in plan.parts} == {
+        "full_attention": (2, None), "sliding_attention": (2, 4), "chunked_attention": (2, 16)}
+    assert "2 sliding_attention" in plan.breakdown(100) and "at most 4 tokens" in plan.breakdown(100)
+
+
+def test_latent_attention_caches_the_latent_and_one_rotary_key() -> None:
+    v3 = family("DeepSeek-V3")
+    plan = P.family_kv_plan(v3)
+    assert plan.latent and plan.parts[0].values_per_token == 512 + 64
+    assert plan.per_token == 61 * 576 * 2  # 70,272 bytes in bf16
+    # DeepSeek-V2 (arXiv 2405.04434) Table 1: MLA caches (d_c + d_h^R) l = 4.5 d_h l values per token,
+    # with d_c = 4 d_h and d_h^R = d_h / 2 (d_h = 128, the per-head width without rotation)
+    d_h = v3.qk_nope_head_dim
+    assert plan.per_token == 4.5 * d_h * v3.n_layers * 2
+    # against multi-head attention over the same 128 heads of 192-wide keys and 128-wide values
+    mha = v3.n_layers * v3.n_heads * (192 + 128) * 2
+    assert mha / plan.per_token == pytest.approx(40960 / 576)
+
+
+def test_plan_refuses_what_it_cannot_size() -> None:
+    with pytest.raises(ValueError, match="sliding_attention layers: give their sliding_window"):
+        P.kv_cache_plan(2, 1, 8, layer_types=("sliding_attention", "full_attention"))
+    with pytest.raises(ValueError, match="chunked_attention layers: give their chunk_size"):
+        P.kv_cache_plan(1, 1, 8, layer_types=("chunked_attention",))
+    with pytest.raises(ValueError, match="layer_types has 1 entries but the model has n_layers=2"):
+        P.kv_cache_plan(2, 1, 8, layer_types=("full_attention",))
+    with pytest.raises(ValueError, match="unknown layer_types entry 'linear_attention'"):
+        P.kv_cache_plan(1, 1, 8, layer_types=("linear_attention",))
+    with pytest.raises(ValueError, match="give qk_rope_head_dim with kv_lora_rank"):
+        P.kv_cache_plan(1, 1, 8, kv_lora_rank=512)
+    with pytest.raises(ValueError, match="give kv_lora_rank as well, or neither"):
+        P.kv_cache_plan(1, 1, 8, qk_rope_head_dim=64)
+    with pytest.raises(ValueError, match="ModernBERT is not a decoder-only model"):
+        P.family_kv_plan(family("ModernBERT"))
+    with pytest.raises(TypeError, match="config must be a dict read from config.json"):
+        P.config_kv_plan([("num_hidden_layers", 2)])  # type: ignore[arg-type]
+
+
+# ---------------------------------------------------------------------------
+# Oracle: the cache transformers really fills
+# ---------------------------------------------------------------------------
+
+
+def _hf_cache_tokens(model, T: int) -> list[tuple[int, int]]:
+    """(tokens held, values per token) of each layer of transformers' cache after a T-token prefill."""
+    with torch.no_grad():
+        out = model(torch.randint(0, 64, (1, T)), use_cache=True)
+    return [(layer.keys.shape[-2], 2 * layer.keys.shape[1] * layer.keys.shape[-1]) for layer in out.past_key_values.layers]
+
+
+TINY = dict(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=4, num_attention_heads=4,
+            num_key_value_heads=2, head_dim=8, max_position_embeddings=128)
+
+
+@pytest.mark.parametrize("kind", ["llama", "gemma2", "llama4"])
+def test_plan_matches_the_cache_transformers_fills(kind: str) -> None:
+    """transformers keeps W - 1 tokens of a windowed layer between steps and attends over them plus the
+    new token: the plan counts the W a step attends over; a full layer holds every token in both."""
+    torch.manual_seed(0)
+    if kind == "llama":
+        cfg = transformers.LlamaConfig(**TINY)
+        model = transformers.LlamaForCausalLM(cfg)
+        raw = {**TINY, "model_type": "llama"}
+        window = None
+    elif kind == "gemma2":
+        cfg = transformers.Gemma2Config(**TINY, sliding_window=5)
+        model = transformers.Gemma2ForCausalLM(cfg)
+        raw = {**TINY, "model_type": "gemma2", "sliding_window": 5}
+        window = 5
+    else:
+        cfg = transformers.Llama4TextConfig(**TINY, intermediate_size_mlp=64, attention_chunk_size=5,
+                                            num_local_experts=2, no_rope_layer_interval=4)
+        model = transformers.Llama4ForCausalLM(cfg)
+        raw = {**TINY, "model_type": "llama4_text", "attention_chunk_size": 5, "no_rope_layer_interval": 4}
+        window = 5
+    plan = P.config_kv_plan(raw, bytes_per_value=4.0)
+    kinds = P.config_layer_types(raw)
+    assert kinds == tuple(getattr(cfg, "layer_types", None) or ("full_attention",) * 4)
+    for T in (3, 12):
+        hf = _hf_cache_tokens(model.eval(), T)
+        ours = []
+        for k in kinds:
+            part = next(p for p in plan.parts if p.kind == k)
+            ours.append((part.tokens(T), part.values_per_token))
+        for (hf_tokens, hf_values), (our_tokens, our_values), k in zip(hf, ours, kinds):
+            assert hf_values == our_values
+            if k == "full_attention":
+                assert hf_tokens == our_tokens == T
+            else:
+                assert our_tokens == min(T, window) and hf_tokens == min(T, window - 1)
+
+
+# ---------------------------------------------------------------------------
+# Layer kinds from a config.json, against transformers' config classes
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("cls,extra", [
+    ("Gemma2Config", {"model_type": "gemma2", "sliding_window": 8}),
+    ("Gemma3TextConfig", {"model_type": "gemma3_text", "sliding_window": 8, "sliding_window_pattern": 3}),
+    ("Cohere2Config", {"model_type": "cohere2", "sliding_window": 8, "sliding_window_pattern": 4}),
+    ("Llama4TextConfig", {"model_type": "llama4_text", "no_rope_layer_interval": 3, "attention_chunk_size": 8}),
+    ("Qwen2Config", {"model_type": "qwen2", "sliding_window": 8, "use_sliding_window": True, "max_window_layers": 4}),
+    ("Qwen3Config", {"model_type": "qwen3", "sliding_window": 8, "use_sliding_window": False}),
+    ("GptOssConfig", {"model_type": "gpt_oss", "sliding_window": 8}),
+])
+def test_config_layer_types_as_transformers_derives_them(cls: str, extra: dict) -> None:
+    raw = {**TINY, "num_hidden_layers": 6, **extra}
+    hf = getattr(transformers, cls)(**{k: v for k, v in raw.items() if k != "model_type"})
+    if raw["model_type"] == "gpt_oss":
+        raw["layer_types"] = hf.layer_types  # gpt-oss configs list them
+    assert P.config_layer_types(raw) == tuple(hf.layer_types)
+
+
+def test_config_layer_types_mistral_and_multimodal() -> None:
+    assert P.config_layer_types({"num_hidden_layers": 3, "sliding_window": 4096}) == ("sliding_attention",) * 3
+    assert P.config_layer_types({"num_hidden_layers": 3, "sliding_window": None}) == ("full_attention",) * 3
+    nested = {"model_type": "gemma3", "text_config": {**TINY, "model_type": "gemma3_text", "sliding_window": 4,
+                                                      "sliding_window_pattern": 2}}
+    assert P.config_layer_types(nested) == ("sliding_attention", "full_attention") * 2
+    with pytest.raises(ValueError, match="layer_types has 2 entries but num_hidden_layers is 4"):
+        P.config_layer_types({**TINY, "layer_types": ["full_attention"] * 2})
+
+
+# ---------------------------------------------------------------------------
+# The families' caches
+# ---------------------------------------------------------------------------
+
+
+def test_every_decoder_family_has_a_plan() -> None:
+    for row in MODEL_FAMILIES:
+        if row.encoder or row.scheme in ("swin", "t5") or row.name == "BERT":
+            continue
+        plan = P.family_kv_plan(row)
+        assert plan.n_layers == row.n_layers
+        if row.kv_lora_rank is None:
+            assert plan.per_token == P.kv_cache_bytes(row.n_layers, row.n_kv_heads, row.d_head, 2.0)
+
+
+def test_windows_cap_the_families_caches() -> None:
+    T = 131072
+    gemma3 = P.family_kv_plan(family("Gemma 3"))  # 8 global layers, 40 local layers of window 1,024
+    per_layer = 2 * 8 * 256 * 2
+    assert gemma3.bytes(T) == per_layer * (8 * T + 40 * 1024)
+    llama4 = P.family_kv_plan(family("Llama 4"))  # 12 NoPE global layers, 36 chunked layers of 8,192
+    assert llama4.bytes(T) == 2 * 8 * 128 * 2 * (12 * T + 36 * 8192)
+    gpt_oss = P.family_kv_plan(family("gpt-oss"))  # 12 full, 12 banded layers of 128
+    assert gpt_oss.bytes(T) == 2 * 8 * 64 * 2 * (12 * T + 12 * 128)
+    mistral = P.family_kv_plan(family("Mistral"))  # every layer sliding, 4,096
+    assert mistral.bytes(T) == P.kv_cache_bytes(32, 8, 128, 2.0, 4096)
