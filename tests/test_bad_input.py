@@ -91,7 +91,7 @@ def test_scaling_parameters_without_their_scaling_are_errors() -> None:
         RopeScaling("linear", factor=2.0, original_max_len=2048)
     with pytest.raises(ValueError, match=r"beta_fast=4.0 was given, but scaling='llama3' does not use it"):
         RopeScaling("llama3", factor=8.0, original_max_len=8192, beta_fast=4.0)
-    with pytest.raises(ValueError, match=r"unknown rope option 'theta'; valid values are 'base', 'pairing', 'scaling'"):
+    with pytest.raises(ValueError, match=r"unknown rope option 'theta'; valid values are 'base', 'pairing', 'partial_rotary_factor', 'drop_lowest', 'scaling'"):
         GPTConfig(rope={"theta": 500000.0})
 
 
@@ -670,6 +670,69 @@ def test_a_folder_that_breaks_during_the_run_does_not_lose_it(toy_records, tmp_p
         record = registry.run_experiment("toy_bad", "quick", "cpu")
     rescue = re.search(r"saved to (\S+) instead", str(rec[0].message)).group(1)  # type: ignore[union-attr]
     assert json.loads(open(rescue).read())["results"] == record["results"] == {"square": 4}
+
+
+# --- benchmark records: the same store, the same skip-and-warn, the same refusal before the run ------
+
+
+@pytest.fixture
+def toy_bench(tmp_path, monkeypatch):  # type: ignore[no-untyped-def]
+    """A toy benchmark whose results folder is tmp/results and whose 'packaged' records are in tmp/pkg."""
+    from mlbook.benchmarks import registry as bench
+
+    monkeypatch.setenv("MLBOOK_RESULTS", str(tmp_path / "results"))
+    monkeypatch.setattr(bench, "PACKAGED_RESULTS", tmp_path / "pkg")
+    calls: list[int] = []
+
+    def toy(config, device, progress):  # type: ignore[no-untyped-def]
+        calls.append(config["n"])
+        return {"double": 2 * config["n"]}
+
+    bench.register("toy_bench", "A toy", "nothing", {"quick": {"n": 2}, "full": {"n": 3}})(toy)
+    yield calls
+    bench.BENCHMARKS.pop("toy_bench", None)
+
+
+@pytest.mark.parametrize("kind", list(_BAD_RECORDS))
+def test_unreadable_benchmark_record_is_skipped_with_a_warning_for_the_packaged_one(toy_bench, tmp_path,
+                                                                                    kind: str) -> None:
+    from mlbook import records
+    from mlbook.benchmarks import registry as bench
+
+    good = bench.run_benchmark("toy_bench", "quick", "cpu", save=False)
+    packaged = bench.record_path("toy_bench", "quick", folder=tmp_path / "pkg")
+    packaged.parent.mkdir(parents=True)
+    packaged.write_text(records.record_text(good))
+    broken = bench.record_path("toy_bench", "quick")
+    broken.parent.mkdir(parents=True)
+    content, fault = _BAD_RECORDS[kind]
+    if content is None:
+        broken.mkdir()
+    else:
+        broken.write_bytes(content)
+    with pytest.warns(RuntimeWarning, match=rf"skipping the benchmark record {re.escape(str(broken))}: {fault}"):
+        record = bench.load_record("toy_bench", "quick")
+    assert record is not None and record["results"] == good["results"]  # the packaged record
+
+
+def test_unwritable_benchmark_folder_is_refused_before_the_run(toy_bench, tmp_path, monkeypatch, capsys) -> None:  # type: ignore[no-untyped-def]
+    from mlbook.benchmarks import registry as bench
+    from mlbook.benchmarks.__main__ import main
+
+    (tmp_path / "results" / "quick" / "bench" / "toy_bench.json").mkdir(parents=True)
+    with pytest.raises(ValueError, match=r"cannot save the record: .*toy_bench.json is a folder, not a file"):
+        bench.run_benchmark("toy_bench", "quick", "cpu")
+    blocker = tmp_path / "blocker"
+    blocker.write_text("a file where a folder must go")  # unwritable for root too, unlike chmod
+    monkeypatch.setenv("MLBOOK_RESULTS", str(blocker / "results"))
+    pattern = r"cannot save the record in .*blocker/results/bench .*set MLBOOK_RESULTS to a writable folder"
+    with pytest.raises(ValueError, match=pattern):
+        bench.run_benchmark("toy_bench", "full", "cpu")
+    with pytest.raises(SystemExit) as info:
+        main(["run", "toy_bench", "--device", "cpu"])
+    assert info.value.code == 2 and re.search(pattern, capsys.readouterr().err.replace("\n", " "))
+    assert toy_bench == []  # nothing measured, so nothing lost
+    assert bench.run_benchmark("toy_bench", "full", "cpu", save=False)["results"] == {"double": 6}  # --no-save runs
 
 
 # --- exercise checkers: copies in, a time limit, and a word when the input changed ----------------
