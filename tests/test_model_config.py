@@ -1,0 +1,122 @@
+"""mlbook.analysis.model_config on every shipped config: the summary's numbers against
+transformers (frequencies, bands, layer patterns) and the KV formula; the pitfalls named."""
+
+from __future__ import annotations
+
+import copy
+import logging
+import math
+
+import pytest
+import torch
+
+transformers = pytest.importorskip("transformers")
+from transformers import LlamaConfig  # noqa: E402
+from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS  # noqa: E402
+
+from mlbook.analysis.model_config import (  # noqa: E402
+    SHIPPED_CONFIGS, context_lengths, layer_plan, load_config, read_rope_type, rotary_width, scaling_bands,
+    serving_override, summarize_config,
+)
+from mlbook.transformer.hf import hf_rope_type  # noqa: E402
+
+logging.getLogger("transformers.modeling_rope_utils").setLevel(logging.ERROR)
+
+
+def hf_frequencies(c: dict, rope_scaling, seq_len=None) -> tuple[torch.Tensor, float]:
+    d = rotary_width(c)
+    cfg = LlamaConfig(hidden_size=4 * d, num_attention_heads=4, head_dim=d, rope_theta=float(c["rope_theta"]),
+                      max_position_embeddings=c["max_position_embeddings"], rope_scaling=copy.deepcopy(rope_scaling))
+    return ROPE_INIT_FUNCTIONS[hf_rope_type(rope_scaling)](cfg, "cpu", seq_len=seq_len)
+
+
+@pytest.mark.parametrize("name", SHIPPED_CONFIGS)
+def test_summary_wavelengths_and_factor_match_transformers(name: str) -> None:
+    c = load_config(name)
+    s = summarize_config(c, name)
+    trained, _ = hf_frequencies(c, None)
+    scaled, factor = hf_frequencies(c, c.get("rope_scaling"), c["max_position_embeddings"])
+    for got, inv in ((s.wavelength_trained, trained), (s.wavelength_scaled, scaled)):
+        wl = 2 * math.pi / inv.double()
+        assert got == pytest.approx((float(wl.min()), float(wl.max())), rel=1e-6)
+    assert s.attention_factor == pytest.approx(factor, rel=1e-12)
+    L = s.lengths.original
+    assert s.pairs_without_a_turn == (int((2 * math.pi / trained.double() > L).sum()),
+                                      int((2 * math.pi / scaled.double() > L).sum()))
+    text = s.text()
+    assert name in text and len(text.splitlines()) <= 12
+
+
+@pytest.mark.parametrize("name", SHIPPED_CONFIGS)
+def test_bands_match_which_frequencies_transformers_divides(name: str) -> None:
+    """keep: HF's scaled frequency equals the trained one; interpolate: equals it divided by the factor."""
+    c = load_config(name)
+    bands = scaling_bands(c)
+    rs = c["rope_scaling"]
+    trained, _ = hf_frequencies(c, None)
+    scaled, _ = hf_frequencies(c, rs)
+    keep = int(torch.isclose(scaled, trained, rtol=1e-6, atol=0).sum())
+    divided = int(torch.isclose(scaled, trained / rs["factor"], rtol=1e-6, atol=0).sum())
+    assert (bands["keep"], bands["interpolate"], bands["blend"]) == (keep, divided, len(trained) - keep - divided)
+
+
+def test_kv_bytes_per_token_and_at_the_longest_context() -> None:
+    """2 x layers x KV heads x head_dim x 2 bytes (GQA), layers x (kv_lora_rank + qk_rope_head_dim) x 2 (MLA);
+    sliding layers stop at their window."""
+    expect = {"llama-3.2-1b": 2 * 16 * 8 * 64 * 2, "gpt-oss-20b": 2 * 24 * 8 * 64 * 2,
+              "gemma-3-4b": 2 * 34 * 4 * 256 * 2, "deepseek-v3": 61 * (512 + 64) * 2}
+    for name, per_token in expect.items():
+        assert summarize_config(load_config(name)).kv_per_token == per_token
+    g = load_config("gemma-3-4b")
+    T = g["max_position_embeddings"]
+    assert summarize_config(g).kv_at_max == 2 * 4 * 256 * 2 * (5 * T + 29 * 1024)
+    o = load_config("gpt-oss-20b")
+    assert summarize_config(o).kv_at_max == 2 * 8 * 64 * 2 * (12 * 131072 + 12 * 128)
+
+
+def test_layer_plans() -> None:
+    gemma = layer_plan(load_config("gemma-3-4b"))
+    assert gemma.counts() == {"sliding_attention": 29, "full_attention": 5}
+    assert {b for k, b in zip(gemma.kinds, gemma.bases) if k == "sliding_attention"} == {10000.0}
+    assert {b for k, b in zip(gemma.kinds, gemma.bases) if k == "full_attention"} == {1e6}
+    assert gemma.scaled == tuple(k == "full_attention" for k in gemma.kinds)
+    oss = layer_plan(load_config("gpt-oss-20b"))
+    assert oss.windows == (128, None) * 12 and all(oss.rotates)
+
+
+def test_hybrid_nope_layers_follow_transformers() -> None:
+    """Llama 4's rule when no_rope_layers is absent: layer i is NoPE when (i + 1) % interval == 0."""
+    ref = transformers.Llama4TextConfig()
+    c = {"model_type": "llama4_text", "num_hidden_layers": ref.num_hidden_layers, "attention_chunk_size": 8192,
+         "rope_theta": 500000.0}
+    plan = layer_plan(c)
+    assert plan.rotates == tuple(bool(r) for r in ref.no_rope_layers)
+    assert plan.kinds == tuple(ref.layer_types)
+    assert all(w == 8192 for w, k in zip(plan.windows, plan.kinds) if k == "chunked_attention")
+
+
+def test_context_length_pitfalls() -> None:
+    assert "already multiplied" in context_lengths(load_config("gpt-oss-20b")).note
+    llama = context_lengths(load_config("llama-3.2-1b"))
+    assert (llama.original, llama.factor, llama.ratio) == (8192, 32.0, 16.0) and "not x factor" in llama.note
+    bare = {"max_position_embeddings": 32768, "rope_scaling": {"rope_type": "yarn", "factor": 4.0}}
+    assert "assumes max_position_embeddings (32,768) is the trained length" in context_lengths(bare).note
+
+
+def test_rope_type_pitfalls() -> None:
+    assert read_rope_type({"type": "yarn", "factor": 4.0})[0] == "yarn"
+    assert "legacy key" in read_rope_type({"type": "yarn", "factor": 4.0})[1]
+    for name, match in (("su", "longrope"), ("mrope", "multimodal"), ("ntk", "dynamic")):
+        with pytest.raises(ValueError, match=match):
+            read_rope_type({"rope_type": name})
+
+
+def test_serving_override_changes_every_length() -> None:
+    c = load_config("gpt-oss-20b")
+    new, changes = serving_override(c, {"rope_type": "yarn", "factor": 2.0, "original_max_position_embeddings": 4096},
+                                    8192)
+    assert new["rope_scaling"]["factor"] == 2.0 and c["rope_scaling"]["factor"] == 32.0
+    assert "at every length" in changes[0] and "8192" in changes[1]
+    before = summarize_config(c).attention_factor
+    after = summarize_config(new).attention_factor
+    assert before == pytest.approx(0.1 * math.log(32) + 1) and after == pytest.approx(0.1 * math.log(2) + 1)
