@@ -164,7 +164,7 @@ def test_shipped_scaling_bands():
         _, r = A.scaled_frequency_ratio(row)
         s = row.rope_scaling().factor
         assert r.max() == pytest.approx(1.0) and r.min() == pytest.approx(1 / s, rel=1e-5)
-    assert A.shipped_scaling("DeepSeek-V3").extended_len == 163840
+    assert A.shipped_scaling("DeepSeek-V3").max_len == 163840 == 40 * 4096
     with pytest.raises(ValueError, match="no shipped scaling"):
         A.shipped_scaling("Mistral")
 
@@ -174,6 +174,10 @@ def test_deepseek_row_matches_transformers_defaults():
     cfg = transformers.DeepseekV3Config()
     assert (cfg.kv_lora_rank, cfg.qk_rope_head_dim, cfg.num_hidden_layers, cfg.num_attention_heads) == (512, 64, 61, 128)
     assert A.shipped_scaling("DeepSeek-V3").d_head == cfg.qk_rope_head_dim
+    oss, row = transformers.GptOssConfig(), A.shipped_scaling("gpt-oss")
+    assert (row.base, row.factor, row.original_len, row.max_len) == (
+        oss.rope_theta, oss.rope_scaling["factor"], oss.rope_scaling["original_max_position_embeddings"],
+        oss.max_position_embeddings)
 
 
 # ---------------------------------------------------------------------------

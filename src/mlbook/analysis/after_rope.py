@@ -292,13 +292,17 @@ def mrope_score_map(h: int = 9, w: int = 9, *, row: int = 4, col: int = 4, d_hea
 
 @dataclass(frozen=True)
 class ShippedScaling:
-    """A released model's RoPE settings for its long context (its config.json's rope_theta and rope_scaling)."""
+    """A released model's RoPE settings for its long context (its config.json's rope_theta, rope_scaling and
+    max_position_embeddings). Llama 3.1's factor 8 on 8,192 is not its 131,072 context: the long context came
+    from continued pretraining, the scaling sets the frequencies it was trained with."""
 
     name: str
     d_head: int  # the rotated width (DeepSeek-V3: its 64-dim rotary part)
     base: float
     scaling: str  # the library's name: "llama3" or "yarn"
     params: tuple[tuple[str, float], ...]  # RopeScaling keyword arguments
+    max_len: int  # the context the release supports: config max_position_embeddings, or the model card's
+    # when the scaling is added by hand (Qwen2.5: config 32,768, card 131,072 with YaRN)
     source: str
 
     def rope_scaling(self) -> RopeScaling:
@@ -309,24 +313,23 @@ class ShippedScaling:
         return int(dict(self.params)["original_max_len"])
 
     @property
-    def extended_len(self) -> int:
-        """factor x the original context: the length the scaling is set for."""
-        return int(dict(self.params)["factor"] * self.original_len)
+    def factor(self) -> float:
+        return float(dict(self.params)["factor"])
 
 
 SHIPPED_SCALINGS: tuple[ShippedScaling, ...] = (
     ShippedScaling("Llama 3.1 8B", 128, 500000.0, "llama3",
                    (("factor", 8.0), ("original_max_len", 8192), ("low_freq_factor", 1.0), ("high_freq_factor", 4.0)),
-                   "meta-llama/Llama-3.1-8B config.json, rope_scaling rope_type llama3"),
+                   131072, "meta-llama/Llama-3.1-8B config.json, rope_scaling rope_type llama3"),
     ShippedScaling("Qwen2.5 7B (YaRN as its card says to add)", 128, 1_000_000.0, "yarn",
                    (("factor", 4.0), ("original_max_len", 32768), ("beta_fast", 32.0), ("beta_slow", 1.0)),
-                   "Qwen/Qwen2.5-7B-Instruct model card, 'Processing long texts'"),
+                   131072, "Qwen/Qwen2.5-7B-Instruct model card, 'Processing long texts' (config.json has no rope_scaling)"),
     ShippedScaling("DeepSeek-V3", 64, 10000.0, "yarn",
                    (("factor", 40.0), ("original_max_len", 4096), ("beta_fast", 32.0), ("beta_slow", 1.0)),
-                   "deepseek-ai/DeepSeek-V3 config.json (also mscale 1.0, mscale_all_dim 1.0)"),
+                   163840, "deepseek-ai/DeepSeek-V3 config.json (also mscale 1.0, mscale_all_dim 1.0)"),
     ShippedScaling("gpt-oss-120b", 64, 150000.0, "yarn",
                    (("factor", 32.0), ("original_max_len", 4096), ("beta_fast", 32.0), ("beta_slow", 1.0)),
-                   "openai/gpt-oss-120b config.json; transformers GptOssConfig defaults"),
+                   131072, "openai/gpt-oss-120b config.json; transformers GptOssConfig defaults"),
 )
 
 

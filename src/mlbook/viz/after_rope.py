@@ -159,7 +159,7 @@ def fig_rotated_pairs(still: float = 0.25, base: float = 10000.0, d_head: int = 
     Pairs that never turn sit on the bottom line."""
     pairs = list(range(d_head // 2))
     data = []
-    settings = (("RoPE", {}, LINE_COLORS[7], "solid"),
+    settings = (("RoPE", {}, "#777777", "solid"),
                 (f"partial rotary, factor {1 - still:g}", {"partial_rotary_factor": 1 - still}, LINE_COLORS[0], "solid"),
                 (f"p-RoPE, lowest {still:.0%} dropped", {"drop_lowest": still}, LINE_COLORS[5], "dash"))
     for name, kw, color, dash in settings:
@@ -266,7 +266,7 @@ def fig_shipped_scaling(model: str = "Llama 3.1 8B") -> go.Figure:
                  name=f"original context {row.original_len:,}", line=dict(color="#888888", dash="dot"),
                  hoverinfo="skip"),
         ],
-        title=_title(f"{row.name}: {row.scaling}, factor {s:g} ({row.original_len:,} → {row.extended_len:,}); "
+        title=_title(f"{row.name}: {row.scaling}, factor {s:g} on {row.original_len:,}, context {row.max_len:,}; "
                      f"{kept} pairs kept, {interp} divided by {s:g}, {len(ratio) - kept - interp} blended"),
         height=440, margin=dict(t=70, b=60, l=70, r=20),
         xaxis=dict(title="trained wavelength 2π/θ_i (tokens, log scale)", type="log"),
