@@ -384,6 +384,92 @@ def test_show_knob_live_widget_starts_at_defaults(live, displayed):
 
 
 # ---------------------------------------------------------------------------
+# core.live_figure: a live figure declared by its knobs
+# ---------------------------------------------------------------------------
+
+
+@core.live_figure(
+    core.int_knob("n", 4, 2, lambda top: top, label=lambda top: f"points (up to {top})"),
+    core.log_knob("scale", 10.0, 0.0, 2.0, "scale"),
+    core.choice_knob("style", "lines", ("lines", "markers")),
+    core.toggle_knob("flip", False, (("up", False), ("down", True)), "direction"),
+    caption="c", alt="a",
+)
+def live_line(n: int, scale: float, style: str, flip: bool, *, top: int = 10) -> go.Figure:
+    """A line of n points."""
+    fig = _line_build(-scale if flip else scale, n)
+    fig.data[0].mode = style
+    return fig
+
+
+def test_live_figure_signature_doc_and_parts():
+    import inspect
+
+    sig = inspect.signature(live_line)
+    assert list(sig.parameters) == ["n", "scale", "style", "flip", "top", "caption", "alt"]
+    assert all(p.kind is p.KEYWORD_ONLY for p in sig.parameters.values())
+    assert sig.parameters["scale"].default == 10.0 and sig.parameters["top"].default == 10
+    assert live_line.__name__ == "live_line" and live_line.__module__ == __name__
+    assert "A line of n points." in live_line.__doc__ and "scale: 1 .. 100, log scale; starts at 10.0" in live_line.__doc__
+    assert [k.name for k in live_line.knobs] == ["n", "scale", "style", "flip"]
+    assert live_line.build(n=3, scale=2.0, style="lines", flip=False).data[0].y.tolist() == [0.0, 2.0, 4.0]
+
+
+def test_live_figure_widgets_start_at_the_arguments_and_redraw(live, displayed):
+    import ipywidgets as widgets
+
+    w = live_line(n=5, scale=2.0, flip=True, top=6)
+    n, scale, style, flip = w.children[0].children
+    assert isinstance(n, widgets.IntSlider) and (n.value, n.min, n.max, n.description) == (5, 2, 6, "points (up to 6)")
+    assert isinstance(scale, widgets.FloatLogSlider) and scale.value == pytest.approx(2.0)
+    assert isinstance(style, widgets.SelectionSlider) and style.value == "lines"
+    assert isinstance(flip, widgets.ToggleButtons) and flip.value is True
+    np.testing.assert_allclose(_bundles(displayed)[-1][PLOTLY_MIME]["data"][0]["y"], -2.0 * np.arange(5))
+    style.value = "markers"
+    assert _bundles(displayed)[-1][PLOTLY_MIME]["data"][0]["mode"] == "markers"
+
+
+@pytest.mark.parametrize(
+    "kwargs, exc, pattern",
+    [
+        ({"n": 11}, ValueError, r"live_line: n=11 is outside the slider's range 2 \.\. 10; pick a value in it"),
+        ({"n": 7, "top": 6}, ValueError, r"live_line: n=7 is outside the slider's range 2 \.\. 6"),
+        ({"n": 2.5}, TypeError, r"live_line: n must be a whole number .* got 2\.5"),
+        ({"scale": 1000.0}, ValueError, r"live_line: scale=1000\.0 is outside the slider's range 1 \.\. 100"),
+        ({"scale": float("nan")}, ValueError, r"scale=nan is outside"),
+        ({"scale": "big"}, TypeError, r"live_line: scale must be a number, got str"),
+        ({"style": "bars"}, ValueError, r"live_line: style='bars' is not one of the slider's values \['lines', 'markers'\]"),
+        ({"flip": "yes"}, ValueError, r"flip='yes' is not one of the slider's values \[False, True\]"),
+    ],
+)
+def test_live_figure_refuses_starting_values_the_slider_does_not_allow(live, displayed, kwargs, exc, pattern):
+    with pytest.raises(exc, match=pattern):
+        live_line(**kwargs)
+
+
+def test_live_figure_rejects_a_bad_declaration():
+    with pytest.raises(TypeError, match=r"the knobs \['m'\] are not parameters of the build function"):
+        core.live_figure(core.int_knob("m", 1, 0, 3), caption="c", alt="a")(lambda n: None)
+    with pytest.raises(ValueError, match=r"knob names repeat"):
+        core.live_figure(core.int_knob("n", 1, 0, 3), core.int_knob("n", 1, 0, 3), caption="c", alt="a")
+    with pytest.raises(ValueError, match=r"kind must be one of"):
+        core.Knob("n", "dial", 1)
+
+
+def test_every_section_live_figure_is_declared_with_live_figure():
+    """The book's live figures (not the production page's, which has its own owner) are declared
+    through `live_figure`: each has `.knobs` and `.build`."""
+    import importlib
+
+    for name in ("absolute", "alibi", "extension", "learned", "relative", "rope", "sinks", "systems"):
+        module = importlib.import_module(f"mlbook.viz.{name}")
+        lives = [getattr(module, n) for n in module.__all__ if n.startswith("live_")]
+        assert lives, name
+        for fn in lives:
+            assert fn.knobs and callable(fn.build), f"{name}.{fn.__name__} is not declared with live_figure"
+
+
+# ---------------------------------------------------------------------------
 # absolute.py: figures
 # ---------------------------------------------------------------------------
 

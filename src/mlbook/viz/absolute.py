@@ -5,8 +5,9 @@ one figure) behind two public forms:
 
     fig_x(..., value, grid=...)   a plotly slider over a precomputed grid (`grid_slider`, static
                                   site); grid=None gives the single figure at `value`
-    live_x(...)                   ipywidgets sliders (`live_sliders`) that call the same build
-                                  function with any value; show it with `show_live`
+    live_x(...)                   ipywidgets sliders over the same build function, declared with
+                                  `live_figure` (each knob's name, default, range, step and label);
+                                  show it with `show_live`
 
 Every number comes from `mlbook.transformer` and `mlbook.analysis.absolute` (frequencies,
 wavelengths, the offset matrix, the equivariance report); this module only rounds and draws it.
@@ -37,10 +38,10 @@ from mlbook.viz.core import (
     LINE_COLORS,
     SEQUENTIAL,
     format_base,
-    int_slider,
+    int_knob,
     knob_figure,
-    live_sliders,
-    log_slider,
+    live_figure,
+    log_knob,
     round_array,
 )
 
@@ -142,17 +143,15 @@ def fig_sinusoidal_heatmap(
     raise ValueError(f"vary must be 'base' or 'd', got {vary!r}")
 
 
-def live_sinusoidal_heatmap(
-    T: int = 100, d: int = 64, base: float = 10000.0, *,
-    caption: str = "Sinusoidal PE for the chosen T, d and base.",
-    alt: str = "Heatmap of the sinusoidal positional encoding, positions down, dimensions across.",
-) -> Any:
+@live_figure(
+    int_knob("T", 100, 10, 400, 10, "T (positions)"), int_knob("d", 64, 2, 256, 2, "d (width)"),
+    log_knob("base", 10000.0, label="base"),
+    caption="Sinusoidal PE for the chosen T, d and base.",
+    alt="Heatmap of the sinusoidal positional encoding, positions down, dimensions across.",
+)
+def live_sinusoidal_heatmap(T: int, d: int, base: float) -> go.Figure:
     """Live form of `fig_sinusoidal_heatmap`: any T, even d and base. Wrap in `show_live`."""
-    return live_sliders(
-        lambda T, d, base: _heatmap(T, d, base), caption=caption, alt=alt,
-        T=int_slider(T, "T (positions)", 10, 400, 10), d=int_slider(d, "d (width)", 2, 256, 2),
-        base=log_slider(base, "base"),
-    )
+    return _heatmap(T, d, base)
 
 
 def _similarity(T: int, d: int, base: float, positions: Sequence[int]) -> go.Figure:
@@ -187,20 +186,15 @@ def fig_pe_similarity(
     return knob_figure(_similarity, "base", float(base), bases, "base", {"T": T, "d": d, "positions": tuple(positions)})
 
 
-def live_pe_similarity(
-    T: int = 100, d: int = 64, base: float = 10000.0, *,
-    caption: str = "PE_t · PE_s for three positions spread over T.",
-    alt: str = "Line plot of the dot product between sinusoidal encodings against position, one line per reference position.",
-) -> Any:
+@live_figure(
+    int_knob("T", 100, 20, 1000, 10, "T (positions)"), int_knob("d", 64, 2, 256, 2, "d (width)"),
+    log_knob("base", 10000.0, label="base"),
+    caption="PE_t · PE_s for three positions spread over T.",
+    alt="Line plot of the dot product between sinusoidal encodings against position, one line per reference position.",
+)
+def live_pe_similarity(T: int, d: int, base: float) -> go.Figure:
     """Live form of `fig_pe_similarity`, with positions T/10, T/2 and T - T/10."""
-    def build(T: int, d: int, base: float) -> go.Figure:
-        return _similarity(T, d, base, (T // 10, T // 2, T - 1 - T // 10))
-
-    return live_sliders(
-        build, caption=caption, alt=alt,
-        T=int_slider(T, "T (positions)", 20, 1000, 10), d=int_slider(d, "d (width)", 2, 256, 2),
-        base=log_slider(base, "base"),
-    )
+    return _similarity(T, d, base, (T // 10, T // 2, T - 1 - T // 10))
 
 
 def _wavelengths(d_head: int, base: float, length: int, fraction: bool = False) -> go.Figure:
@@ -249,17 +243,15 @@ def fig_wavelengths(
     raise ValueError(f"vary must be 'base' or 'd_head', got {vary!r}")
 
 
-def live_wavelengths(
-    d_head: int = 128, base: float = 10000.0, length: int = 8192, *,
-    caption: str = "Wavelength of every pair for the chosen d_head, base and context length.",
-    alt: str = "Scatter plot of wavelength in tokens against pair index on a log axis, with a horizontal line at the context length.",
-) -> Any:
+@live_figure(
+    int_knob("d_head", 128, 2, 512, 2, "d_head"), log_knob("base", 10000.0, 1.0, 8.0, "base"),
+    int_knob("length", 8192, 256, 131072, 256, "context length"),
+    caption="Wavelength of every pair for the chosen d_head, base and context length.",
+    alt="Scatter plot of wavelength in tokens against pair index on a log axis, with a horizontal line at the context length.",
+)
+def live_wavelengths(d_head: int, base: float, length: int) -> go.Figure:
     """Live form of `fig_wavelengths`: any even d_head, base and context length."""
-    return live_sliders(
-        lambda d_head, base, length: _wavelengths(d_head, base, length), caption=caption, alt=alt,
-        d_head=int_slider(d_head, "d_head", 2, 512, 2), base=log_slider(base, "base", 1.0, 8.0),
-        length=int_slider(length, "context length", 256, 131072, 256),
-    )
+    return _wavelengths(d_head, base, length)
 
 
 # ---------------------------------------------------------------------------
@@ -362,17 +354,12 @@ def fig_offset_rotation(
     return knob_figure(_rotation, "k", k, ks, "offset k", fixed)
 
 
-def live_offset_rotation(
-    d: int = 16, pair: int = 1, k: int = 3, T: int = 20, base: float = 10000.0, *,
-    caption: str = "One (sin, cos) pair on its circle: the rotated points land on the shifted ones.",
-    alt: str = "Points on a unit circle labelled by position, with rings marking each point rotated by a fixed angle.",
-) -> Any:
-    """Live form of `fig_offset_rotation`: any pair, offset and base."""
-    def build(pair: int, k: int, base: float) -> go.Figure:
-        return _rotation(d, pair, k, T, base, (0, 3, 7))
-
-    return live_sliders(
-        build, caption=caption, alt=alt,
-        pair=int_slider(pair, f"pair i (d={d})", 0, d // 2 - 1), k=int_slider(k, "offset k (tokens)", 0, 40),
-        base=log_slider(base, "base"),
-    )
+@live_figure(
+    int_knob("pair", 1, 0, lambda d: d // 2 - 1, label=lambda d: f"pair i (d={d})"),
+    int_knob("k", 3, 0, 40, label="offset k (tokens)"), log_knob("base", 10000.0, label="base"),
+    caption="One (sin, cos) pair on its circle: the rotated points land on the shifted ones.",
+    alt="Points on a unit circle labelled by position, with rings marking each point rotated by a fixed angle.",
+)
+def live_offset_rotation(pair: int, k: int, base: float, *, d: int = 16, T: int = 20) -> go.Figure:
+    """Live form of `fig_offset_rotation`: any pair, offset and base (d and T fixed per call)."""
+    return _rotation(d, pair, k, T, base, (0, 3, 7))

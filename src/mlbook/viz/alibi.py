@@ -15,7 +15,16 @@ import plotly.graph_objects as go
 
 from mlbook.analysis.alibi import alibi_penalty, effective_window, naive_slopes, slope_provenance
 from mlbook.transformer.positional import alibi_bias, alibi_slopes
-from mlbook.viz.core import LINE_COLORS, SEQUENTIAL, int_slider, knob_figure, legend_below, live_sliders
+from mlbook.viz.core import (
+    LINE_COLORS,
+    SEQUENTIAL,
+    float_knob,
+    int_knob,
+    knob_figure,
+    legend_below,
+    live_figure,
+    note_adjustment,
+)
 
 __all__ = [
     "HEAD_COUNTS",
@@ -78,13 +87,14 @@ def fig_alibi_slopes(n_heads: int = 8, *, head_counts: Sequence[int] | None = HE
     return knob_figure(_slopes, "n_heads", n_heads, head_counts, "heads H", {})
 
 
-def live_alibi_slopes(
-    n_heads: int = 8, *,
-    caption: str = "ALiBi slopes for the chosen number of heads.",
-    alt: str = "Scatter plot of slope on a log axis against head index, with hollow markers for the naive formula.",
-) -> Any:
+@live_figure(
+    int_knob("n_heads", 8, 1, 32, label="heads H"),
+    caption="ALiBi slopes for the chosen number of heads.",
+    alt="Scatter plot of slope on a log axis against head index, with hollow markers for the naive formula.",
+)
+def live_alibi_slopes(n_heads: int) -> go.Figure:
     """Live form of `fig_alibi_slopes`: any H from 1 to 32."""
-    return live_sliders(_slopes, caption=caption, alt=alt, n_heads=int_slider(n_heads, "heads H", 1, 32))
+    return _slopes(n_heads)
 
 
 # ---------------------------------------------------------------------------
@@ -148,20 +158,14 @@ def fig_alibi_penalty(
                         {"n_heads": n_heads, "max_heads": n_heads})
 
 
-def live_alibi_penalty(
-    n_heads: int = 8, nats: float = 3.0, *,
-    caption: str = "Each head's penalty against distance, and where it reaches the chosen threshold.",
-    alt: str = "Parallel straight lines on log-log axes, one per head, crossing a horizontal threshold line at crosses.",
-) -> Any:
+@live_figure(
+    int_knob("n_heads", 8, 1, 32, label="heads H"), float_knob("nats", 3.0, 0.5, 10.0, 0.5, "threshold (nats)"),
+    caption="Each head's penalty against distance, and where it reaches the chosen threshold.",
+    alt="Parallel straight lines on log-log axes, one per head, crossing a horizontal threshold line at crosses.",
+)
+def live_alibi_penalty(n_heads: int, nats: float) -> go.Figure:
     """Live form of `fig_alibi_penalty`: H and the threshold in nats."""
-    import ipywidgets as widgets
-
-    return live_sliders(
-        lambda n_heads, nats: _penalty(n_heads, nats, 32), caption=caption, alt=alt,
-        n_heads=int_slider(n_heads, "heads H", 1, 32),
-        nats=widgets.FloatSlider(value=nats, min=0.5, max=10.0, step=0.5, description="threshold (nats)",
-                                 continuous_update=False, style={"description_width": "initial"}),
-    )
+    return _penalty(n_heads, nats, 32)
 
 
 # ---------------------------------------------------------------------------
@@ -201,22 +205,15 @@ def fig_alibi_bias_map(
     return knob_figure(_bias_map, "head", head, grid, "head", {"n_heads": n_heads, "T": T, "floor": floor})
 
 
-def live_alibi_bias_map(
-    head: int = 0, n_heads: int = 8, T: int = 64, *,
-    caption: str = "One head's ALiBi bias for the chosen number of heads and length.",
-    alt: str = ("Lower-triangular heatmap, zero on the diagonal, growing more negative away from it at a "
-                "head-dependent rate."),
-) -> Any:
-    """Live form of `fig_alibi_bias_map`: head, H, length, colour floor."""
-    import ipywidgets as widgets
-
-    def build(head: int, n_heads: int, T: int, floor: float) -> go.Figure:
-        return _bias_map(min(head, n_heads - 1), n_heads, T, floor)
-
-    return live_sliders(
-        build, caption=caption, alt=alt,
-        head=int_slider(head, "head", 0, 31), n_heads=int_slider(n_heads, "heads H", 1, 32),
-        T=int_slider(T, "T (tokens)", 8, 256, 8),
-        floor=widgets.FloatSlider(value=-8.0, min=-30.0, max=-0.5, step=0.5, description="colour floor (nats)",
-                                  continuous_update=False, style={"description_width": "initial"}),
-    )
+@live_figure(
+    int_knob("head", 0, 0, 31, label="head"), int_knob("n_heads", 8, 1, 32, label="heads H"),
+    int_knob("T", 64, 8, 256, 8, "T (tokens)"), float_knob("floor", -8.0, -30.0, -0.5, 0.5, "colour floor (nats)"),
+    caption="One head's ALiBi bias for the chosen number of heads and length.",
+    alt="Lower-triangular heatmap, zero on the diagonal, growing more negative away from it at a head-dependent rate.",
+)
+def live_alibi_bias_map(head: int, n_heads: int, T: int, floor: float) -> go.Figure:
+    """Live form of `fig_alibi_bias_map`: head, H, length, colour floor (a head past the last is drawn
+    as the last head, and the figure says so)."""
+    fig = _bias_map(min(head, n_heads - 1), n_heads, T, floor)
+    return fig if head < n_heads else note_adjustment(
+        fig, f"head {head} is past the last of H = {n_heads} heads: drawn for head {n_heads - 1}")

@@ -21,20 +21,26 @@ Knobs come in two forms from one function `build(**knobs) -> Figure`:
   `show_live(lambda: live_sliders(...))`, which on the static build prints a one-line note
   instead of a dead widget.
 
-`show_knob` does both in one call.
+`show_knob` does both in one call, over lists of values (the experiment pages). A section
+figure whose knobs are ranges is declared once with `live_figure`: the knobs (`int_knob`,
+`float_knob`, `log_knob`, `choice_knob`, `toggle_knob`: name, default, range, step, label) and the
+build function; it gives the public `live_*` function a notebook wraps in `show_live`.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import html
 import importlib.util
+import inspect
 import json
 import math
 import os
 import re
 import sys
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -59,6 +65,13 @@ __all__ = [
     "live_sliders",
     "grid_slider",
     "show_knob",
+    "Knob",
+    "int_knob",
+    "float_knob",
+    "log_knob",
+    "choice_knob",
+    "toggle_knob",
+    "live_figure",
     "DIGITS",
     "round_array",
     "format_base",
@@ -407,11 +420,13 @@ def grid_slider(
 
 
 def _slider_widget(spec: Any, description: str) -> Any:
-    """An ipywidgets control from a widget or an abbreviation: (min, max[, step]) or a list."""
+    """An ipywidgets control from a widget, a `Knob`, or an abbreviation: (min, max[, step]) or a list."""
     import ipywidgets as widgets
 
     if isinstance(spec, widgets.Widget):
         return spec
+    if isinstance(spec, Knob):
+        return spec.widget()
     if isinstance(spec, list):  # a grid of values: a slider that snaps to them
         if not spec:
             raise ValueError(f"slider {description!r}: the list of values is empty")
@@ -422,7 +437,7 @@ def _slider_widget(spec: Any, description: str) -> Any:
     if w is None:
         raise ValueError(
             f"slider {description!r}: cannot make a control from {spec!r}; give (min, max), "
-            "(min, max, step), a list of values, or an ipywidgets widget"
+            "(min, max, step), a list of values, a Knob, or an ipywidgets widget"
         )
     w.description = description
     if hasattr(w, "continuous_update"):
@@ -433,8 +448,8 @@ def _slider_widget(spec: Any, description: str) -> Any:
 def live_sliders(build: Callable[..., go.Figure], *, caption: str, alt: str, **sliders: Any) -> Any:
     """ipywidgets sliders that redraw `build(**values)` through `show` on every change.
 
-    Each keyword is a knob: an ipywidgets widget, `(min, max)`, `(min, max, step)` or a
-    list of values (a dropdown). Returns the widget (a VBox of controls and output)
+    Each keyword is a knob: a `Knob`, an ipywidgets widget, `(min, max)`, `(min, max, step)`
+    or a list of values (a selection slider). Returns the widget (a VBox of controls and output)
     without displaying it; pass it to `show_live`.
     """
     import ipywidgets as widgets
@@ -527,6 +542,201 @@ def show_knob(
 
 
 # ---------------------------------------------------------------------------
+# Live figures declared as data: knobs (name, default, range, step, label) and a build function
+# ---------------------------------------------------------------------------
+
+_KINDS = ("int", "float", "log", "choice", "toggle")
+_STYLE = {"description_width": "initial"}
+
+
+@dataclass(frozen=True)
+class Knob:
+    """One slider of a live figure: the build function's keyword `name`, where the slider starts
+    (`default`), what it allows and the label a reader sees. Make one with `int_knob`,
+    `float_knob`, `log_knob`, `choice_knob` or `toggle_knob`.
+
+    kind "int" and "float" run from lo to hi in steps of step; "log" from 10**lo to 10**hi in
+    steps of 10**step; "choice" steps through `values`; "toggle" offers `values`, a sequence of
+    (label, value) pairs. `default`, `lo`, `hi`, `values` and `label` may each be a function of
+    the live figure's other arguments, called with those it names: `hi=lambda d: d // 2 - 1`.
+    """
+
+    name: str
+    kind: str
+    default: Any
+    lo: Any = None
+    hi: Any = None
+    step: Any = None
+    values: Any = None
+    label: Any = None
+    fmt: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind not in _KINDS:
+            raise ValueError(f"Knob {self.name!r}: kind must be one of {list(_KINDS)}, got {self.kind!r}")
+
+    def resolve(self, args: Mapping[str, Any]) -> Knob:
+        """This knob with each field that is a function of the figure's arguments evaluated on `args`."""
+        fields = {}
+        for field in ("default", "lo", "hi", "values", "label"):
+            spec = getattr(self, field)
+            if callable(spec):
+                names = list(inspect.signature(spec).parameters)
+                missing = [n for n in names if n not in args]
+                if missing:
+                    raise TypeError(f"knob {self.name!r}: its {field} needs the arguments {missing}, which the "
+                                    f"live figure does not have (it has {sorted(args)})")
+                fields[field] = spec(**{n: args[n] for n in names})
+        return replace(self, **fields) if fields else self
+
+    def allowed(self) -> list[Any]:
+        """The values of a choice or toggle knob."""
+        if self.kind == "toggle":
+            return [v for _, v in self.values]
+        return list(self.values)
+
+    def check(self, value: Any, name: str | None = None) -> None:
+        """Refuse a starting value the slider does not allow (ipywidgets would move it silently to the
+        nearest end): TypeError or ValueError naming the knob, the value and the allowed range."""
+        name = name or self.name
+        if self.kind in ("choice", "toggle"):
+            allowed = self.allowed()
+            if value not in allowed:
+                raise ValueError(f"{name}={value!r} is not one of the slider's values {allowed}; pick one of them")
+            return
+        lo, hi = (10.0 ** self.lo, 10.0 ** self.hi) if self.kind == "log" else (self.lo, self.hi)
+        check_slider_value(name, value, lo, hi)
+        if self.kind == "int" and not float(value).is_integer():
+            raise TypeError(f"{name} must be a whole number (an integer slider), got {value!r}")
+
+    def widget(self, value: Any = None) -> Any:
+        """The ipywidgets control, starting at `value` (the default when None), redrawn on release."""
+        import ipywidgets as widgets
+
+        value = self.default if value is None else value
+        self.check(value, self.label or self.name)
+        label = self.label or self.name
+        if self.kind == "int":
+            return widgets.IntSlider(value=int(value), min=self.lo, max=self.hi, step=self.step or 1,
+                                     description=label, continuous_update=False, style=_STYLE)
+        if self.kind == "float":
+            return widgets.FloatSlider(value=value, min=self.lo, max=self.hi, step=self.step, description=label,
+                                       continuous_update=False, style=_STYLE)
+        if self.kind == "log":
+            return widgets.FloatLogSlider(value=value, base=10, min=self.lo, max=self.hi, step=self.step or 0.05,
+                                          description=label, readout_format=self.fmt or ",.0f",
+                                          continuous_update=False, style=_STYLE)
+        if self.kind == "choice":
+            return widgets.SelectionSlider(options=[(_fmt(v), v) for v in self.values], value=value,
+                                           description=label, continuous_update=False, style=_STYLE)
+        return widgets.ToggleButtons(options=list(self.values), value=value, description=label, style=_STYLE)
+
+    def describe(self) -> str:
+        """One line for a docstring: label, range and start."""
+        if callable(self.lo) or callable(self.hi) or callable(self.values):
+            where = "range set by the other arguments"
+        elif self.kind in ("choice", "toggle"):
+            where = "one of " + ", ".join(_fmt(v) for v in self.allowed())
+        elif self.kind == "log":
+            where = f"{_fmt(10.0 ** self.lo)} .. {_fmt(10.0 ** self.hi)}, log scale"
+        else:
+            where = f"{self.lo:g} .. {self.hi:g} in steps of {self.step or 1:g}"
+        start = "set by the other arguments" if callable(self.default) else f"{self.default!r}"
+        label = "" if callable(self.label) or not self.label or self.label == self.name else f" ({self.label})"
+        return f"{self.name}{label}: {where}; starts at {start}"
+
+
+def int_knob(name: str, default: Any, lo: Any, hi: Any, step: int = 1, label: Any = None) -> Knob:
+    """An integer slider over lo .. hi in steps of `step`."""
+    return Knob(name, "int", default, lo, hi, step, label=label)
+
+
+def float_knob(name: str, default: Any, lo: float, hi: float, step: float, label: Any = None) -> Knob:
+    """A float slider over lo .. hi in steps of `step`."""
+    return Knob(name, "float", default, lo, hi, step, label=label)
+
+
+def log_knob(name: str, default: Any, lo: float = 1.0, hi: float = 7.0, label: Any = None,
+             fmt: str = ",.0f") -> Knob:
+    """A log slider over 10**lo .. 10**hi in steps of 10**0.05 (a base, a ridge)."""
+    return Knob(name, "log", default, lo, hi, 0.05, label=label, fmt=fmt)
+
+
+def choice_knob(name: str, default: Any, values: Any, label: Any = None) -> Knob:
+    """A slider that steps through `values` (a sequence, or a function of the figure's arguments)."""
+    return Knob(name, "choice", default, values=values, label=label)
+
+
+def toggle_knob(name: str, default: Any, options: Sequence[tuple[str, Any]], label: Any = None) -> Knob:
+    """Buttons for a few named settings: options are (label, value) pairs."""
+    return Knob(name, "toggle", default, values=tuple(options), label=label)
+
+
+def live_figure(*knobs: Knob, caption: str, alt: str) -> Callable[[Callable[..., go.Figure]], Callable[..., Any]]:
+    """Declare a live figure: its knobs and, decorated, the function that builds one figure.
+
+        @live_figure(int_knob("T", 100, 10, 400, 10, "T (positions)"), log_knob("base", 10000.0),
+                     caption="...", alt="...")
+        def live_heatmap(T: int, base: float, *, d: int = 64) -> go.Figure:
+            return _heatmap(T, d, base)
+
+    makes `live_heatmap(*, T=100, base=10000.0, d=64, caption=..., alt=...)`. Each knob is a
+    keyword argument giving the slider's starting value (its default when omitted); a starting
+    value the slider does not allow is refused with an error naming it, its value and the range,
+    never moved to the nearest end. The build function's other parameters are passed through
+    unchanged on every redraw (those without a default come first and are required). The call
+    returns the ipywidgets form (`live_sliders`); wrap it in `show_live`. `.build` is the
+    undecorated build function and `.knobs` the knobs, for tests and benchmarks.
+    """
+    if not knobs or not all(isinstance(k, Knob) for k in knobs):
+        raise TypeError("live_figure() needs one or more Knob (int_knob, float_knob, log_knob, choice_knob, toggle_knob)")
+    names = [k.name for k in knobs]
+    if len(set(names)) != len(names):
+        raise ValueError(f"live_figure(): knob names repeat: {names}")
+    if not isinstance(caption, str) or not caption.strip() or not isinstance(alt, str) or not alt.strip():
+        raise ValueError("live_figure() needs a non-empty caption and alt text")
+
+    def declare(build: Callable[..., go.Figure]) -> Callable[..., Any]:
+        params = inspect.signature(build).parameters
+        missing = [n for n in names if n not in params]
+        if missing:
+            raise TypeError(f"{build.__name__}: the knobs {missing} are not parameters of the build function")
+        P = inspect.Parameter
+        fixed = [p for p in params.values() if p.name not in names]
+        required = [p.replace(kind=P.POSITIONAL_OR_KEYWORD) for p in fixed if p.default is P.empty]
+        optional = [p.replace(kind=P.KEYWORD_ONLY) for p in fixed if p.default is not P.empty]
+        sliders = [P(k.name, P.KEYWORD_ONLY, default=None if callable(k.default) else k.default,
+                     annotation=params[k.name].annotation) for k in knobs]
+        text = [P("caption", P.KEYWORD_ONLY, default=caption, annotation="str"),
+                P("alt", P.KEYWORD_ONLY, default=alt, annotation="str")]
+        signature = inspect.Signature(required + sliders + optional + text, return_annotation="Any")
+
+        def make(*args: Any, **kwargs: Any) -> Any:
+            bound = signature.bind(*args, **kwargs)
+            bound.apply_defaults()
+            given = dict(bound.arguments)
+            cap, alt_text = given.pop("caption"), given.pop("alt")
+            passed = {n: v for n, v in given.items() if n not in names}
+            context = {**passed, **{n: given[n] for n in names if given[n] is not None}}
+            controls = {}
+            for knob in knobs:
+                k = knob.resolve(context)
+                value = k.default if given[k.name] is None else given[k.name]
+                k.check(value, f"{build.__name__}: {k.name}")
+                controls[k.name] = k.widget(value)
+            return live_sliders(functools.partial(build, **passed), caption=cap, alt=alt_text, **controls)
+
+        make.__name__, make.__qualname__, make.__module__ = build.__name__, build.__qualname__, build.__module__
+        make.__doc__ = (inspect.cleandoc(build.__doc__ or "") + "\n\nSliders (wrap the result in `show_live`):\n"
+                        + "\n".join(f"    {k.describe()}" for k in knobs))
+        make.__signature__ = signature  # type: ignore[attr-defined]
+        make.build, make.knobs = build, knobs  # type: ignore[attr-defined]
+        return make
+
+    return declare
+
+
+# ---------------------------------------------------------------------------
 # Helpers the section modules share: rounding, labels, knob grids, sliders, layouts
 # ---------------------------------------------------------------------------
 
@@ -588,29 +798,17 @@ def note_adjustment(fig: go.Figure, text: str) -> go.Figure:
 
 def log_slider(value: float, description: str, lo: float = 1.0, hi: float = 7.0, fmt: str = ",.0f") -> Any:
     """An ipywidgets slider over 10^lo .. 10^hi in steps of 10^0.05, redrawn on release."""
-    check_slider_value(description, value, 10.0 ** lo, 10.0 ** hi)
-    import ipywidgets as widgets
-
-    return widgets.FloatLogSlider(value=value, base=10, min=lo, max=hi, step=0.05, description=description,
-                                  readout_format=fmt, continuous_update=False, style={"description_width": "initial"})
+    return log_knob(description, value, lo, hi, fmt=fmt).widget()
 
 
 def int_slider(value: int, description: str, lo: int, hi: int, step: int = 1) -> Any:
     """An ipywidgets integer slider over lo .. hi, redrawn on release."""
-    check_slider_value(description, value, lo, hi)
-    import ipywidgets as widgets
-
-    return widgets.IntSlider(value=value, min=lo, max=hi, step=step, description=description,
-                             continuous_update=False, style={"description_width": "initial"})
+    return int_knob(description, value, lo, hi, step).widget()
 
 
 def float_slider(value: float, description: str, lo: float, hi: float, step: float) -> Any:
     """An ipywidgets float slider over lo .. hi, redrawn on release."""
-    check_slider_value(description, value, lo, hi)
-    import ipywidgets as widgets
-
-    return widgets.FloatSlider(value=value, min=lo, max=hi, step=step, description=description,
-                               continuous_update=False, style={"description_width": "initial"})
+    return float_knob(description, value, lo, hi, step).widget()
 
 
 def light_figure(data: Sequence[dict[str, Any]] = (), **layout: Any) -> go.Figure:

@@ -1,8 +1,8 @@
 """Figures for section 2.6, extending a RoPE model's context (PI, NTK-aware, dynamic NTK, YaRN, Llama 3).
 
 One function per figure, each with a static form (a plotly slider over a short precomputed grid,
-`grid_slider`, which works with no kernel on the static site) and a live form (ipywidgets sliders,
-`live_sliders`, shown with `show_live`):
+`grid_slider`, which works with no kernel on the static site) and a live form (ipywidgets sliders
+declared with `live_figure`, shown with `show_live`):
 
     fig_angle_coverage / live_angle_coverage   per pair, the largest angle seen in training
                                                against the largest needed at s L; slider over s
@@ -35,7 +35,7 @@ from mlbook.analysis.extension import (
     yarn_bands,
 )
 from mlbook.viz.core import (
-    LINE_COLORS, float_slider, grid_slider, int_slider, knob_values, live_sliders, log_slider, note_adjustment,
+    LINE_COLORS, float_knob, grid_slider, int_knob, knob_values, live_figure, log_knob, note_adjustment,
 )
 
 __all__ = [
@@ -156,21 +156,15 @@ def fig_angle_coverage(
     return grid_slider(_angle_coverage, "factor", values, active=values.index(float(factor)), label="s = L'/L", fixed=fixed)
 
 
-def live_angle_coverage(
-    d_head: int = 128, base: float = 10000.0, original_max_len: int = 8192, factor: float = 4.0, *,
-    caption: str = "Largest angle per pair: trained range against the extended context.",
-    alt: str = "Two curves over pair index on a log axis: the largest trained angle and the largest needed angle.",
-) -> Any:
+@live_figure(
+    int_knob("d_head", 128, 8, 256, 8, "d_head"), log_knob("base", 10000.0, 2.0, 7.0, "base"),
+    int_knob("original_max_len", 8192, 256, 32768, 256, "L (trained)"), float_knob("factor", 4.0, 1.0, 32.0, 0.5, "s = L'/L"),
+    caption="Largest angle per pair: trained range against the extended context.",
+    alt="Two curves over pair index on a log axis: the largest trained angle and the largest needed angle.",
+)
+def live_angle_coverage(d_head: int, base: float, original_max_len: int, factor: float) -> go.Figure:
     """Live form of `fig_angle_coverage`: d_head, base, L and s."""
-    def build(d_head: int, base: float, original_max_len: int, factor: float) -> go.Figure:
-        return _angle_coverage(d_head, base, original_max_len, factor, 3 * factor * original_max_len)
-
-    return live_sliders(
-        build, caption=caption, alt=alt,
-        d_head=int_slider(d_head, "d_head", 8, 256, 8), base=log_slider(base, "base", 2.0, 7.0),
-        original_max_len=int_slider(original_max_len, "L (trained)", 256, 32768, 256),
-        factor=float_slider(factor, "s = L'/L", 1.0, 32.0, 0.5),
-    )
+    return _angle_coverage(d_head, base, original_max_len, factor, 3 * factor * original_max_len)
 
 
 # ---------------------------------------------------------------------------
@@ -290,34 +284,28 @@ def fig_context_scaling(
     return _method_picker(fig, methods) if picker else fig
 
 
-def live_context_scaling(
-    d_head: int = 128, base: float = 10000.0, original_max_len: int = 8192, factor: float = 4.0, *,
-    beta_fast: float = 32.0, beta_slow: float = 1.0,
-    caption: str = "theta_i'/theta_i and wavelength per pair for every method, at the chosen settings.",
-    alt: str = "Two panels over pair index: frequency ratio and wavelength after scaling, one line per method.",
-) -> Any:
-    """Live form of `fig_context_scaling`: s, base, d_head, L, beta_fast, beta_slow and dynamic's n / L."""
-    def build(factor: float, base: float, d_head: int, original_max_len: int, beta_fast: float, beta_slow: float,
-              n_over_L: float) -> go.Figure:
-        note = None
-        if beta_fast <= beta_slow:  # the ramp needs beta_fast > beta_slow: draw the nearest valid setting, and say so
-            note = (f"beta_fast ({beta_fast:g}) must exceed beta_slow ({beta_slow:g}): YaRN is drawn with "
-                    f"beta_fast = {beta_slow + 1.0:g}")
-            beta_fast = beta_slow + 1.0
-        seq_len = max(1, int(round(n_over_L * original_max_len)))
-        wave_max = 3 * factor * max(float(pair_wavelengths(d_head, base)[-1]), factor * original_max_len)
-        fig = _scaling(d_head, base, original_max_len, factor, seq_len, beta_fast, beta_slow, METHODS, wave_max)
-        return note_adjustment(fig, note) if note else fig
-
-    return live_sliders(
-        build, caption=caption, alt=alt,
-        factor=float_slider(factor, "s = L'/L", 1.0, 32.0, 0.5), base=log_slider(base, "base", 3.0, 7.0),
-        d_head=int_slider(d_head, "d_head", 16, 256, 16),
-        original_max_len=int_slider(original_max_len, "L (trained)", 512, 32768, 512),
-        beta_fast=float_slider(beta_fast, "beta_fast", 2.0, 128.0, 1.0),
-        beta_slow=float_slider(beta_slow, "beta_slow", 0.25, 8.0, 0.25),
-        n_over_L=float_slider(factor, "dynamic: n / L", 1.0, 32.0, 0.5),
-    )
+@live_figure(
+    float_knob("factor", 4.0, 1.0, 32.0, 0.5, "s = L'/L"), log_knob("base", 10000.0, 3.0, 7.0, "base"),
+    int_knob("d_head", 128, 16, 256, 16, "d_head"), int_knob("original_max_len", 8192, 512, 32768, 512, "L (trained)"),
+    float_knob("beta_fast", 32.0, 2.0, 128.0, 1.0, "beta_fast"), float_knob("beta_slow", 1.0, 0.25, 8.0, 0.25, "beta_slow"),
+    float_knob("n_over_L", lambda factor: factor, 1.0, 32.0, 0.5, "dynamic: n / L"),
+    caption="theta_i'/theta_i and wavelength per pair for every method, at the chosen settings.",
+    alt="Two panels over pair index: frequency ratio and wavelength after scaling, one line per method.",
+)
+def live_context_scaling(factor: float, base: float, d_head: int, original_max_len: int, beta_fast: float,
+                         beta_slow: float, n_over_L: float) -> go.Figure:
+    """Live form of `fig_context_scaling`: s, base, d_head, L, beta_fast, beta_slow and dynamic's n / L
+    (which starts at s). With beta_fast <= beta_slow YaRN's ramp is undefined: the figure draws
+    beta_fast = beta_slow + 1 and says so."""
+    note = None
+    if beta_fast <= beta_slow:
+        note = (f"beta_fast ({beta_fast:g}) must exceed beta_slow ({beta_slow:g}): YaRN is drawn with "
+                f"beta_fast = {beta_slow + 1.0:g}")
+        beta_fast = beta_slow + 1.0
+    seq_len = max(1, int(round(n_over_L * original_max_len)))
+    wave_max = 3 * factor * max(float(pair_wavelengths(d_head, base)[-1]), factor * original_max_len)
+    fig = _scaling(d_head, base, original_max_len, factor, seq_len, beta_fast, beta_slow, METHODS, wave_max)
+    return note_adjustment(fig, note) if note else fig
 
 
 # ---------------------------------------------------------------------------
@@ -409,21 +397,18 @@ def fig_score_fit(
     return grid_slider(_score_fit, "ridge", values, active=values.index(float(ridge)), label="ridge", fixed=fixed)
 
 
-def live_score_fit(
-    d_head: int = 128, base: float = 10000.0, original_max_len: int = 2048, n_points: int = 1024,
-    factor: float = 4.0, ridge: float = 1e-8, seed: int = 0, *,
-    caption: str = "A score function fitted on [0, L), extrapolated and interpolated.",
-    alt: str = "Three panels: extrapolated score magnitude on a log axis, interpolated score, and a zoom.",
-) -> Any:
-    """Live form of `fig_score_fit`: ridge, seed, number of targets, s, d_head, base, L."""
-    def build(ridge: float, seed: int, n_points: int, factor: float, d_head: int, base: float,
-              original_max_len: int) -> go.Figure:
-        return _score_fit(d_head, base, original_max_len, min(n_points, original_max_len), factor, ridge, seed)
-
-    return live_sliders(
-        build, caption=caption, alt=alt,
-        ridge=log_slider(ridge, "ridge", -12.0, 0.0, ".0e"), seed=int_slider(seed, "seed", 0, 20),
-        n_points=int_slider(n_points, "targets n", 64, 2048, 64), factor=float_slider(factor, "s", 1.5, 16.0, 0.5),
-        d_head=int_slider(d_head, "d_head", 16, 256, 16), base=log_slider(base, "base", 3.0, 6.0),
-        original_max_len=int_slider(original_max_len, "L (trained)", 512, 4096, 256),
-    )
+@live_figure(
+    log_knob("ridge", 1e-8, -12.0, 0.0, "ridge", fmt=".0e"), int_knob("seed", 0, 0, 20, label="seed"),
+    int_knob("n_points", 1024, 64, 2048, 64, "targets n"), float_knob("factor", 4.0, 1.5, 16.0, 0.5, "s"),
+    int_knob("d_head", 128, 16, 256, 16, "d_head"), log_knob("base", 10000.0, 3.0, 6.0, "base"),
+    int_knob("original_max_len", 2048, 512, 4096, 256, "L (trained)"),
+    caption="A score function fitted on [0, L), extrapolated and interpolated.",
+    alt="Three panels: extrapolated score magnitude on a log axis, interpolated score, and a zoom.",
+)
+def live_score_fit(ridge: float, seed: int, n_points: int, factor: float, d_head: int, base: float,
+                   original_max_len: int) -> go.Figure:
+    """Live form of `fig_score_fit`: ridge, seed, number of targets, s, d_head, base, L (more targets
+    than the L positions they are drawn from are cut to L, and the figure says so)."""
+    fig = _score_fit(d_head, base, original_max_len, min(n_points, original_max_len), factor, ridge, seed)
+    return fig if n_points <= original_max_len else note_adjustment(
+        fig, f"targets n={n_points} exceed L={original_max_len} positions: fitted on n={original_max_len}")

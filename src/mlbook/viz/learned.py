@@ -15,7 +15,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from mlbook.analysis.learned import DriftCurves, TailRowReport
-from mlbook.viz.core import LINE_COLORS, grid_slider, int_slider, legend_below, live_sliders
+from mlbook.viz.core import LINE_COLORS, choice_knob, grid_slider, int_knob, legend_below, live_figure
 
 __all__ = [
     "snapshot_steps",
@@ -71,11 +71,16 @@ def _tail(report: TailRowReport, step: int) -> go.Figure:
     return legend_below(fig, height=760, rows=3)
 
 
+def _check_report(report: TailRowReport) -> TailRowReport:
+    if not isinstance(report, TailRowReport):
+        raise TypeError(f"report must be a TailRowReport (from train_tail_rows), got {type(report).__name__}")
+    return report
+
+
 def fig_tail_rows(report: TailRowReport, step: int | None = None, *, steps: Sequence[int] | None = ()) -> go.Figure:
     """Per row of the table: steps with a gradient and sequences that reached it, measured in the
     run against the expectation from the length distribution; slider over the training step."""
-    if not isinstance(report, TailRowReport):
-        raise TypeError(f"report must be a TailRowReport (from train_tail_rows), got {type(report).__name__}")
+    _check_report(report)
     step = report.steps if step is None else step
     grid = snapshot_steps(report.steps) if steps == () else steps
     if grid is None:
@@ -85,14 +90,14 @@ def fig_tail_rows(report: TailRowReport, step: int | None = None, *, steps: Sequ
                        label="training step")
 
 
-def live_tail_rows(
-    report: TailRowReport, *,
-    caption: str = "Gradient steps and sequences per row of the learned table, at the chosen training step.",
-    alt: str = "Two bar charts against row index: counts high and flat for early rows, falling towards the last rows.",
-) -> Any:
-    """Live form of `fig_tail_rows`: any training step of the run."""
-    return live_sliders(lambda step: _tail(report, step), caption=caption, alt=alt,
-                        step=int_slider(report.steps, "training step", 1, report.steps))
+@live_figure(
+    int_knob("step", lambda report: _check_report(report).steps, 1, lambda report: report.steps, label="training step"),
+    caption="Gradient steps and sequences per row of the learned table, at the chosen training step.",
+    alt="Two bar charts against row index: counts high and flat for early rows, falling towards the last rows.",
+)
+def live_tail_rows(step: int, report: TailRowReport) -> go.Figure:
+    """Live form of `fig_tail_rows`: any training step of the run (starts at the last)."""
+    return _tail(report, step)
 
 
 # ---------------------------------------------------------------------------
@@ -145,6 +150,21 @@ def _check_curves(curves: Mapping[int, DriftCurves]) -> dict[int, DriftCurves]:
     return dict(sorted(curves.items()))
 
 
+def _length(curves: dict[int, DriftCurves]) -> int:
+    """Positions drawn: one past the last position of the longest curves."""
+    return int(max(int(c.positions[-1]) for c in curves.values())) + 1
+
+
+_ATOLS: tuple[float, ...] = (1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1)  # the live tolerance slider's values
+
+
+def _atol_grid(atol: float) -> list[float]:
+    """The tolerance slider's values, with the starting `atol` sorted in."""
+    if isinstance(atol, bool) or not isinstance(atol, (int, float)) or not 0 < atol < math.inf:
+        raise ValueError(f"atol must be a positive number (a tolerance on |Δ logit|), got {atol!r}")
+    return sorted(set(_ATOLS) | {float(atol)})
+
+
 def fig_decode_drift(curves: Mapping[int, DriftCurves], n_prompt: int | None = None, *, atol: float = 1e-4) -> go.Figure:
     """Per step, the logits' distance from the full forward pass (correct and buggy decoding) and
     how often the bug leaves the top token unchanged; slider over the prompt length (the keys)."""
@@ -153,22 +173,21 @@ def fig_decode_drift(curves: Mapping[int, DriftCurves], n_prompt: int | None = N
     n_prompt = keys[0] if n_prompt is None else n_prompt
     if n_prompt not in curves:
         raise ValueError(f"n_prompt={n_prompt} has no curves; computed for {keys}")
-    T = int(max(int(c.positions[-1]) for c in curves.values())) + 1
+    T = _length(curves)
     if len(keys) == 1:
         return _drift(curves[n_prompt], T, atol)
     return grid_slider(lambda n_prompt: _drift(curves[n_prompt], T, atol), "n_prompt", keys,
                        active=keys.index(n_prompt), label="prompt length")
 
 
-def live_decode_drift(
-    curves: Mapping[int, DriftCurves], *, atol: float = 1e-4,
-    caption: str = "Cached against full-forward logits for the chosen prompt length and tolerance.",
-    alt: str = "Log-scale line chart of logit differences per position: tiny for correct decoding, large with the bug.",
-) -> Any:
+@live_figure(
+    choice_knob("n_prompt", lambda curves: min(_check_curves(curves)), lambda curves: list(_check_curves(curves)),
+                "n_prompt"),
+    choice_knob("atol", 1e-4, _atol_grid, "atol"),
+    caption="Cached against full-forward logits for the chosen prompt length and tolerance.",
+    alt="Log-scale line chart of logit differences per position: tiny for correct decoding, large with the bug.",
+)
+def live_decode_drift(n_prompt: int, atol: float, curves: Mapping[int, DriftCurves]) -> go.Figure:
     """Live form of `fig_decode_drift`: prompt length (among the computed ones) and the tolerance."""
     curves = _check_curves(curves)
-    T = int(max(int(c.positions[-1]) for c in curves.values())) + 1
-    return live_sliders(
-        lambda n_prompt, atol: _drift(curves[n_prompt], T, atol), caption=caption, alt=alt,
-        n_prompt=list(curves), atol=[atol, 1e-6, 1e-5, 1e-3, 1e-2, 1e-1],
-    )
+    return _drift(curves[n_prompt], _length(curves), atol)

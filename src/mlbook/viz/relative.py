@@ -20,7 +20,7 @@ from plotly.subplots import make_subplots
 from mlbook.analysis.relative import bucket_layout
 from mlbook.transformer.positional import RelativePositionBias, RelativePositionBias2D, relative_position_bucket
 from mlbook.viz.core import (
-    DIVERGING, LINE_COLORS, int_slider, knob_figure, legend_below, live_sliders, note_adjustment,
+    DIVERGING, LINE_COLORS, int_knob, knob_figure, legend_below, live_figure, note_adjustment, toggle_knob,
 )
 
 __all__ = [
@@ -42,11 +42,7 @@ MAX_DISTANCES: tuple[int, ...] = (20, 32, 64, 128, 256)
 WINDOWS: tuple[int, ...] = (2, 3, 4, 5, 6, 7, 8)
 
 
-def _toggle(value: bool, description: str) -> Any:
-    import ipywidgets as widgets
-
-    return widgets.ToggleButtons(options=[("bidirectional", True), ("causal", False)], value=value,
-                                 description=description, style={"description_width": "initial"})
+_DIRECTIONS: tuple[tuple[str, bool], ...] = (("bidirectional", True), ("causal", False))  # the toggle's options
 
 
 # ---------------------------------------------------------------------------
@@ -168,30 +164,24 @@ def fig_buckets(
     raise ValueError(f"vary must be 'num_buckets' or 'max_distance', got {vary!r}")
 
 
-def live_buckets(
-    num_buckets: int = 32, max_distance: int = 128, *,
-    caption: str = "T5 bucket of each relative position for the chosen settings.",
-    alt: str = "Step plot of bucket id against relative position, flat near zero, rising in wider steps further out.",
-) -> Any:
+@live_figure(
+    int_knob("num_buckets", 32, 4, 128, 2, "num_buckets"), int_knob("max_distance", 128, 8, 1024, 8, "max_distance"),
+    toggle_knob("bidirectional", True, _DIRECTIONS, "direction"),
+    caption="T5 bucket of each relative position for the chosen settings.",
+    alt="Step plot of bucket id against relative position, flat near zero, rising in wider steps further out.",
+)
+def live_buckets(num_buckets: int, max_distance: int, bidirectional: bool) -> go.Figure:
     """Live form of `fig_buckets`: any num_buckets, max_distance, bidirectional or causal.
 
     The figure draws both variants, so max_distance is raised to one past the causal exact
-    range (num_buckets // 2) where the sliders ask for less: T5's formula needs max_distance
-    beyond the exact range.
+    range (num_buckets // 2) where the sliders ask for less (T5's formula needs max_distance
+    beyond the exact range), and the figure says so.
     """
-    def build(num_buckets: int, max_distance: int, bidirectional: bool) -> go.Figure:
-        asked, max_distance = max_distance, max(max_distance, _exact(num_buckets, False) + 1)
-        mode = "bidirectional" if bidirectional else "causal"
-        fig = _buckets(num_buckets, max_distance, int(1.25 * max_distance), mode)
-        return fig if asked == max_distance else note_adjustment(
-            fig, f"max_distance={asked} is inside the exact range: drawn with max_distance={max_distance}")
-
-    return live_sliders(
-        build, caption=caption, alt=alt,
-        num_buckets=int_slider(num_buckets, "num_buckets", 4, 128, 2),
-        max_distance=int_slider(max_distance, "max_distance", 8, 1024, 8),
-        bidirectional=_toggle(True, "direction"),
-    )
+    asked, max_distance = max_distance, max(max_distance, _exact(num_buckets, False) + 1)
+    mode = "bidirectional" if bidirectional else "causal"
+    fig = _buckets(num_buckets, max_distance, int(1.25 * max_distance), mode)
+    return fig if asked == max_distance else note_adjustment(
+        fig, f"max_distance={asked} is inside the exact range: drawn with max_distance={max_distance}")
 
 
 # ---------------------------------------------------------------------------
@@ -232,24 +222,21 @@ def fig_t5_bias_map(
     return knob_figure(_t5_map, "head", head, grid, "head", fixed)
 
 
-def live_t5_bias_map(
-    head: int = 0, T: int = 64, n_heads: int = 8, *,
-    caption: str = "One head's T5 bias for the chosen length and bucketing.",
-    alt: str = "Heatmap of a T5 bias map: colours constant along every diagonal, bands widening away from it.",
-) -> Any:
-    """Live form of `fig_t5_bias_map`: head, length, buckets, max_distance, direction."""
-    def build(head: int, T: int, num_buckets: int, max_distance: int, bidirectional: bool) -> go.Figure:
-        asked, max_distance = max_distance, max(max_distance, _exact(num_buckets, bidirectional) + 1)
-        fig = _t5_map(head, T, n_heads, num_buckets, max_distance, bidirectional, 0)
-        return fig if asked == max_distance else note_adjustment(
-            fig, f"max_distance={asked} is inside the exact range: drawn with max_distance={max_distance}")
-
-    return live_sliders(
-        build, caption=caption, alt=alt,
-        head=int_slider(head, "head", 0, n_heads - 1), T=int_slider(T, "T (tokens)", 8, 160, 8),
-        num_buckets=int_slider(32, "num_buckets", 4, 64, 4), max_distance=int_slider(128, "max_distance", 8, 256, 8),
-        bidirectional=_toggle(True, "direction"),
-    )
+@live_figure(
+    int_knob("head", 0, 0, lambda n_heads: n_heads - 1, label="head"), int_knob("T", 64, 8, 160, 8, "T (tokens)"),
+    int_knob("num_buckets", 32, 4, 64, 4, "num_buckets"), int_knob("max_distance", 128, 8, 256, 8, "max_distance"),
+    toggle_knob("bidirectional", True, _DIRECTIONS, "direction"),
+    caption="One head's T5 bias for the chosen length and bucketing.",
+    alt="Heatmap of a T5 bias map: colours constant along every diagonal, bands widening away from it.",
+)
+def live_t5_bias_map(head: int, T: int, num_buckets: int, max_distance: int, bidirectional: bool, *,
+                     n_heads: int = 8) -> go.Figure:
+    """Live form of `fig_t5_bias_map`: head, length, buckets, max_distance, direction (max_distance
+    inside the exact range is raised past it, and the figure says so)."""
+    asked, max_distance = max_distance, max(max_distance, _exact(num_buckets, bidirectional) + 1)
+    fig = _t5_map(head, T, n_heads, num_buckets, max_distance, bidirectional, 0)
+    return fig if asked == max_distance else note_adjustment(
+        fig, f"max_distance={asked} is inside the exact range: drawn with max_distance={max_distance}")
 
 
 # ---------------------------------------------------------------------------
@@ -311,14 +298,12 @@ def fig_swin_bias(
     return fig
 
 
-def live_swin_bias(
-    window: int = 7, head: int = 0, n_heads: int = 4, *,
-    caption: str = "Swin's table and the bias it gathers, for the chosen window and head.",
-    alt: str = ("Two heatmaps: a square table indexed by vertical and horizontal offset, and the larger "
-                "block-Toeplitz bias gathered from it."),
-) -> Any:
+@live_figure(
+    int_knob("window", 7, 1, 12, label="window w"), int_knob("head", 0, 0, lambda n_heads: n_heads - 1, label="head"),
+    caption="Swin's table and the bias it gathers, for the chosen window and head.",
+    alt="Two heatmaps: a square table indexed by vertical and horizontal offset, and the larger "
+        "block-Toeplitz bias gathered from it.",
+)
+def live_swin_bias(window: int, head: int, *, n_heads: int = 4) -> go.Figure:
     """Live form of `fig_swin_bias`: window size and head."""
-    return live_sliders(
-        lambda window, head: _swin(window, head, n_heads, 0), caption=caption, alt=alt,
-        window=int_slider(window, "window w", 1, 12), head=int_slider(head, "head", 0, n_heads - 1),
-    )
+    return _swin(window, head, n_heads, 0)

@@ -6,7 +6,8 @@ One function per figure, in the pattern of `mlbook.viz.absolute`: a private buil
 
     fig_x(..., value, grid=...)   a plotly slider over a short precomputed grid (static site);
                                   grid=None gives the single figure at `value`
-    live_x(...)                   ipywidgets sliders over the same build function; show with `show_live`
+    live_x(...)                   ipywidgets sliders over the same build function, declared with
+                                  `live_figure`; show with `show_live`
 
 Every number comes from `mlbook.analysis.rope` (which calls `mlbook.transformer`); this module
 only arranges, rounds and draws. Colours: Okabe-Ito lines (`LINE_COLORS`) and Viridis.
@@ -15,7 +16,7 @@ only arranges, rounds and draws. Colours: Okabe-Ito lines (`LINE_COLORS`) and Vi
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 import plotly.graph_objects as go
@@ -38,10 +39,11 @@ from mlbook.viz.core import (
     LINE_COLORS,
     SEQUENTIAL,
     format_base,
-    int_slider,
+    int_knob,
     knob_figure,
-    live_sliders,
-    log_slider,
+    live_figure,
+    log_knob,
+    note_adjustment,
     round_array,
 )
 
@@ -105,10 +107,6 @@ def _styled(fig: go.Figure) -> go.Figure:
     """Apply the page template once, to the figure that is shown (slider frames carry only data and title)."""
     fig.update_layout(template=_TEMPLATE)
     return fig
-
-
-def _live(build: Callable[..., go.Figure]) -> Callable[..., go.Figure]:
-    return lambda **kw: _styled(build(**kw))
 
 
 def _title(text: str, **kw: Any) -> dict[str, Any]:
@@ -229,21 +227,17 @@ def fig_rotation_offset(
     return _styled(knob_figure(build, "offset", offset, offsets, "n − m (tokens)", {}))
 
 
-def live_rotation(
-    m: int = 3, n: int = 4, pair: int = 0, base: float = 10000.0, *, d_head: int = 64,
-    caption: str = "Pair i of q at position m and of k at position n, for any m, n, pair and base.",
-    alt: str = "Two arrows from the origin in a plane, the query and the key of one pair, with the angle between "
-               "them marked, beside a curve of the pair's score against the offset n minus m.",
-) -> Any:
+@live_figure(
+    int_knob("m", 3, 0, 200, label="m (query position)"), int_knob("n", 4, 0, 200, label="n (key position)"),
+    int_knob("pair", 0, 0, lambda d_head: d_head // 2 - 1, label=lambda d_head: f"pair i (d_head = {d_head})"),
+    log_knob("base", 10000.0, label="base"),
+    caption="Pair i of q at position m and of k at position n, for any m, n, pair and base.",
+    alt="Two arrows from the origin in a plane, the query and the key of one pair, with the angle between "
+        "them marked, beside a curve of the pair's score against the offset n minus m.",
+)
+def live_rotation(m: int, n: int, pair: int, base: float, *, d_head: int = 64) -> go.Figure:
     """Live form of the rotation diagram: sliders for m, n, the pair index and the base."""
-    def build(m: int, n: int, pair: int, base: float) -> go.Figure:
-        return _rotation(m, n, pair, d_head, base)
-
-    return live_sliders(
-        _live(build), caption=caption, alt=alt,
-        m=int_slider(m, "m (query position)", 0, 200), n=int_slider(n, "n (key position)", 0, 200),
-        pair=int_slider(pair, f"pair i (d_head = {d_head})", 0, d_head // 2 - 1), base=log_slider(base, "base"),
-    )
+    return _styled(_rotation(m, n, pair, d_head, base))
 
 
 # ---------------------------------------------------------------------------
@@ -302,17 +296,15 @@ def fig_frequency_bands(
     return _styled(knob_figure(_bands, "base", float(base), grid, "base", fixed))
 
 
-def live_frequency_bands(
-    d_head: int = 64, T: int = 64, base: float = 10000.0, *,
-    caption: str = "RoPE angles for the chosen d_head, number of positions T and base.",
-    alt: str = "Sine curves of five pairs over positions above a heatmap of every pair's angle modulo two pi.",
-) -> Any:
+@live_figure(
+    int_knob("d_head", 64, 8, 256, 8, "d_head"), int_knob("T", 64, 8, 1024, 8, "T (positions)"),
+    log_knob("base", 10000.0, label="base"),
+    caption="RoPE angles for the chosen d_head, number of positions T and base.",
+    alt="Sine curves of five pairs over positions above a heatmap of every pair's angle modulo two pi.",
+)
+def live_frequency_bands(d_head: int, T: int, base: float) -> go.Figure:
     """Live form of `fig_frequency_bands`: any even d_head, T and base (five pairs spread over the head)."""
-    return live_sliders(
-        _live(lambda d_head, T, base: _bands(d_head, T, base)), caption=caption, alt=alt,
-        d_head=int_slider(d_head, "d_head", 8, 256, 8), T=int_slider(T, "T (positions)", 8, 1024, 8),
-        base=log_slider(base, "base"),
-    )
+    return _styled(_bands(d_head, T, base))
 
 
 # ---------------------------------------------------------------------------
@@ -383,14 +375,14 @@ def fig_pairings(d_head: int = 8, *, d_heads: Sequence[int] | None = PAIRING_D_H
     return _styled(knob_figure(_pairings, "d_head", d_head, d_heads, "d_head", {}))
 
 
-def live_pairings(
-    d_head: int = 8, *,
-    caption: str = "The two pairings for the chosen d_head.",
-    alt: str = "Two rows of numbered dimensions joined by arcs that show which dimensions rotate together.",
-) -> Any:
+@live_figure(
+    int_knob("d_head", 8, 2, 32, 2, "d_head"),
+    caption="The two pairings for the chosen d_head.",
+    alt="Two rows of numbered dimensions joined by arcs that show which dimensions rotate together.",
+)
+def live_pairings(d_head: int) -> go.Figure:
     """Live form of `fig_pairings`."""
-    return live_sliders(_live(lambda d_head: _pairings(d_head)), caption=caption, alt=alt,
-                        d_head=int_slider(d_head, "d_head", 2, 32, 2))
+    return _styled(_pairings(d_head))
 
 
 # ---------------------------------------------------------------------------
@@ -441,18 +433,15 @@ def fig_porting_bug(
     return _styled(knob_figure(_porting, "head", head, grid, "head", {"report": report}))
 
 
-def live_porting_bug(
-    head: int = 0, base: float = 10000.0, *,
-    caption: str = "The porting bug for the chosen head and base.",
-    alt: str = "Line plot of attention score against distance for a reference model, a port without weight "
-               "conversion (dashed) and a port with conversion (open circles on the reference line).",
-) -> Any:
+@live_figure(
+    int_knob("head", 0, 0, 3, label="head"), log_knob("base", 10000.0, 2.0, 7.0, "base"),
+    caption="The porting bug for the chosen head and base.",
+    alt="Line plot of attention score against distance for a reference model, a port without weight "
+        "conversion (dashed) and a port with conversion (open circles on the reference line).",
+)
+def live_porting_bug(head: int, base: float) -> go.Figure:
     """Live form of `fig_porting_bug`: head and base (the layer is rebuilt for each base)."""
-    def build(head: int, base: float) -> go.Figure:
-        return _porting(head, porting_bug(d_model=128, n_heads=4, T=48, base=base))
-
-    return live_sliders(_live(build), caption=caption, alt=alt, head=int_slider(head, "head", 0, 3),
-                        base=log_slider(base, "base", 2.0, 7.0))
+    return _styled(_porting(head, porting_bug(d_model=128, n_heads=4, T=48, base=base)))
 
 
 # ---------------------------------------------------------------------------
@@ -509,20 +498,17 @@ def fig_decay(
     return _styled(knob_figure(_decay, "base", float(base), grid, "base", fixed))
 
 
-def live_decay(
-    d_head: int = 64, base: float = 10000.0, *,
-    caption: str = "Mean normalised score against distance for the chosen d_head, base and number of samples.",
-    alt: str = "Line plot on a log distance axis of the mean score of a random vector with its rotated self, "
-               "with a shaded percentile band and one single sample.",
-) -> Any:
+@live_figure(
+    int_knob("d_head", 64, 8, 256, 8, "d_head"), log_knob("base", 10000.0, label="base"),
+    int_knob("max_distance", 16384, 256, 131072, 256, "largest distance"),
+    int_knob("n_samples", 256, 16, 1024, 16, "random q"),
+    caption="Mean normalised score against distance for the chosen d_head, base and number of samples.",
+    alt="Line plot on a log distance axis of the mean score of a random vector with its rotated self, "
+        "with a shaded percentile band and one single sample.",
+)
+def live_decay(d_head: int, base: float, max_distance: int, n_samples: int) -> go.Figure:
     """Live form of `fig_decay`: d_head, base, largest distance and number of random q."""
-    return live_sliders(
-        _live(lambda d_head, base, max_distance, n_samples: _decay(d_head, base, max_distance, n_samples)),
-        caption=caption, alt=alt,
-        d_head=int_slider(d_head, "d_head", 8, 256, 8), base=log_slider(base, "base"),
-        max_distance=int_slider(16384, "largest distance", 256, 131072, 256),
-        n_samples=int_slider(256, "random q", 16, 1024, 16),
-    )
+    return _styled(_decay(d_head, base, max_distance, n_samples))
 
 
 # ---------------------------------------------------------------------------
@@ -590,17 +576,17 @@ def fig_angle_error(
     return _styled(knob_figure(_angle_error, "pair", pair, pairs, "pair i", fixed))
 
 
-def live_angle_error(
-    pair: int = 8, d_head: int = 64, base: float = 10000.0, *,
-    caption: str = "Angle error for the chosen pair, d_head, base and largest position.",
-    alt: str = "Log-log plot of the largest angle error against position for float32 and two bfloat16 recipes.",
-) -> Any:
-    """Live form of `fig_angle_error`: pair, d_head, base and the largest position."""
-    def build(pair: int, d_head: int, base: float, max_position: int) -> go.Figure:
-        return _angle_error(min(pair, d_head // 2 - 1), d_head, base, max_position)
-
-    return live_sliders(
-        _live(build), caption=caption, alt=alt,
-        pair=int_slider(pair, "pair i", 0, 127), d_head=int_slider(d_head, "d_head", 8, 256, 8),
-        base=log_slider(base, "base"), max_position=int_slider(65536, "largest position", 1024, 262144, 1024),
-    )
+@live_figure(
+    int_knob("pair", 8, 0, 127, label="pair i"), int_knob("d_head", 64, 8, 256, 8, "d_head"),
+    log_knob("base", 10000.0, label="base"),
+    int_knob("max_position", 65536, 1024, 262144, 1024, "largest position"),
+    caption="Angle error for the chosen pair, d_head, base and largest position.",
+    alt="Log-log plot of the largest angle error against position for float32 and two bfloat16 recipes.",
+)
+def live_angle_error(pair: int, d_head: int, base: float, max_position: int) -> go.Figure:
+    """Live form of `fig_angle_error`: pair, d_head, base and the largest position (a pair past the
+    head's last is drawn as the last pair, and the figure says so)."""
+    last = d_head // 2 - 1
+    fig = _styled(_angle_error(min(pair, last), d_head, base, max_position))
+    return fig if pair <= last else note_adjustment(
+        fig, f"pair {pair} is past d_head = {d_head}'s last pair: drawn for pair {last}")

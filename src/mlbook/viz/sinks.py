@@ -21,7 +21,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from mlbook.analysis.sinks import PARKING_TOKENS, SCHEME_LABELS, SCHEMES, cache_report, softmax_parking
-from mlbook.viz.core import LINE_COLORS, float_slider, grid_slider, int_slider, knob_values, live_sliders
+from mlbook.viz.core import LINE_COLORS, float_knob, grid_slider, int_knob, knob_values, live_figure
 
 __all__ = [
     "RELEVANCES",
@@ -81,17 +81,15 @@ def fig_softmax_parking(
     return fig
 
 
-def live_softmax_parking(
-    relevance: float = 0.0, sink_score: float = 3.0, *,
-    caption: str = "One attention row with the sink kept and evicted.",
-    alt: str = "Grouped bars of attention weights over six tokens, with and without the first token.",
-) -> Any:
+@live_figure(
+    float_knob("relevance", 0.0, 0.0, 8.0, 0.25, "relevance of 'cat'"),
+    float_knob("sink_score", 3.0, -2.0, 8.0, 0.25, "sink score"),
+    caption="One attention row with the sink kept and evicted.",
+    alt="Grouped bars of attention weights over six tokens, with and without the first token.",
+)
+def live_softmax_parking(relevance: float, sink_score: float) -> go.Figure:
     """Live form of `fig_softmax_parking`: the relevance of 'cat' and the sink's score."""
-    return live_sliders(
-        _parking, caption=caption, alt=alt,
-        relevance=float_slider(relevance, "relevance of 'cat'", 0.0, 8.0, 0.25),
-        sink_score=float_slider(sink_score, "sink score", -2.0, 8.0, 0.25),
-    )
+    return _parking(relevance, sink_score)
 
 
 # ---------------------------------------------------------------------------
@@ -187,17 +185,12 @@ def fig_cache_diagram(
     return fig
 
 
-def live_cache_diagram(
-    t: int = 20, n_sink: int = 4, window: int = 8, *,
-    caption: str = "What each cache holds after t tokens, and the positions it gives them.",
-    alt: str = "Four rows of token markers, one per cache scheme, labelled with the position each token is given.",
-) -> Any:
+@live_figure(
+    int_knob("t", 20, 1, 64, label="tokens streamed t"), int_knob("window", 8, 2, 32, label="window W"),
+    int_knob("n_sink", 4, 0, 8, label="n_sink"),
+    caption="What each cache holds after t tokens, and the positions it gives them.",
+    alt="Four rows of token markers, one per cache scheme, labelled with the position each token is given.",
+)
+def live_cache_diagram(t: int, window: int, n_sink: int) -> go.Figure:
     """Live form of `fig_cache_diagram`: t, window W and n_sink (trained length L = n_sink + W)."""
-    def build(t: int, window: int, n_sink: int) -> go.Figure:
-        return _cache(t, n_sink, window, None, max(t, n_sink + window))
-
-    return live_sliders(
-        build, caption=caption, alt=alt,
-        t=int_slider(t, "tokens streamed t", 1, 64), window=int_slider(window, "window W", 2, 32),
-        n_sink=int_slider(n_sink, "n_sink", 0, 8),
-    )
+    return _cache(t, n_sink, window, None, max(t, n_sink + window))

@@ -18,7 +18,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from mlbook.analysis.systems import attention_flops, position_cost
-from mlbook.viz.core import LINE_COLORS, light_figure, live_sliders
+from mlbook.viz.core import LINE_COLORS, choice_knob, int_knob, light_figure, live_figure
 
 __all__ = [
     "D_MODELS",
@@ -131,22 +131,19 @@ def fig_position_cost(d_model: int = 4096, *, d_head: int = 128, B: int = 1, byt
                        fixed=fixed)
 
 
-def live_position_cost(
-    d_model: int = 4096, d_head: int = 128, B: int = 1, *,
-    caption: str = "FLOPs and extra bytes per layer for the chosen width, head size and batch.",
-    alt: str = "Two log-log panels against sequence length: FLOPs per layer per scheme, and extra bytes per layer.",
-) -> Any:
-    """Live form of `fig_position_cost`: d_model, d_head and batch. Wrap in `show_live`."""
-    import ipywidgets as widgets
+_LIVE_D_MODELS: tuple[int, ...] = (512, 768, 1024, 2048, 4096, 5120, 8192, 16384)  # widths of common models
+_LIVE_D_HEADS: tuple[int, ...] = (64, 128, 256)
 
-    return live_sliders(
-        lambda d_model, d_head, B: _position_cost(d_model, d_head, B), caption=caption, alt=alt,
-        d_model=widgets.SelectionSlider(options=[512, 768, 1024, 2048, 4096, 5120, 8192, 16384], value=d_model,
-                                        description="d (width)", continuous_update=False),
-        d_head=widgets.SelectionSlider(options=[64, 128, 256], value=d_head, description="d_head",
-                                       continuous_update=False),
-        B=widgets.IntSlider(value=B, min=1, max=64, description="batch B", continuous_update=False),
-    )
+
+@live_figure(
+    choice_knob("d_model", 4096, _LIVE_D_MODELS, "d (width)"), choice_knob("d_head", 128, _LIVE_D_HEADS, "d_head"),
+    int_knob("B", 1, 1, 64, label="batch B"),
+    caption="FLOPs and extra bytes per layer for the chosen width, head size and batch.",
+    alt="Two log-log panels against sequence length: FLOPs per layer per scheme, and extra bytes per layer.",
+)
+def live_position_cost(d_model: int, d_head: int, B: int) -> go.Figure:
+    """Live form of `fig_position_cost`: d_model, d_head and batch. Wrap in `show_live`."""
+    return _position_cost(d_model, d_head, B)
 
 
 # ---------------------------------------------------------------------------
