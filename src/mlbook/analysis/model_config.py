@@ -165,7 +165,8 @@ def context_lengths(config: Mapping[str, Any]) -> ContextLengths:
                 "multiplied; do not multiply it again")
     elif max_pos is not None and max_pos > original:
         note = (f"max_position_embeddings {max_pos:,} = original {original:,} x {max_pos / original:g}, not x factor "
-                f"{factor:g}: the scaling uses the factor; the length is what the release was evaluated to")
+                f"{factor:g}: the frequencies follow the factor; max_position_embeddings only bounds the positions the "
+                "release supports")
     else:
         note = (f"max_position_embeddings {max_pos} is the trained length: the scaling is an opt-in for longer "
                 "inputs")
