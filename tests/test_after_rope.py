@@ -6,16 +6,16 @@ library's model), figures for distinct slider frames equal to the analysis and a
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
 import pytest
 import torch
-from figure_checks import _assert_distinct_frames
+from figure_checks import _assert_distinct_frames, _last_plot
 
 from mlbook.analysis import after_rope as A
 from mlbook.viz import after_rope as V
-from mlbook.viz.core import grid_slider
 
 # ---------------------------------------------------------------------------
 # NoPE and hybrids
@@ -184,49 +184,54 @@ def test_deepseek_row_matches_transformers_defaults():
 # Figures
 # ---------------------------------------------------------------------------
 
-FIGURES = [
-    (V.fig_nope_signal, V.NOPE_KNOBS),
-    (V.fig_attention_temperature, V.TEMPERATURE_KNOBS),
-    (V.fig_windowed_kv, V.KV_KNOBS),
-    (V.fig_rotated_pairs, V.ROTATION_KNOBS),
-    (V.fig_absorption, V.ABSORPTION_KNOBS),
-    (V.fig_mrope_scores, V.MROPE_KNOBS),
-    (V.fig_shipped_scaling, V.SCALING_KNOBS),
-]
+STATIC = [V.fig_nope_signal, V.fig_attention_temperature, V.fig_windowed_kv, V.fig_rotated_pairs,
+          V.fig_absorption, V.fig_mrope_scores, V.fig_shipped_scaling]
+LIVE = [V.live_nope_signal, V.live_attention_temperature, V.live_windowed_kv, V.live_rotated_pairs,
+        V.live_absorption, V.live_mrope_scores, V.live_shipped_scaling]
 
 
-@pytest.mark.parametrize("build, knobs", FIGURES, ids=[f.__name__ for f, _ in FIGURES])
-def test_every_knob_changes_the_figure(build, knobs):
-    for name, values in knobs.items():
-        fig = grid_slider(build, name, values)
-        _assert_distinct_frames(fig, len(values))
-        assert fig.layout.xaxis.title.text and fig.layout.title.text
+@pytest.mark.parametrize("fig_fn", STATIC, ids=[f.__name__ for f in STATIC])
+def test_static_slider_frames_differ(fig_fn):
+    fig = fig_fn()
+    _assert_distinct_frames(fig, len(fig.frames))
+    assert len(fig.frames) >= 2 and fig.layout.xaxis.title.text and fig.layout.title.text
+    single = fig_fn(grid=None)
+    assert not single.frames and len(single.data) == len(fig.data)
 
 
 def test_figures_show_the_analysis():
-    fig = V.fig_nope_signal(T=8)
+    fig = V.fig_nope_signal(T=8, grid=None)
     np.testing.assert_allclose(np.asarray(fig.data[0].y, dtype=float), 1 / np.arange(1, 9), atol=1e-4)
-    fig = V.fig_windowed_kv("Gemma 3 12B")
+    fig = V.fig_windowed_kv("Gemma 3 12B", grid=None)
     x = np.asarray(fig.data[1].x)
     i = int(np.flatnonzero(x == 131072)[0])
     assert float(fig.data[1].y[i]) == pytest.approx(A.model_kv_bytes("Gemma 3 12B", 131072) / 2**30, rel=1e-3)
-    fig = V.fig_rotated_pairs(still=0.5)
-    assert sum(float(v) == 1e-7 for v in fig.data[1].y) == 16 and sum(float(v) == 1e-7 for v in fig.data[2].y) == 16
-    fig = V.fig_absorption("off")
+    fig = V.fig_rotated_pairs(still=0.5, grid=None)
+    floor = min(float(v) for v in fig.data[1].y)
+    assert sum(float(v) == floor for v in fig.data[1].y) == 16 and sum(float(v) == floor for v in fig.data[2].y) == 16
+    fig = V.fig_absorption("off", grid=None)
     assert np.abs(np.asarray(fig.data[0].z, dtype=float)).max() < 1e-3
+    # every frame of the temperature slider fits under the shared y range
+    fig = V.fig_attention_temperature()
+    top = fig.layout.yaxis.range[1]
+    assert all(max(float(v) for v in f.data[1].y) < top for f in fig.frames)
 
 
-def test_show_knob_both_forms(monkeypatch):
-    from mlbook.viz import core
+def _different(a, b) -> bool:
+    return json.dumps(a["data"], sort_keys=True, default=str) != json.dumps(b["data"], sort_keys=True, default=str)
 
-    shown = []
-    monkeypatch.setattr(core, "show", lambda fig, **kw: shown.append(fig))
-    monkeypatch.setattr(core, "show_live", lambda make: shown.append(make()))
-    pytest.importorskip("ipywidgets")
-    core.show_knob(V.fig_rotated_pairs, V.ROTATION_KNOBS, caption="c", alt="a", defaults={"base": 500000.0})
-    assert shown[0].frames and len(shown[0].frames) == 3  # the static slider over `still`
-    live = [w for w in shown if type(w).__name__ == "VBox"]  # the live sliders, one per knob
-    assert len(live) == 1 and [c.description for c in live[0].children[0].children] == ["still", "base"]
+
+@pytest.mark.parametrize("live_fn", LIVE, ids=[f.__name__ for f in LIVE])
+def test_live_figures_redraw_when_a_control_changes(live, displayed, live_fn):
+    w = live_fn()
+    for ctrl in w.children[0].children:
+        before = _last_plot(displayed)
+        if hasattr(ctrl, "options"):  # a choice: step to the next option
+            values = [o[1] if isinstance(o, tuple) else o for o in ctrl.options]
+            ctrl.value = values[(values.index(ctrl.value) + 1) % len(values)]
+        else:
+            ctrl.value = ctrl.max
+        assert _different(before, _last_plot(displayed)), f"{live_fn.__name__}: moving {ctrl.description} changed nothing"
 
 
 def test_figure_bad_input():
@@ -234,3 +239,7 @@ def test_figure_bad_input():
         V.fig_absorption("maybe")
     with pytest.raises(ValueError, match="split must be"):
         V.fig_mrope_scores("rows")
+    with pytest.raises(ValueError, match="model must be"):
+        V.fig_windowed_kv("Gemma 9")
+    with pytest.raises(ValueError, match="outside the slider's range"):
+        V.live_rotated_pairs(still=0.99)

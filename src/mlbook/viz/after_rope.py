@@ -1,8 +1,14 @@
 """Figures for section 2.7, what came after RoPE.
 
-One build function per figure, `fig_x(**knobs) -> Figure`, and beside it `X_KNOBS`, the values of
-each knob; the page shows both forms with `show_knob(fig_x, X_KNOBS, ...)` (a static slider over
-the first knob, live sliders over all of them). Every number comes from `mlbook.analysis.after_rope`
+One private build function per figure (one set of knob values, one figure) behind two public forms,
+as in the other section modules:
+
+    fig_x(value, ..., grid=X_GRID)   a plotly slider over a short precomputed grid (static site);
+                                     grid=None gives the single figure at `value`
+    live_x(...)                      ipywidgets sliders over the same build (`core.live_figure`); show
+                                     it with `show_live`
+
+Every number comes from `mlbook.analysis.after_rope`
 (which calls `mlbook.transformer`); this module only arranges and draws. Colours: Okabe-Ito lines
 (`LINE_COLORS`), Viridis and a zero-centred diverging map for heatmaps.
 """
@@ -28,24 +34,41 @@ from mlbook.analysis.after_rope import (
     shipped_scaling,
 )
 from mlbook.transformer.latent import absorption_error
-from mlbook.viz.core import LINE_COLORS, SEQUENTIAL, diverging, light_figure, round_array
+from mlbook.viz.core import (
+    LINE_COLORS,
+    choice_knob,
+    diverging,
+    float_knob,
+    int_knob,
+    knob_figure,
+    light_figure,
+    live_figure,
+    log_knob,
+    round_array,
+    toggle_knob,
+)
 
 __all__ = [
-    "NOPE_KNOBS",
+    "NOPE_GRID",
     "fig_nope_signal",
-    "TEMPERATURE_KNOBS",
+    "live_nope_signal",
+    "TEMPERATURE_GRID",
     "fig_attention_temperature",
-    "KV_KNOBS",
+    "live_attention_temperature",
+    "KV_MODELS",
     "fig_windowed_kv",
-    "ROTATION_KNOBS",
+    "live_windowed_kv",
+    "STILL_GRID",
     "fig_rotated_pairs",
-    "ABSORPTION_KNOBS",
+    "live_rotated_pairs",
     "fig_absorption",
-    "MROPE_KNOBS",
+    "live_absorption",
     "MROPE_SPLITS",
     "fig_mrope_scores",
-    "SCALING_KNOBS",
+    "live_mrope_scores",
+    "SCALING_MODELS",
     "fig_shipped_scaling",
+    "live_shipped_scaling",
 ]
 
 
@@ -57,14 +80,13 @@ def _title(text: str) -> dict[str, Any]:
 # NoPE: a causal layer outputs 1 / (i + 1)
 # ---------------------------------------------------------------------------
 
-NOPE_KNOBS: dict[str, list[int]] = {"T": [16, 8, 32, 64]}
+NOPE_GRID: tuple[int, ...] = (8, 16, 32, 64)
 
 
-def fig_nope_signal(T: int = 16) -> go.Figure:
-    """One attention layer, no positional encoding, equal scores, value 1 on the first token only:
-    its output at each position under a causal mask (1 / (i + 1)) and without one (1 / T)."""
+def _nope(T: int, x_max: int | None = None) -> go.Figure:
     sig = nope_position_signal(T)
     x = list(range(T))
+    x_max = max(T, x_max or T)
     return light_figure(
         [
             dict(type="scatter", x=x, y=round_array(sig.causal, 4), mode="lines+markers", name="causal: 1 / (i + 1)",
@@ -75,25 +97,40 @@ def fig_nope_signal(T: int = 16) -> go.Figure:
         ],
         title=_title(f"T = {T}: the causal output names the position, the bidirectional one is flat"),
         height=420, margin=dict(t=70, b=60, l=70, r=20),
-        xaxis=dict(title="query position i", range=[-0.5, 63.5] if T > 32 else [-0.5, T - 0.5]),
+        xaxis=dict(title="query position i", range=[-0.5, x_max - 0.5]),
         yaxis=dict(title="attention output (value 1 at token 0)", range=[0, 1.05]),
         legend=dict(orientation="h", x=1, xanchor="right", y=1.0, yanchor="bottom"),
     )
+
+
+def fig_nope_signal(T: int = 16, *, grid: tuple[int, ...] | None = NOPE_GRID) -> go.Figure:
+    """One attention layer, no positional encoding, equal scores, value 1 on the first token only:
+    its output at each position under a causal mask (1 / (i + 1)) and without one (1 / T). Slider over T."""
+    x_max = max(grid) if grid else T
+    return knob_figure(_nope, "T", T, grid, "T (tokens)", {"x_max": x_max})
+
+
+@live_figure(int_knob("T", 16, 2, 128, 1, "T (tokens)"),
+             caption="Output of a NoPE attention layer with and without the causal mask.",
+             alt="Line plot of attention output against position: one over i plus one, and a flat line.")
+def live_nope_signal(T: int) -> go.Figure:
+    """Live form of `fig_nope_signal`: the sequence length."""
+    return _nope(T)
 
 
 # ---------------------------------------------------------------------------
 # Llama 4's temperature on the NoPE layers
 # ---------------------------------------------------------------------------
 
-TEMPERATURE_KNOBS: dict[str, list[float]] = {"attn_scale": [0.1, 0.05, 0.2, 0.4], "floor_scale": [8192.0, 1024.0, 65536.0]}
+TEMPERATURE_GRID: tuple[float, ...] = (0.05, 0.1, 0.2, 0.4)
+_LAST = 9_999_999  # the last position drawn
 
 
-def fig_attention_temperature(attn_scale: float = 0.1, floor_scale: float = 8192.0) -> go.Figure:
-    """Llama 4's query scale 1 + attn_scale ln(1 + floor((p + 1) / floor_scale)) against the position p,
-    with the released setting (0.1, 8192) drawn dotted for reference."""
-    p = np.unique(np.round(np.logspace(0, math.log10(10_000_000), 400)).astype(np.int64)) - 1  # 0 .. 10M - 1
+def _temperature(attn_scale: float, floor_scale: float, y_max: float | None = None) -> go.Figure:
+    p = np.unique(np.round(np.logspace(0, math.log10(_LAST + 1), 400)).astype(np.int64)) - 1  # 0 .. 10M - 1
     now = llama4_attention_scale(p, floor_scale, attn_scale).numpy()
     ref = llama4_attention_scale(p, 8192.0, 0.1).numpy()
+    top = max(float(now[-1]), float(ref[-1]), y_max or 0.0) + 0.1
     return light_figure(
         [
             dict(type="scatter", x=p + 1, y=np.round(ref, 4), mode="lines", name="released: 0.1, 8,192",
@@ -103,24 +140,40 @@ def fig_attention_temperature(attn_scale: float = 0.1, floor_scale: float = 8192
                  hovertemplate="position %{x:,}: query × %{y}<extra></extra>"),
         ],
         title=_title(f"attn_scale {attn_scale:g}, floor_scale {floor_scale:,.0f}: the NoPE layers' queries "
-                     f"are scaled by {llama4_attention_scale([9_999_999], floor_scale, attn_scale).item():.2f} at 10M"),
+                     f"are scaled by {float(now[-1]):.2f} at 10M"),
         height=420, margin=dict(t=70, b=60, l=70, r=20),
         xaxis=dict(title="position p + 1 (tokens, log scale)", type="log"),
-        yaxis=dict(title="query scale (temperature⁻¹)", range=[0.95, 2.6]),
+        yaxis=dict(title="query scale (temperature⁻¹)", range=[0.95, top]),
         legend=dict(orientation="h", x=0, xanchor="left", y=1.0, yanchor="bottom"),
     )
+
+
+def fig_attention_temperature(attn_scale: float = 0.1, floor_scale: float = 8192.0, *,
+                              grid: tuple[float, ...] | None = TEMPERATURE_GRID) -> go.Figure:
+    """Llama 4's query scale 1 + attn_scale ln(1 + floor((p + 1) / floor_scale)) against the position p,
+    with the released setting (0.1, 8192) dotted. Slider over attn_scale."""
+    top = float(llama4_attention_scale([_LAST], floor_scale, max(grid or (attn_scale,))).item())
+    return knob_figure(_temperature, "attn_scale", attn_scale, grid, "attn_scale",
+                       {"floor_scale": floor_scale, "y_max": top})
+
+
+@live_figure(float_knob("attn_scale", 0.1, 0.0, 0.5, 0.01, "attn_scale"),
+             log_knob("floor_scale", 8192.0, 2.0, 6.0, "floor_scale"),
+             caption="Llama 4's query scale on its NoPE layers against the position.",
+             alt="Step curve of query scale against position on a log axis.")
+def live_attention_temperature(attn_scale: float, floor_scale: float) -> go.Figure:
+    """Live form of `fig_attention_temperature`: the slope and the step length."""
+    return _temperature(attn_scale, floor_scale)
 
 
 # ---------------------------------------------------------------------------
 # What local layers do to the KV cache
 # ---------------------------------------------------------------------------
 
-KV_KNOBS: dict[str, list[str]] = {"model": [m.name for m in LOCAL_GLOBAL_MODELS]}
+KV_MODELS: tuple[str, ...] = tuple(m.name for m in LOCAL_GLOBAL_MODELS)
 
 
-def fig_windowed_kv(model: str = "Gemma 3 12B") -> go.Figure:
-    """KV cache of one request (GiB, bf16) against the context length for a released local/global stack,
-    and for the same stack with every layer global."""
+def _windowed_kv(model: str) -> go.Figure:
     m = local_global(model)
     ctx = np.unique(np.round(np.logspace(10, 20, 81, base=2)).astype(np.int64))  # 1,024 .. 1,048,576
     mixed = np.array([model_kv_bytes(m, int(c)) for c in ctx]) / 2**30
@@ -145,18 +198,32 @@ def fig_windowed_kv(model: str = "Gemma 3 12B") -> go.Figure:
     )
 
 
+def fig_windowed_kv(model: str = "Gemma 3 12B", *, grid: tuple[str, ...] | None = KV_MODELS) -> go.Figure:
+    """KV cache of one request (GiB, bf16) against the context length for a released local/global stack,
+    and for the same stack with every layer global. Slider over the models of LOCAL_GLOBAL_MODELS."""
+    if model not in KV_MODELS:
+        raise ValueError(f"model must be one of {list(KV_MODELS)}, got {model!r}")
+    values = list(grid) if grid is not None else None
+    return knob_figure(_windowed_kv, "model", model, values, "model", {})
+
+
+@live_figure(choice_knob("model", "Gemma 3 12B", KV_MODELS, "model"),
+             caption="KV cache against context length, as released and with every layer global.",
+             alt="Log-log plot of KV cache against context length, two lines.")
+def live_windowed_kv(model: str) -> go.Figure:
+    """Live form of `fig_windowed_kv`: the model."""
+    return _windowed_kv(model)
+
+
 # ---------------------------------------------------------------------------
 # Partial rotary against p-RoPE
 # ---------------------------------------------------------------------------
 
-ROTATION_KNOBS: dict[str, list[float]] = {"still": [0.25, 0.5, 0.75], "base": [10000.0, 500000.0]}
-_FLOOR = 1e-7  # where a pair that never turns is drawn on the log axis
+STILL_GRID: tuple[float, ...] = (0.25, 0.5, 0.75)
+_FLOOR = 1e-8  # where a pair that never turns is drawn on the log axis
 
 
-def fig_rotated_pairs(still: float = 0.25, base: float = 10000.0, d_head: int = 64) -> go.Figure:
-    """Radians per token of each pair of a 64-wide head: full RoPE, partial rotary over 1 - still of the
-    channels (the ladder recomputed over fewer dims), and p-RoPE with the lowest `still` of the rungs set to 0.
-    Pairs that never turn sit on the bottom line."""
+def _rotated_pairs(still: float, base: float, d_head: int = 64) -> go.Figure:
     pairs = list(range(d_head // 2))
     data = []
     settings = (("RoPE", {}, "#777777", "solid"),
@@ -175,28 +242,40 @@ def fig_rotated_pairs(still: float = 0.25, base: float = 10000.0, d_head: int = 
                      f"(base {base:,.0f})"),
         height=460, margin=dict(t=70, b=60, l=80, r=20),
         xaxis=dict(title="pair i (channel i and i + r/2 of the rotated part)"),
-        yaxis=dict(title="frequency θ_i (radians per token, log scale)", type="log", range=[-7.3, 0.4],
-                   tickvals=[_FLOOR, 1e-5, 1e-3, 1e-1, 1], ticktext=["never turns", "1e-5", "0.001", "0.1", "1"]),
+        yaxis=dict(title="frequency θ_i (radians per token, log scale)", type="log", range=[-8.3, 0.4],
+                   tickvals=[_FLOOR, 1e-6, 1e-4, 1e-2, 1], ticktext=["never turns", "1e-6", "1e-4", "0.01", "1"]),
         legend=dict(orientation="h", x=0, xanchor="left", y=1.0, yanchor="bottom"),
     )
+
+
+def fig_rotated_pairs(still: float = 0.25, base: float = 10000.0, *,
+                      grid: tuple[float, ...] | None = STILL_GRID) -> go.Figure:
+    """Radians per token of each pair of a 64-wide head: full RoPE, partial rotary over 1 - still of the
+    channels (the ladder recomputed over fewer dims), and p-RoPE with the lowest `still` of the rungs set to 0.
+    Pairs that never turn sit on the bottom line. Slider over the share of still pairs."""
+    return knob_figure(_rotated_pairs, "still", still, grid, "share of pairs that do not turn", {"base": base})
+
+
+@live_figure(float_knob("still", 0.25, 0.0, 0.9375, 0.03125, "share still"),
+             log_knob("base", 10000.0, 2.0, 7.0, "base"),
+             caption="Frequencies of RoPE, partial rotary and p-RoPE, pair by pair.",
+             alt="Log-scale line plot of frequency against pair index for three settings.")
+def live_rotated_pairs(still: float, base: float) -> go.Figure:
+    """Live form of `fig_rotated_pairs`: the share of pairs that do not turn (steps of one pair) and the base."""
+    return _rotated_pairs(still, base)
 
 
 # ---------------------------------------------------------------------------
 # MLA: absorbing W_UK works without RoPE, fails with it
 # ---------------------------------------------------------------------------
 
-ABSORPTION_KNOBS: dict[str, list[str]] = {"rope": ["on", "off"]}
 
-
-def fig_absorption(rope: str = "on", T: int = 16) -> go.Figure:
-    """Heatmap of the score error (true minus absorbed) for every query m and key n of one head, relative to
-    the largest score, with the key up-projection folded into the query; RoPE on the whole key or not."""
+def _absorption(rope: str, T: int = 16) -> go.Figure:
     if rope not in ("on", "off"):
         raise ValueError(f"rope must be 'on' or 'off', got {rope!r}")
     rep = absorption_error(rope == "on", T=T)
     scale = float(rep.materialised.abs().max())
-    err = ((rep.materialised - rep.absorbed) / scale).numpy()
-    z = np.round(err, 3)
+    z = np.round(((rep.materialised - rep.absorbed) / scale).numpy(), 3)
     return light_figure(
         [dict(type="heatmap", z=z, x=list(range(T)), y=list(range(T)), **diverging(np.array([[-1.0, 1.0]])),
               colorbar=dict(title=dict(text="error / max |score|", side="right")),
@@ -209,6 +288,23 @@ def fig_absorption(rope: str = "on", T: int = 16) -> go.Figure:
     )
 
 
+def fig_absorption(rope: str = "on", T: int = 16, *, grid: tuple[str, ...] | None = ("on", "off")) -> go.Figure:
+    """Heatmap of the score error (true minus absorbed) for every query m and key n of one head, relative to
+    the largest score, with the key up-projection folded into the query; RoPE on the whole key or not."""
+    if rope not in ("on", "off"):
+        raise ValueError(f"rope must be 'on' or 'off', got {rope!r}")
+    return knob_figure(_absorption, "rope", rope, list(grid) if grid else None, "RoPE on the key", {"T": T})
+
+
+@live_figure(toggle_knob("rope", "on", (("RoPE on", "on"), ("RoPE off", "off")), "RoPE"),
+             int_knob("T", 16, 2, 32, 1, "T (tokens)"),
+             caption="Score error of absorbing the key up-projection, with and without RoPE.",
+             alt="Heatmap of score errors over query and key positions.")
+def live_absorption(rope: str, T: int) -> go.Figure:
+    """Live form of `fig_absorption`: RoPE on or off, and the number of positions."""
+    return _absorption(rope, T)
+
+
 # ---------------------------------------------------------------------------
 # M-RoPE / 2-D RoPE: a patch against every patch
 # ---------------------------------------------------------------------------
@@ -219,19 +315,16 @@ MROPE_SPLITS: dict[str, tuple[int, int, int]] = {
     "24 rows / 8 columns": (0, 24, 8),
     "32 rows / 0 columns": (0, 32, 0),
 }
-MROPE_KNOBS: dict[str, list[Any]] = {"split": list(MROPE_SPLITS), "base": [100.0, 10.0, 10000.0]}
 
 
-def fig_mrope_scores(split: str = "16 rows / 16 columns", base: float = 100.0, size: int = 11) -> go.Figure:
-    """Score of the centre patch of a size x size image against every patch under M-RoPE with the given
-    section of a 64-wide head's 32 pairs between rows and columns (time unused: one frame)."""
+def _mrope(split: str, base: float, size: int = 11) -> go.Figure:
     if split not in MROPE_SPLITS:
         raise ValueError(f"split must be one of {list(MROPE_SPLITS)}, got {split!r}")
     c = size // 2
     z = mrope_score_map(size, size, row=c, col=c, d_head=64, section=MROPE_SPLITS[split], base=base).numpy()
     return light_figure(
         [dict(type="heatmap", z=np.round(z, 3), x=list(range(-c, size - c)), y=list(range(-c, size - c)),
-              colorscale=SEQUENTIAL, zmin=-0.2, zmax=1.0,
+              **diverging(np.array([[-1.0, 1.0]])),
               colorbar=dict(title=dict(text="score / score at itself", side="right")),
               hovertemplate="dh = %{y}, dw = %{x}: %{z}<extra></extra>")],
         title=_title(f"{split} (section {list(MROPE_SPLITS[split])}), base {base:,g}: "
@@ -242,19 +335,35 @@ def fig_mrope_scores(split: str = "16 rows / 16 columns", base: float = 100.0, s
     )
 
 
+def fig_mrope_scores(split: str = "16 rows / 16 columns", base: float = 100.0, *,
+                     grid: tuple[str, ...] | None = tuple(MROPE_SPLITS)) -> go.Figure:
+    """Score of the centre patch of an 11 x 11 image against every patch under M-RoPE with the given split
+    of a 64-wide head's 32 pairs between rows and columns (time unused: one frame). Slider over the split."""
+    if split not in MROPE_SPLITS:
+        raise ValueError(f"split must be one of {list(MROPE_SPLITS)}, got {split!r}")
+    return knob_figure(_mrope, "split", split, list(grid) if grid else None, "pairs", {"base": base})
+
+
+@live_figure(choice_knob("split", "16 rows / 16 columns", tuple(MROPE_SPLITS), "pairs"),
+             log_knob("base", 100.0, 0.5, 5.0, "base", fmt=",.1f"),
+             caption="Score of the centre patch against every patch under M-RoPE.",
+             alt="Heatmap of scores over row and column offsets.")
+def live_mrope_scores(split: str, base: float) -> go.Figure:
+    """Live form of `fig_mrope_scores`: the split of pairs and the base."""
+    return _mrope(split, base)
+
+
 # ---------------------------------------------------------------------------
 # Context extension as shipped: what each config does to each pair
 # ---------------------------------------------------------------------------
 
-SCALING_KNOBS: dict[str, list[str]] = {"model": [r.name.split(" (")[0] for r in SHIPPED_SCALINGS]}
+SCALING_MODELS: tuple[str, ...] = tuple(r.name.split(" (")[0] for r in SHIPPED_SCALINGS)
 
 
-def fig_shipped_scaling(model: str = "Llama 3.1 8B") -> go.Figure:
-    """Scaled / trained frequency of every pair against its trained wavelength, for a released model's
-    rope_scaling; the dotted line marks the original context length."""
+def _shipped_scaling(model: str) -> go.Figure:
     row = shipped_scaling(model)
     wl, ratio = scaled_frequency_ratio(row)
-    s = row.rope_scaling().factor
+    s = row.factor
     kept = int((ratio > 0.999).sum())
     interp = int((ratio < 1.001 / s).sum())
     return light_figure(
@@ -263,13 +372,26 @@ def fig_shipped_scaling(model: str = "Llama 3.1 8B") -> go.Figure:
                  name=row.scaling, line=dict(color=LINE_COLORS[0], width=2), marker=dict(size=6),
                  hovertemplate="wavelength %{x:,} tokens: × %{y}<extra></extra>"),
             dict(type="scatter", x=[row.original_len, row.original_len], y=[0, 1.05], mode="lines",
-                 name=f"original context {row.original_len:,}", line=dict(color="#888888", dash="dot"),
-                 hoverinfo="skip"),
+                 name="original context", line=dict(color="#888888", dash="dot"), hoverinfo="skip"),
         ],
         title=_title(f"{row.name}: {row.scaling}, factor {s:g} on {row.original_len:,}, context {row.max_len:,}; "
                      f"{kept} pairs kept, {interp} divided by {s:g}, {len(ratio) - kept - interp} blended"),
         height=440, margin=dict(t=70, b=60, l=70, r=20),
-        xaxis=dict(title="trained wavelength 2π/θ_i (tokens, log scale)", type="log"),
+        xaxis=dict(title="trained wavelength 2π/θ_i (tokens, log scale)", type="log", range=[0.5, 7.2]),
         yaxis=dict(title="scaled θ_i / trained θ_i", range=[0, 1.05]),
         legend=dict(orientation="h", x=0, xanchor="left", y=1.0, yanchor="bottom"),
     )
+
+
+def fig_shipped_scaling(model: str = "Llama 3.1 8B", *, grid: tuple[str, ...] | None = SCALING_MODELS) -> go.Figure:
+    """Scaled / trained frequency of every pair against its trained wavelength, for a released model's
+    rope_scaling; the dotted line marks the original context length. Slider over SHIPPED_SCALINGS."""
+    return knob_figure(_shipped_scaling, "model", model, list(grid) if grid else None, "model", {})
+
+
+@live_figure(choice_knob("model", "Llama 3.1 8B", SCALING_MODELS, "model"),
+             caption="What a released model's rope_scaling does to each pair.",
+             alt="Frequency ratio against wavelength for one model's scaling.")
+def live_shipped_scaling(model: str) -> go.Figure:
+    """Live form of `fig_shipped_scaling`: the model."""
+    return _shipped_scaling(model)
