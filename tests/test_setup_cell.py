@@ -53,6 +53,17 @@ def test_notebook_setup_cell_is_the_canonical_one(path: Path) -> None:
     assert "google.colab" not in rest and "pip install" not in rest, f"{path.name}: a second install below the setup block"
 
 
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
+def test_setup_cell_opens_folded_in_colab_and_jupyterlab(path: Path) -> None:
+    """Colab shows a `# @title` cell with metadata cellView "form" as its title line alone;
+    JupyterLab hides a cell's source under nbformat's jupyter.source_hidden."""
+    cell = next(c for c in json.loads(path.read_text(encoding="utf-8"))["cells"] if c["cell_type"] == "code")
+    first_line = "".join(cell["source"]).split("\n", 1)[0]
+    assert first_line.startswith("# @title Set up the book's environment (run me first)"), first_line
+    assert cell["metadata"].get("cellView") == "form", f"{path.name}: Colab would show the setup code"
+    assert cell["metadata"].get("jupyter", {}).get("source_hidden") is True, f"{path.name}: JupyterLab would show it"
+
+
 def test_every_notebook_is_up_to_date_for_the_tool() -> None:
     stale = [p.name for p in NOTEBOOKS
              if setup_cells.rewrite_notebook_text(p.read_text(encoding="utf-8"), BLOCK, p.name) != p.read_text(encoding="utf-8")]
@@ -148,10 +159,10 @@ def test_real_pip_failure_on_a_missing_repository(tmp_path: Path) -> None:
 LEGACY = 'import sys\n\nif "google.colab" in sys.modules:  # in Colab only\n    %pip install -q "git+https://example.org/x"\n\nimport torch\n\nfrom mlbook.viz import show'
 
 
-def _nb(first_source: str, *, outputs: list | None = None) -> str:
+def _nb(first_source: str, *, outputs: list | None = None, metadata: dict | None = None) -> str:
     cells = [
         {"cell_type": "markdown", "id": "m1", "metadata": {}, "source": ["# 9.9 Title\n", "Text ü."]},
-        {"cell_type": "code", "execution_count": 1, "id": "c1", "metadata": {"tags": ["x"]},
+        {"cell_type": "code", "execution_count": 1, "id": "c1", "metadata": metadata or {"tags": ["x"]},
          "outputs": outputs or [], "source": first_source.splitlines(keepends=True)},
         {"cell_type": "code", "execution_count": 2, "id": "c2", "metadata": {},
          "outputs": [{"name": "stdout", "output_type": "stream", "text": ["4\n"]}],
@@ -166,18 +177,33 @@ def test_tool_converts_the_old_cell_keeping_imports_outputs_and_other_cells() ->
     new = setup_cells.rewrite_notebook_text(raw, BLOCK)
     before, after = json.loads(raw), json.loads(new)
     assert "".join(after["cells"][1]["source"]) == BLOCK + "\n\nimport torch\n\nfrom mlbook.viz import show"
+    assert after["cells"][1]["metadata"] == {"tags": ["x"], **setup_cells.FOLDED}, "existing metadata is kept"
     after["cells"][1]["source"] = before["cells"][1]["source"]
-    assert after == before, "only the first code cell's source may change"
+    after["cells"][1]["metadata"] = before["cells"][1]["metadata"]
+    assert after == before, "only the first code cell's source and folding metadata may change"
     assert setup_cells.rewrite_notebook_text(new, BLOCK) == new, "a second run must change nothing"
 
 
 def test_tool_replaces_an_outdated_block_and_keeps_bytes_elsewhere() -> None:
     old = setup_cells.canonical_block("git+https://example.org/old@main") + "\n\nimport torch"
-    raw = _nb(old)
+    raw = _nb(old, metadata={"tags": ["x"], **setup_cells.FOLDED})
     new = setup_cells.rewrite_notebook_text(raw, BLOCK)
     assert setup_cells.first_code_source_text(new) == BLOCK + "\n\nimport torch"
     old_lines, new_lines = raw.splitlines(), new.splitlines()
     assert [ln for ln in old_lines if "example.org" not in ln] == [ln for ln in new_lines if URL not in ln]
+
+
+def test_tool_replaces_a_block_of_the_earlier_untitled_form() -> None:
+    untitled = BLOCK.split("\n", 1)[1].replace(URL, "git+https://example.org/old@main")
+    assert untitled.startswith(setup_cells.MARK)
+    new = setup_cells.rewrite_notebook_text(_nb(untitled + "\n\nimport torch"), BLOCK)
+    assert setup_cells.first_code_source_text(new) == BLOCK + "\n\nimport torch"
+    assert setup_cells.rewrite_notebook_text(new, BLOCK) == new
+
+
+def test_block_opens_with_a_colab_form_title() -> None:
+    title = BLOCK.split("\n", 1)[0]
+    assert title == setup_cells.BEGIN and title.startswith("# @title ") and 'display-mode: "form"' in title
 
 
 def test_tool_puts_the_block_on_top_of_a_cell_without_setup() -> None:

@@ -9,10 +9,17 @@ the block in the same cell.
     python tools/setup_cells.py --check    # list notebooks whose block is out of date (exit 1)
     python tools/setup_cells.py --url git+file:///tmp/x@main DIR/*.ipynb   # point copies elsewhere
 
-Safe and idempotent: only the `source` of the first code cell changes; its outputs, every
-other cell and the file's JSON layout stay byte-identical (a notebook whose layout this tool
-cannot reproduce is refused, not rewritten). A first code cell that still has the old
-`%pip install` setup lines gets them replaced; one with no setup at all gets the block on top.
+The block opens with a Colab form title, and the tool sets the cell's metadata so that the
+notebook opens on one line in Colab ("cellView": "form", what Colab stores when a cell shows
+its form only; the `{ display-mode: "form" }` annotation asks the same in the source) and in
+JupyterLab (nbformat's `jupyter.source_hidden`). A reader clicks the title to see the code.
+The site collapses the block behind a toggle (book/_ext/mlbook_site.py, from BEGIN and END).
+
+Safe and idempotent: only the `source` of the first code cell and those two metadata keys
+change; its outputs, every other cell and the file's JSON layout stay byte-identical (a
+notebook whose layout this tool cannot reproduce is refused, not rewritten). A first code cell
+that still has the old `%pip install` setup lines, or a block of an earlier version of this
+tool, gets them replaced; one with no setup at all gets the block on top.
 """
 
 from __future__ import annotations
@@ -26,12 +33,19 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 
-BEGIN = "# --- setup: written by `make setup-cells` from _config.yml; edit that, not this ---"
+# The block's first line: a Colab form title, so Colab shows this one line until it is opened.
+BEGIN = '# @title Set up the book\'s environment (run me first) { display-mode: "form" }'
+MARK = "# --- setup: written by `make setup-cells` from _config.yml; edit that, not this ---"
 END = "# --- end of setup ---"
+# First lines of blocks this tool wrote before (replaced like an outdated block).
+_OLD_BEGINS = (MARK,)
+# Cell metadata that shows the block folded: Colab's form view, JupyterLab's hidden source.
+FOLDED = {"cellView": "form", "jupyter": {"source_hidden": True}}
 
 # The body of the block. {url} is a pip requirement such as git+https://github.com/o/r@main.
 _TEMPLATE = '''\
 {begin}
+{mark}
 import importlib.util
 import sys
 
@@ -128,14 +142,15 @@ def canonical_block(url: str) -> str:
     """The generated block (no trailing newline) that installs mlbook from `url`."""
     if not url or any(c in url for c in "\"\\\n"):
         raise SetupCellError(f"the install URL must be non-empty, without quotes, backslashes or newlines; got {url!r}")
-    return _TEMPLATE.format(begin=BEGIN, end=END, url=url)
+    return _TEMPLATE.format(begin=BEGIN, mark=MARK, end=END, url=url)
 
 
 def rewrite_source(source: str, block: str) -> str:
     """`source` of a first code cell with its setup block replaced by `block` (the rest kept)."""
     lines = source.split("\n")
-    if BEGIN in lines:
-        i = lines.index(BEGIN)
+    starts = [k for k, line in enumerate(lines) if line == BEGIN or line in _OLD_BEGINS]
+    if starts:
+        i = starts[0]
         if END not in lines[i:]:
             raise SetupCellError(f"the setup block starts ({BEGIN!r}) but has no end line ({END!r})")
         j = i + lines[i:].index(END)
@@ -181,9 +196,13 @@ def rewrite_notebook_text(raw: str, block: str, name: str = "notebook") -> str:
         new = rewrite_source(text, block)
     except SetupCellError as exc:
         raise SetupCellError(f"{name}: {exc}") from None
-    if new == text:
+    metadata = cell.setdefault("metadata", {})
+    folded = {**metadata, "cellView": FOLDED["cellView"],
+              "jupyter": {**metadata.get("jupyter", {}), **FOLDED["jupyter"]}}
+    if new == text and folded == metadata:
         return raw
     cell["source"] = new.splitlines(keepends=True) if isinstance(src, list) else new
+    cell["metadata"] = folded
     return _dump(nb, *layout)
 
 
