@@ -278,6 +278,7 @@ def test_figures_build_label_and_serialise(tiny, ids, capture):
         assert tiny.label in fig.layout.title.text  # a figure of the tiny random model says so
         go.Figure(json.loads(fig.to_json()))
     rot = figs[0]
+    assert np.all(np.asarray(rot.data[0].y) >= V.ERROR_FLOOR)  # rounding drawn at the floor, not at its CPU's digits
     np.testing.assert_allclose(np.asarray(rot.data[1].y), np.maximum(pc.wrong.error_q, pc.wrong.error_k) / pc.wrong.scale,
                                rtol=1e-12)
     np.testing.assert_allclose(np.asarray(figs[1].data[0].z), sink.mass, atol=5e-4)

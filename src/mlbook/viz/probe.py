@@ -28,7 +28,7 @@ __all__ = [
     "fig_position_loss",
 ]
 
-ERROR_FLOOR = 1e-9  # an error of exactly 0 is drawn here on the log axis (float32 rounding is ~1e-7)
+ERROR_FLOOR = 1e-6  # errors below this (float32 rounding, ~1e-7, which varies by CPU) are drawn at it
 
 
 def _check_label(label: object) -> str:
@@ -54,7 +54,7 @@ def fig_rotation_check(check: PairingCheck, label: str) -> go.Figure:
                     marker=dict(color=color, pattern_shape=pattern),
                     hovertemplate="layer %{x}: relative error %{y:.2e}<extra>" + name + "</extra>")
     fig.update_layout(
-        title=f"{label}: the library's rotation against the model's", title_font_size=14, height=480,
+        title=f"The library's rotation against the model's<br><sup>{label}</sup>", title_font_size=14, height=480,
         barmode="group", xaxis_title="layer", yaxis_title="max |ours - model's| / max |q|, |k|",
         yaxis_type="log", yaxis_exponentformat="power", xaxis=dict(tickmode="linear", dtick=1 if len(layers) <= 12 else 4),
     )
@@ -74,8 +74,8 @@ def fig_sink_mass(sink: SinkMass, label: str) -> go.Figure:
         hovertemplate="layer %{y}, head %{x}: %{z:.3f} on the first token (%{customdata}× uniform)<extra></extra>",
     ))
     fig.update_layout(
-        title=(f"{label}: attention on the first token, queries {sink.q_start}..{sink.T - 1}"
-               f"<br><sup>uniform attention would give {sink.uniform:.3f}</sup>"),
+        title=(f"Attention on the first token, queries {sink.q_start}..{sink.T - 1}"
+               f"<br><sup>{label}; uniform attention: {sink.uniform:.3f}</sup>"),
         title_font_size=14, height=max(320, 60 + 18 * L), xaxis_title="head", yaxis_title="layer",
         xaxis=dict(tickmode="linear", dtick=1 if H <= 16 else 4), yaxis=dict(autorange="reversed"),
     )
@@ -103,8 +103,8 @@ def _pair_norms(norms: PairNorms, label: str, layer: int | str) -> go.Figure:
                            text=f"wavelength > trained length {norms.trained_len:,}", font_size=11)
     top = float(max(norms.q.mean(1).max(), norms.k.mean(1).max(), norms.mean_q.max(), norms.mean_k.max()))
     fig.update_layout(
-        title=f"{label}: mean norm of each frequency pair, {which}", title_font_size=14, height=500,
-        xaxis_title="frequency pair i (0 = fastest, wavelength grows to the right)",
+        title=f"Mean norm of each frequency pair, {which}<br><sup>{label}</sup>", title_font_size=14, height=500,
+        xaxis_title="frequency pair (0 = fastest)", xaxis=dict(range=[-0.5, P - 0.5]),
         yaxis_title="mean pair norm √(a² + b²)", yaxis_range=[0, 1.1 * top],
     )
     return legend_below(fig, height=500, rows=1)
@@ -143,7 +143,7 @@ def fig_position_loss(losses: Sequence[PositionLoss], label: str) -> go.Figure:
     fig.add_annotation(x=L, y=1.0, yref="paper", yanchor="bottom", showarrow=False,
                        text=f"trained length {L:,}", font_size=11)
     fig.update_layout(
-        title=f"{label}: next-token loss by position, window {losses[0].window:,}", title_font_size=14,
+        title=f"Next-token loss by position, window {losses[0].window:,}<br><sup>{label}</sup>", title_font_size=14,
         height=440, xaxis_title="position in the text (tokens)", yaxis_title="mean loss (nats)",
     )
     return legend_below(fig, height=440, rows=len(losses), gap=70)
