@@ -18,7 +18,8 @@ no jupyter-book):
 3. A stand-in `google.colab` package, imported at kernel start from an IPython start-up file
    as Colab's kernel does, and mlbook uninstalled, so every setup cell really installs it.
 
-Then nbval runs each notebook top to bottom in live mode (MLBOOK_STATIC unset) with the
+Then nbval runs each notebook top to bottom in live mode (MLBOOK_STATIC unset; MLBOOK_PROBE_MODEL=tiny-random,
+so the real-model probe builds its tiny random model instead of downloading one) with the
 plugin tools/colab/nbval_colab.py, which also fails on a widget shown twice, on "No saved
 full-budget record", and on a setup cell that did not install mlbook, and times each
 notebook. Afterwards: Colab's torch, ipywidgets and plotly must be the versions they were
@@ -148,7 +149,9 @@ def main(argv: list[str] | None = None) -> int:
         if wrong:
             raise SystemExit("[colab-check] the environment is not Colab-like: " + "; ".join(wrong))
 
-        run_env = dict(env, PYTHONPATH=str(runner), MLBOOK_COLAB_EXPECT_URL=url)
+        # The real-model probe (notebooks/14_real_model.ipynb) downloads nothing here: it runs on the
+        # tiny random Llama it builds in-process (mlbook.analysis.probe.probe_model_name reads this).
+        run_env = dict(env, PYTHONPATH=str(runner), MLBOOK_COLAB_EXPECT_URL=url, MLBOOK_PROBE_MODEL="tiny-random")
         if args.results:
             args.results.mkdir(parents=True, exist_ok=True)
             run_env["MLBOOK_RESULTS"] = str(args.results.resolve())
