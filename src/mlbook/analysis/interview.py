@@ -8,6 +8,11 @@
     decoder_param_count    parameters of a LLaMA-style decoder (SwiGLU MLP, RMSNorm, no biases)
     prefill_flops          matmul FLOPs of a prefill: the weight matmuls against attention's T^2 term
     sequences_that_fit     how many sequences' caches fit in a device's memory beside the weights
+    nope_query_scale       Llama 4's temperature on its NoPE layers' queries at a position
+    top_weight             softmax weight of the best of n keys ahead by a logit gap, optionally
+                           with log-length scaling of the logits
+    document_shift         what moving a document to a later position (sequence packing, left
+                           padding without position ids) does to RoPE scores and to absolute ones
 
 KV-cache sizes come from `mlbook.analysis.production.kv_cache_bytes` and wavelengths from
 `mlbook.analysis.absolute.pair_wavelengths`; angle ranges, NTK bases, YaRN bands, ALiBi penalties,
@@ -20,9 +25,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import torch
+
 from mlbook.analysis.absolute import pair_wavelengths
 from mlbook.analysis.production import kv_cache_bytes
+from mlbook.analysis.rope import rotate_at
 from mlbook.analysis.systems import format_bytes
+from mlbook.transformer.positional import sinusoidal_positional_encoding
 from mlbook.transformer.validate import check_even_d, check_int, check_positive_float
 
 __all__ = [
@@ -35,6 +44,10 @@ __all__ = [
     "PrefillFlops",
     "prefill_flops",
     "sequences_that_fit",
+    "nope_query_scale",
+    "top_weight",
+    "DocumentShift",
+    "document_shift",
 ]
 
 
@@ -196,3 +209,97 @@ def sequences_that_fit(memory_bytes: float, weights_bytes: float, per_sequence_b
                         ("per_sequence_bytes", per_sequence_bytes)):
         check_positive_float(name, value)
     return max(0, int((memory_bytes - weights_bytes) // per_sequence_bytes))
+
+
+# ---------------------------------------------------------------------------
+# 2026 questions: NoPE temperature, log-length scaling, positions under packing
+# ---------------------------------------------------------------------------
+
+
+def nope_query_scale(position: int, floor_scale: float = 8192.0, attn_scale: float = 0.1) -> float:
+    """Llama 4's factor on the queries of its NoPE layers at 0-based `position`:
+
+        1 + attn_scale * ln(1 + floor((position + 1) / floor_scale)),
+
+    as transformers' Llama4TextAttention computes it (models/llama4/modeling_llama4.py, applied when
+    `attn_temperature_tuning` is set and the layer does not rotate). It is 1 for the first
+    floor_scale - 1 positions and then grows with the log of the position in steps of floor_scale
+    tokens: logits sharpen as the number of keys a global layer spreads its weight over grows.
+    Defaults: Llama-4-Scout's config (floor_scale 8192, attn_scale 0.1).
+    """
+    check_int("position", position, 0)
+    floor_scale = check_positive_float("floor_scale", floor_scale)
+    attn_scale = check_positive_float("attn_scale", attn_scale)
+    return 1.0 + attn_scale * math.log1p(math.floor((position + 1) / floor_scale))
+
+
+def top_weight(gap: float, n: int, *, log_scale_from: int | None = None) -> float:
+    """Softmax weight of one key whose logit is `gap` above each of n - 1 equal others:
+    e^g / (e^g + n - 1).
+
+    With log_scale_from = n0, the logits are first multiplied by log(n) / log(n0) (n >= n0), the
+    log-length scaling of Chiang and Cholak (2022), Qwen's LogN attention and Scalable-Softmax
+    (Nakanishi 2025): the weight at n0 is unchanged, and as n grows it falls like n^(g / ln n0 - 1)
+    instead of like 1 / n (unscaled, e^g / n for large n), staying bounded away from 0 once the gap
+    is at least ln n0 nats.
+    """
+    check_int("n", n, 1)
+    if isinstance(gap, bool) or not isinstance(gap, (int, float)) or not math.isfinite(gap) or gap < 0:
+        raise ValueError(f"gap must be a finite number of nats >= 0, got {gap!r}")
+    g = float(gap)
+    if log_scale_from is not None:
+        check_int("log_scale_from", log_scale_from, 2)
+        if n < log_scale_from:
+            raise ValueError(f"n ({n}) must be >= log_scale_from ({log_scale_from}): the scaling starts there")
+        g *= math.log(n) / math.log(log_scale_from)
+    # e^g / (e^g + n - 1), written to stay finite for large g
+    return 1.0 / (1.0 + (n - 1) * math.exp(-g))
+
+
+@dataclass(frozen=True)
+class DocumentShift:
+    """Scores of one document's tokens at positions 0.. and at shift.., under RoPE and under added sinusoids."""
+
+    shift: int
+    rope: float  # max |score difference| with RoPE: rounding of the float32 angles, not a change of scores
+    absolute: float  # max |score difference| with sinusoidal positions added to the same vectors
+    score_scale: float  # max |score| at positions 0.., for scale
+
+    def __repr__(self) -> str:
+        return (f"the same document at positions 0.. and at {self.shift:,}..: largest change of a score "
+                f"(scores up to {self.score_scale:.3f})\n"
+                f"  RoPE: {self.rope:.1e} (float32 angles rounded)   added sinusoids: {self.absolute:.3f}")
+
+
+def document_shift(shift: int = 3000, T: int = 6, d_head: int = 64, *, seed: int = 0) -> DocumentShift:
+    """Move a T-token document from positions 0..T-1 to shift..shift+T-1 and compare its causal
+    scores q_i . k_j (j <= i), q and k in float64: with RoPE (`rotate_at`, angles in float32 as
+    everywhere in the library) they depend on i - j only, so they change only by the rounding of
+    the larger angles; with a sinusoidal table added to the vectors (an absolute scheme) they
+    change outright. This is why, under RoPE, sequence packing and left padding are about the
+    attention mask (and about staying inside the trained range), not about the offsets inside a
+    document.
+    """
+    check_int("shift", shift, 1)
+    check_int("T", T, 2)
+    check_even_d("d_head", d_head)
+    g = torch.Generator().manual_seed(seed)
+    q = torch.randn(T, d_head, generator=g, dtype=torch.float64) / d_head**0.25  # (T, d_head)
+    k = torch.randn(T, d_head, generator=g, dtype=torch.float64) / d_head**0.25  # (T, d_head)
+    causal = torch.tril(torch.ones(T, T, dtype=torch.bool))  # (T, T)
+
+    def rope_scores(start: int) -> torch.Tensor:
+        qr = torch.stack([rotate_at(q[i], start + i) for i in range(T)])  # (T, d_head)
+        kr = torch.stack([rotate_at(k[j], start + j) for j in range(T)])  # (T, d_head)
+        return (qr @ kr.T)[causal]  # (T (T + 1) / 2,)
+
+    pe = sinusoidal_positional_encoding(shift + T, d_head).double()  # (shift + T, d_head)
+
+    def absolute_scores(start: int) -> torch.Tensor:
+        qa, ka = q + pe[start:start + T], k + pe[start:start + T]  # (T, d_head)
+        return (qa @ ka.T)[causal]
+
+    at_zero = rope_scores(0)
+    return DocumentShift(shift, float((rope_scores(shift) - at_zero).abs().max()),
+                         float((absolute_scores(shift) - absolute_scores(0)).abs().max()),
+                         float(at_zero.abs().max()))
