@@ -126,8 +126,10 @@ def test_scaling_needs_original_max_len(scaling: str) -> None:
 def test_yarn_and_llama3_band_order() -> None:
     with pytest.raises(ValueError, match=r"beta_fast \(1.0\) must be greater than beta_slow \(32.0\)"):
         RopeScaling("yarn", factor=4.0, original_max_len=2048, beta_fast=1.0, beta_slow=32.0)
-    with pytest.raises(ValueError, match=r"high_freq_factor \(1.0\) must be greater than low_freq_factor \(4.0\)"):
+    with pytest.raises(ValueError, match=r"high_freq_factor \(1.0\) must be at least low_freq_factor \(4.0\)"):
         RopeScaling("llama3", factor=8.0, original_max_len=2048, low_freq_factor=4.0, high_freq_factor=1.0)
+    # equal factors are allowed: a sharp switch, as Llama 4 Scout ships
+    RopeScaling("llama3", factor=16.0, original_max_len=8192, low_freq_factor=1.0, high_freq_factor=1.0)
 
 
 def test_base_must_exceed_one() -> None:

@@ -277,7 +277,8 @@ def llama3_frequencies(
     wavelength = 2 * math.pi / theta  # (d/2,)
     low_freq_wavelength = L / low  # longer than this: divide by factor
     high_freq_wavelength = L / high  # shorter than this: unchanged
-    smooth = (L / wavelength - low) / (high - low)  # (d/2,)
+    # low == high (a sharp switch) leaves no pair strictly inside the band; avoid dividing by zero there
+    smooth = (L / wavelength - low) / (high - low) if high > low else torch.ones_like(theta)  # (d/2,)
     blended = (1 - smooth) * theta / s + smooth * theta  # (d/2,)
     inv_freq = torch.where(wavelength > low_freq_wavelength, theta / s, theta)  # (d/2,)
     medium = (wavelength >= high_freq_wavelength) & (wavelength <= low_freq_wavelength)  # (d/2,)
@@ -327,8 +328,9 @@ def _check_yarn(scaling: RopeScaling) -> None:
 
 
 def _check_llama3(scaling: RopeScaling) -> None:
-    if scaling.high_freq_factor <= scaling.low_freq_factor:
-        raise ValueError(f"high_freq_factor ({scaling.high_freq_factor}) must be greater than "
+    # equal factors are a sharp switch with no blend band: Llama 4 Scout ships low = high = 1 (Meta's llama4 code)
+    if scaling.high_freq_factor < scaling.low_freq_factor:
+        raise ValueError(f"high_freq_factor ({scaling.high_freq_factor}) must be at least "
                          f"low_freq_factor ({scaling.low_freq_factor})")
 
 
