@@ -50,12 +50,18 @@ def max_logit_gap(hf: LlamaForCausalLM, T: int, pairing: str = "half") -> float:
         return (hf(idx).logits - ours(idx)).abs().max().item()
 
 
+def longest(c: dict) -> int:
+    """max_position_embeddings, or for a config that does not give it the original length times the factor."""
+    rs = c.get("rope_scaling") or {}
+    return c.get("max_position_embeddings") or int(rs["original_max_position_embeddings"] * rs["factor"])
+
+
 def shipped_llama_copy(name: str, shrink: bool) -> tuple[LlamaForCausalLM, int]:
     """(a tiny Llama with the shipped config's RoPE, the test length). shrink: the trained length becomes 32
     (max_position_embeddings keeping its ratio to it) so that 80 tokens run past it."""
     c = load_config(name)
     rs = copy.deepcopy(c.get("rope_scaling"))
-    max_pos = c["max_position_embeddings"]
+    max_pos = longest(c)
     T = 64
     if shrink:
         orig = (rs or {}).get("original_max_position_embeddings") or max_pos
@@ -71,8 +77,9 @@ def shipped_llama_copy(name: str, shrink: bool) -> tuple[LlamaForCausalLM, int]:
 def test_shipped_config_names_its_source(name: str) -> None:
     c = load_config(name)
     assert c["_source"] and all(isinstance(s, str) and s for s in c["_source"])
-    for key in ("model_type", "num_attention_heads", "num_hidden_layers", "max_position_embeddings", "rope_theta"):
+    for key in ("model_type", "num_attention_heads", "num_hidden_layers", "rope_theta"):
         assert key in c, f"{name} lacks {key}"
+    assert "max_position_embeddings" in c or "max_position_embeddings is left out" in c["_notes"]
 
 
 @pytest.mark.parametrize("shrink", [False, True], ids=["as-shipped", "past-original"])
@@ -101,11 +108,11 @@ def test_shipped_config_frequencies_equal_rope_init_functions(name: str) -> None
     rs = c.get("rope_scaling")
     kind = hf_rope_type(rs)
     cfg = LlamaConfig(hidden_size=4 * d, num_attention_heads=4, head_dim=d, rope_theta=float(c["rope_theta"]),
-                      max_position_embeddings=c["max_position_embeddings"], rope_scaling=copy.deepcopy(rs))
-    view = {**{k: c.get(k) for k in ("rope_theta", "max_position_embeddings", "rope_scaling")}, "head_dim": d,
-            "hidden_size": 4 * d, "num_attention_heads": 4}
+                      max_position_embeddings=longest(c), rope_scaling=copy.deepcopy(rs))
+    view = {**{k: c.get(k) for k in ("rope_theta", "rope_scaling")}, "max_position_embeddings": longest(c),
+            "head_dim": d, "hidden_size": 4 * d, "num_attention_heads": 4}
     scaling = rope_scaling_from_hf(view)
-    for seq_len in (None, c["max_position_embeddings"] + 1):
+    for seq_len in (None, longest(c) + 1):
         theirs, theirs_factor = ROPE_INIT_FUNCTIONS[kind](cfg, "cpu", seq_len=seq_len)
         ours, ours_factor = scaling.frequencies(d, float(c["rope_theta"]), seq_len)
         torch.testing.assert_close(ours, theirs, rtol=1e-6, atol=1e-9)

@@ -23,10 +23,14 @@ from mlbook.transformer.hf import hf_rope_type  # noqa: E402
 logging.getLogger("transformers.modeling_rope_utils").setLevel(logging.ERROR)
 
 
+def longest(c: dict) -> int:
+    return c.get("max_position_embeddings") or c["rope_scaling"]["original_max_position_embeddings"]
+
+
 def hf_frequencies(c: dict, rope_scaling, seq_len=None) -> tuple[torch.Tensor, float]:
     d = rotary_width(c)
     cfg = LlamaConfig(hidden_size=4 * d, num_attention_heads=4, head_dim=d, rope_theta=float(c["rope_theta"]),
-                      max_position_embeddings=c["max_position_embeddings"], rope_scaling=copy.deepcopy(rope_scaling))
+                      max_position_embeddings=longest(c), rope_scaling=copy.deepcopy(rope_scaling))
     return ROPE_INIT_FUNCTIONS[hf_rope_type(rope_scaling)](cfg, "cpu", seq_len=seq_len)
 
 
@@ -35,7 +39,7 @@ def test_summary_wavelengths_and_factor_match_transformers(name: str) -> None:
     c = load_config(name)
     s = summarize_config(c, name)
     trained, _ = hf_frequencies(c, None)
-    scaled, factor = hf_frequencies(c, c.get("rope_scaling"), c["max_position_embeddings"])
+    scaled, factor = hf_frequencies(c, c.get("rope_scaling"), longest(c))
     for got, inv in ((s.wavelength_trained, trained), (s.wavelength_scaled, scaled)):
         wl = 2 * math.pi / inv.double()
         assert got == pytest.approx((float(wl.min()), float(wl.max())), rel=1e-6)
@@ -82,6 +86,20 @@ def test_layer_plans() -> None:
     assert gemma.scaled == tuple(k == "full_attention" for k in gemma.kinds)
     oss = layer_plan(load_config("gpt-oss-20b"))
     assert oss.windows == (128, None) * 12 and all(oss.rotates)
+
+
+def test_llama4_scout_layers_and_temperature() -> None:
+    """The shipped Scout config: NoPE every fourth layer and chunked RoPE layers, as transformers derives them."""
+    c = load_config("llama-4-scout")
+    ref = transformers.Llama4TextConfig(num_hidden_layers=c["num_hidden_layers"],
+                                        no_rope_layer_interval=c["no_rope_layer_interval"])
+    s = summarize_config(c)
+    assert s.layers.rotates == tuple(bool(r) for r in ref.no_rope_layers)
+    assert s.layers.kinds == tuple(ref.layer_types)
+    assert s.layers.counts() == {"chunked_attention": 36, "full_attention (NoPE)": 12}
+    # 1 + 0.1 ln(1 + floor((p + 1) / 8192)), transformers' Llama4TextAttention formula, at the listed positions
+    assert s.temperature == tuple((p, 1 + 0.1 * math.log1p(math.floor((p + 1) / 8192))) for p, _ in s.temperature)
+    assert "no max_position_embeddings" in s.lengths.note and s.kv_at_max is None
 
 
 def test_hybrid_nope_layers_follow_transformers() -> None:

@@ -37,6 +37,7 @@ from typing import Any, Mapping
 
 import torch
 
+from mlbook.analysis.after_rope import llama4_attention_scale
 from mlbook.analysis.systems import format_bytes
 from mlbook.transformer.hf import (
     HF_ROPE_TYPES,
@@ -145,11 +146,18 @@ def context_lengths(config: Mapping[str, Any]) -> ContextLengths:
     max_pos = config.get("max_position_embeddings")
     inner = rs.get("original_max_position_embeddings")
     outer = config.get("original_max_position_embeddings")
-    original = int(inner or outer or config.get("initial_context_length") or max_pos)
+    found = inner or outer or config.get("initial_context_length") or max_pos
+    if found is None:
+        raise ValueError("the config gives neither max_position_embeddings nor an original length "
+                         "(rope_scaling.original_max_position_embeddings, original_max_position_embeddings)")
+    original = int(found)
     factor = float(rs.get("factor", 1.0)) if kind != "default" else 1.0
     if kind == "longrope" and outer:
         factor = max_pos / outer
-    if kind == "default":
+    if max_pos is None:
+        note = (f"no max_position_embeddings in this config: the scaling's own original length {original:,} and "
+                f"factor {factor:g} are all it states")
+    elif kind == "default":
         note = "no scaling: the model runs as trained up to max_position_embeddings"
     elif kind == "linear":
         note = (f"linear scaling divides every frequency by {factor:g} at every length; the config does not record "
@@ -288,6 +296,7 @@ class ConfigSummary:
     kv_per_token: int  # bytes per token while every layer grows (bf16)
     kv_at_max: int | None  # bytes at max_position_embeddings, windows capped (bf16), batch 1
     kv_note: str
+    temperature: tuple[tuple[int, float], ...] = ()  # Llama 4: (position, query scale on NoPE layers)
 
     def text(self) -> str:
         L = self.lengths
@@ -309,6 +318,9 @@ class ConfigSummary:
         bases = sorted({b for b in self.layers.bases if b is not None})
         lines.append(f"  layers: {counts}" + (f"; windows {windows}" if windows else "")
                      + f"; RoPE bases {', '.join(f'{b:,g}' for b in bases)}")
+        if self.temperature:
+            lines.append("  NoPE layers scale queries (attn_temperature_tuning): "
+                         + ", ".join(f"x{scale:.3f} at position {p:,}" for p, scale in self.temperature))
         at_max = "" if self.kv_at_max is None else f", {format_bytes(self.kv_at_max)} at max_position_embeddings"
         lines.append(f"  KV cache (bf16): {format_bytes(self.kv_per_token)} per token{at_max} ({self.kv_note})")
         return "\n".join(lines)
@@ -337,6 +349,12 @@ def summarize_config(config: Mapping[str, Any], name: str | None = None) -> Conf
                f"{hf_head_dim(config)} channels, keys and values")
     if any(p.cap is not None for p in plan.parts):
         kv_note += "; windowed layers stop growing at their window"
+    temperature: tuple[tuple[int, float], ...] = ()
+    if config.get("attn_temperature_tuning"):
+        floor_scale, attn_scale = float(config.get("floor_scale", 8192)), float(config.get("attn_scale", 0.1))
+        positions = [int(floor_scale) - 1, 16 * int(floor_scale), 128 * int(floor_scale)]
+        scales = llama4_attention_scale(positions, floor_scale, attn_scale).tolist()
+        temperature = tuple(zip(positions, scales))
     return ConfigSummary(
         name=name, rope_type=kind, type_note=note, base=base, rotary_dim=d, head_dim=_head_dim(config),
         lengths=lengths, wavelength_trained=(float(wl_t.min()), float(wl_t.max())),
@@ -344,7 +362,7 @@ def summarize_config(config: Mapping[str, Any], name: str | None = None) -> Conf
         pairs_without_a_turn=(_turns_short(trained, lengths.original), _turns_short(scaled, lengths.original)),
         attention_factor=float(attention), bands=scaling_bands(config), layers=layer_plan(config),
         kv_per_token=plan.per_token, kv_at_max=plan.bytes(longest) if config.get("max_position_embeddings") else None,
-        kv_note=kv_note,
+        kv_note=kv_note, temperature=temperature,
     )
 
 
