@@ -213,8 +213,8 @@ def kv_cache_plan(
 
 def family_kv_plan(row: ModelFamily, bytes_per_value: float = 2.0) -> KVCachePlan:
     """`kv_cache_plan` for a row of MODEL_FAMILIES: its layer kinds, window, chunk and latent width.
-    Encoders (BERT, ModernBERT, Swin) and T5 keep no decoder cache of this kind and are refused."""
-    if row.encoder or row.scheme in ("swin", "t5") or row.name == "BERT":
+    Encoders (BERT, ModernBERT, Swin: `row.encoder`) and T5 (relative bias, encoder-decoder) are refused."""
+    if row.encoder or row.scheme == "t5":
         raise ValueError(f"{row.name} is not a decoder-only model: it keeps no KV cache of this kind")
     return kv_cache_plan(row.n_layers, row.n_kv_heads, row.d_head, layer_types=row.layer_kinds,
                          sliding_window=row.window, chunk_size=row.chunk, kv_lora_rank=row.kv_lora_rank,

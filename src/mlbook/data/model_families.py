@@ -68,7 +68,7 @@ class ModelFamily:
     kv_lora_rank: int | None = None  # multi-head latent attention: the cached latent's width per token
     qk_rope_head_dim: int | None = None  # MLA: width of the decoupled rotary key, shared by the heads, cached
     qk_nope_head_dim: int | None = None  # MLA: per-head query/key width without rotation
-    encoder: bool = False  # bidirectional encoder: no KV cache at inference
+    encoder: bool = False  # bidirectional encoder (BERT, ModernBERT, Swin): no KV cache at inference
     scaling_in_config: bool = True  # False: the model card has the user add the scaling (Qwen's YaRN)
     unverified: tuple[str, ...] = ()  # fields left None because no source could be read
     sources: tuple[str, ...] = ()  # citation keys in book/references.bib
@@ -121,7 +121,7 @@ MODEL_FAMILIES: tuple[ModelFamily, ...] = (
         notes="a (1024, d) table added to the token embeddings; no row past 1023",
     ),
     ModelFamily(
-        "BERT", "bert-base-uncased", 2019, "learned", 512, 512, 12, 12, 12, 64,
+        "BERT", "bert-base-uncased", 2019, "learned", 512, 512, 12, 12, 12, 64, encoder=True,
         sources=("devlin2019bert",),
         urls=("https://arxiv.org/abs/1810.04805", "https://huggingface.co/google-bert/bert-base-uncased/blob/main/config.json"),
         hf_check="BertConfig() defaults are BERT-base: max_position_embeddings, position_embedding_type='absolute', "
@@ -371,7 +371,7 @@ MODEL_FAMILIES: tuple[ModelFamily, ...] = (
         notes="the StoryWriter variant was fine-tuned at 65k tokens and generated past 80k, which ALiBi allows",
     ),
     ModelFamily(
-        "Swin", "swin-tiny-patch4-window7-224", 2021, "swin", None, None, 12, 3, 3, 32, window=7,
+        "Swin", "swin-tiny-patch4-window7-224", 2021, "swin", None, None, 12, 3, 3, 32, window=7, encoder=True,
         sources=("liu2021swin",),
         urls=("https://arxiv.org/abs/2103.14030",
               "https://huggingface.co/microsoft/swin-tiny-patch4-window7-224/blob/main/config.json"),

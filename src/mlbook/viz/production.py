@@ -144,7 +144,7 @@ def live_kv_cache(
 
 # Decoder-only families (they keep a KV cache); encoders (BERT, ModernBERT, Swin) and T5 are left out.
 CACHE_FAMILIES: tuple[ModelFamily, ...] = tuple(
-    r for r in MODEL_FAMILIES if not r.encoder and r.name not in ("BERT", "T5", "Swin"))
+    r for r in MODEL_FAMILIES if not r.encoder and r.scheme != "t5")
 
 
 def family_cache_bytes(row: ModelFamily, context_len: int, bytes_per_value: float = 2.0, batch: int = 1) -> int:
