@@ -226,3 +226,5 @@ def test_layer_settings_map_to_gpt_config() -> None:
     assert mistral.layer_types == ("sliding_attention",) * 2 and mistral.sliding_window == 16
     qwen = gpt_config_from_hf({**BASE, "sliding_window": 16, "use_sliding_window": False})
     assert qwen.layer_types is None
+    hybrid = gpt_config_from_hf({**BASE, "num_hidden_layers": 8, "no_rope_layer_interval": 4})
+    assert hybrid.nope_layers == (3, 7)  # transformers: layer i is NoPE when (i + 1) % interval == 0

@@ -57,6 +57,9 @@ def test_bands_match_which_frequencies_transformers_divides(name: str) -> None:
     c = load_config(name)
     bands = scaling_bands(c)
     rs = c["rope_scaling"]
+    if rs is None:
+        assert bands == {"method": "none", "pairs": rotary_width(c) // 2}
+        return
     trained, _ = hf_frequencies(c, None)
     scaled, _ = hf_frequencies(c, rs)
     keep = int(torch.isclose(scaled, trained, rtol=1e-6, atol=0).sum())
@@ -100,6 +103,13 @@ def test_llama4_scout_layers_and_temperature() -> None:
     # 1 + 0.1 ln(1 + floor((p + 1) / 8192)), transformers' Llama4TextAttention formula, at the listed positions
     assert s.temperature == tuple((p, 1 + 0.1 * math.log1p(math.floor((p + 1) / 8192))) for p, _ in s.temperature)
     assert "no max_position_embeddings" in s.lengths.note and s.kv_at_max is None
+
+
+def test_smollm3_nope_layers_follow_transformers() -> None:
+    c = load_config("smollm3-3b")
+    ref = transformers.SmolLM3Config(num_hidden_layers=c["num_hidden_layers"],
+                                     no_rope_layer_interval=c["no_rope_layer_interval"])
+    assert layer_plan(c).rotates == tuple(bool(r) for r in ref.no_rope_layers)
 
 
 def test_hybrid_nope_layers_follow_transformers() -> None:

@@ -267,6 +267,9 @@ def _architecture_options(config: Any) -> dict[str, Any]:
         if hf_get(config, key):
             refuse.append(key)
     no_rope = hf_get(config, "no_rope_layers")
+    interval = hf_get(config, "no_rope_layer_interval")
+    if no_rope is None and interval:  # Llama 4 and SmolLM3: layer i is NoPE when (i + 1) % interval == 0
+        no_rope = [int((i + 1) % int(interval) != 0) for i in range(int(hf_get(config, "num_hidden_layers")))]
     if no_rope and not all(no_rope):  # transformers: 1 = this layer rotates, 0 = NoPE
         if "nope_layers" not in _GPT_FIELDS:
             refuse.append("no_rope_layers")
