@@ -48,14 +48,15 @@ def test_llama4_scale_equals_transformers_formula():
 def test_llama4_rows_match_transformers_defaults():
     transformers = pytest.importorskip("transformers")
     cfg = transformers.Llama4TextConfig()
-    row = A.local_global("Llama 4 Scout")
+    row = A.local_global("Llama 4")
     assert (row.n_layers, row.window, row.n_kv_heads, row.d_head) == (
         cfg.num_hidden_layers, cfg.attention_chunk_size, cfg.num_key_value_heads, cfg.head_dim)
     # the chunked (local) layers rotate, the full-attention ones are the NoPE ones
     assert all((t == "full_attention") == (f == 0) for t, f in zip(cfg.layer_types, cfg.no_rope_layers))
-    oss = transformers.GptOssConfig()
-    row = A.local_global("gpt-oss-120b")
-    assert A.layer_types(row.n_layers, row.local_per_global) == tuple(oss.layer_types)
+    assert row.global_base is None and row.kind == "chunked"  # the global layers are the NoPE ones
+    row = A.local_global("gpt-oss")
+    oss = transformers.GptOssConfig(num_hidden_layers=row.n_layers)  # gpt-oss-20b: 24 layers
+    assert A.layer_types(row.n_layers, row.local_per_global) == tuple(oss.layer_types) == row.types
     assert (row.window, row.n_kv_heads, row.d_head, row.local_base) == (
         oss.sliding_window, oss.num_key_value_heads, oss.head_dim, oss.rope_theta)
 
@@ -75,9 +76,14 @@ def test_windowed_cache_closed_form():
     got = A.windowed_kv_bytes(types, 100, 1000, n_kv_heads=2, d_head=8, bytes_per_value=2.0)
     assert got == (2 * 1000 + 4 * 100) * 2 * 2 * 8 * 2
     assert A.windowed_kv_bytes(types, 100, 50, 2, 8) == 6 * 50 * 2 * 2 * 8 * 2  # shorter than the window
-    full = A.model_kv_bytes("Gemma 3 12B", 131072, all_global=True)
+    g3 = A.local_global("Gemma 3")  # gemma-3-12b-pt: 48 layers, 8 KV heads of 256, window 1024, 5 local per global
+    assert (g3.n_layers, g3.n_kv_heads, g3.d_head, g3.window, g3.local_per_global) == (48, 8, 256, 1024, 5)
+    assert (g3.local_base, g3.global_base) == (10000.0, 1_000_000.0)
+    full = A.model_kv_bytes("Gemma 3", 131072, all_global=True)
     assert full == 48 * 131072 * 2 * 8 * 256 * 2
-    assert A.model_kv_bytes("Gemma 3 12B", 131072) == (8 * 131072 + 40 * 1024) * 2 * 8 * 256 * 2
+    assert A.model_kv_bytes("Gemma 3", 131072) == (8 * 131072 + 40 * 1024) * 2 * 8 * 256 * 2
+    llama4 = A.local_global("Llama 4")  # chunked layers count as local
+    assert A.model_kv_bytes(llama4, 100_000) == (12 * 100_000 + 36 * 8192) * 2 * 8 * 128 * 2
     with pytest.raises(ValueError, match="window"):
         A.windowed_kv_bytes(types, None, 10, 1, 8)
     with pytest.raises(ValueError, match="no model"):
@@ -174,7 +180,7 @@ def test_deepseek_row_matches_transformers_defaults():
     cfg = transformers.DeepseekV3Config()
     assert (cfg.kv_lora_rank, cfg.qk_rope_head_dim, cfg.num_hidden_layers, cfg.num_attention_heads) == (512, 64, 61, 128)
     assert A.shipped_scaling("DeepSeek-V3").d_head == cfg.qk_rope_head_dim
-    oss, row = transformers.GptOssConfig(), A.shipped_scaling("gpt-oss")
+    oss, row = transformers.GptOssConfig(), A.shipped_scaling("gpt-oss")  # the config class: 120b; same rope
     assert (row.base, row.factor, row.original_len, row.max_len) == (
         oss.rope_theta, oss.rope_scaling["factor"], oss.rope_scaling["original_max_position_embeddings"],
         oss.max_position_embeddings)
@@ -202,10 +208,10 @@ def test_static_slider_frames_differ(fig_fn):
 def test_figures_show_the_analysis():
     fig = V.fig_nope_signal(T=8, grid=None)
     np.testing.assert_allclose(np.asarray(fig.data[0].y, dtype=float), 1 / np.arange(1, 9), atol=1e-4)
-    fig = V.fig_windowed_kv("Gemma 3 12B", grid=None)
+    fig = V.fig_windowed_kv("Gemma 3", grid=None)
     x = np.asarray(fig.data[1].x)
     i = int(np.flatnonzero(x == 131072)[0])
-    assert float(fig.data[1].y[i]) == pytest.approx(A.model_kv_bytes("Gemma 3 12B", 131072) / 2**30, rel=1e-3)
+    assert float(fig.data[1].y[i]) == pytest.approx(A.model_kv_bytes("Gemma 3", 131072) / 2**30, rel=1e-3)
     fig = V.fig_rotated_pairs(still=0.5, grid=None)
     floor = min(float(v) for v in fig.data[1].y)
     assert sum(float(v) == floor for v in fig.data[1].y) == 16 and sum(float(v) == floor for v in fig.data[2].y) == 16

@@ -2,8 +2,8 @@
 and p-RoPE, latent attention's cache, M-RoPE, and context extension as shipped.
 
 Each function computes what the page prints or draws, from the library (`mlbook.transformer`) and from
-the shipped settings listed here with their sources (the model's config.json on the Hugging Face hub,
-the model's paper, or the `transformers` 4.57 code that runs it). Plain maths, no plotting.
+the released models' settings in `mlbook.data.model_families` (each row names its config.json and
+paper). Plain maths, no plotting.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from typing import NamedTuple, Sequence
 
 import torch
 
+from mlbook.data.model_families import ModelFamily, family
 from mlbook.transformer.attention import causal_mask
 from mlbook.transformer.latent import mha_cache_values, mla_cache_values
 from mlbook.transformer.multimodal import apply_mrope, mrope_position_ids
@@ -27,6 +28,7 @@ __all__ = [
     "nope_layers_every",
     "llama4_attention_scale",
     "LocalGlobal",
+    "LOCAL_GLOBAL_FAMILIES",
     "LOCAL_GLOBAL_MODELS",
     "local_global",
     "layer_types",
@@ -39,6 +41,7 @@ __all__ = [
     "mla_cache_rows",
     "mrope_score_map",
     "ShippedScaling",
+    "SHIPPED_FAMILIES",
     "SHIPPED_SCALINGS",
     "shipped_scaling",
     "scaled_frequency_ratio",
@@ -118,33 +121,49 @@ def llama4_attention_scale(positions: torch.Tensor | Sequence[int], floor_scale:
 class LocalGlobal:
     """A stack of local (sliding-window or chunked) and global layers, as one released model ships it."""
 
-    name: str
-    n_layers: int
-    local_per_global: int  # local layers before each global one (Gemma 2: 1, Gemma 3: 5)
+    name: str  # the family, as `data.model_families` names it
+    checkpoint: str
+    types: tuple[str, ...]  # per layer, Hugging Face's names ("chunked_attention" for Llama 4's local layers)
     window: int  # tokens a local layer sees (its window, or its chunk for chunked attention)
     n_kv_heads: int
     d_head: int
-    local_base: float | None  # RoPE base of the local layers
+    local_base: float  # RoPE base of the local layers
     global_base: float | None  # RoPE base of the global layers; None: the global layers do not rotate (NoPE)
     kind: str  # "sliding" or "chunked"
-    source: str  # where the numbers come from
+    source: str  # the released config the row was read from
+
+    @property
+    def n_layers(self) -> int:
+        return len(self.types)
+
+    @property
+    def local_per_global(self) -> int:
+        """Local layers per global one (Gemma 2: 1, Gemma 3: 5, Llama 4: 3)."""
+        n_global = sum(t == "full_attention" for t in self.types)
+        return (self.n_layers - n_global) // max(n_global, 1)
 
 
-LOCAL_GLOBAL_MODELS: tuple[LocalGlobal, ...] = (
-    LocalGlobal("Gemma 2 9B", 42, 1, 4096, 8, 256, 10000.0, 10000.0, "sliding",
-                "Gemma 2 report, table 1 and section 2; google/gemma-2-9b config.json"),
-    LocalGlobal("Gemma 3 12B", 48, 5, 1024, 8, 256, 10000.0, 1_000_000.0, "sliding",
-                "Gemma 3 report, section 2; google/gemma-3-12b-it config.json (rope_local_base_freq)"),
-    LocalGlobal("gpt-oss-120b", 36, 1, 128, 8, 64, 150000.0, 150000.0, "sliding",
-                "gpt-oss model card; transformers GptOssConfig defaults (openai/gpt-oss-120b)"),
-    LocalGlobal("Llama 4 Scout", 48, 3, 8192, 8, 128, 500000.0, None, "chunked",
-                "transformers Llama4TextConfig defaults (meta-llama/Llama-4-Scout-17B-16E): no_rope_layers, "
-                "attention_chunk_size"),
-)
+# the local/global stacks the page compares, read from `data.model_families` (the production table's rows)
+LOCAL_GLOBAL_FAMILIES: tuple[str, ...] = ("Gemma 2", "Gemma 3", "gpt-oss", "Llama 4")
+
+
+def _local_global(row: ModelFamily) -> LocalGlobal:
+    types = row.layer_kinds
+    window = row.chunk if row.chunk is not None else row.window
+    if window is None or "full_attention" not in types or all(t == "full_attention" for t in types):
+        raise ValueError(f"{row.name} is not a stack of local and global layers")
+    global_layers = [i for i, t in enumerate(types) if t == "full_attention"]
+    global_rotates = any(i in row.rotary_layers for i in global_layers)
+    return LocalGlobal(row.name, row.checkpoint, types, window, row.n_kv_heads, row.d_head,
+                       row.rope_local_base or row.rope_base, row.rope_base if global_rotates else None,
+                       "chunked" if row.chunk is not None else "sliding", row.urls[-1] if row.urls else row.checkpoint)
+
+
+LOCAL_GLOBAL_MODELS: tuple[LocalGlobal, ...] = tuple(_local_global(family(n)) for n in LOCAL_GLOBAL_FAMILIES)
 
 
 def local_global(name: str) -> LocalGlobal:
-    """The row of LOCAL_GLOBAL_MODELS named `name`."""
+    """The row of LOCAL_GLOBAL_MODELS for family `name` ("Gemma 3", ...)."""
     for row in LOCAL_GLOBAL_MODELS:
         if row.name == name:
             return row
@@ -172,7 +191,7 @@ def windowed_kv_bytes(types: Sequence[str], window: int | None, context_len: int
     so the total is (n_global * C + n_local * min(C, W)) * 2 * n_kv_heads * d_head * bytes_per_value.
     """
     check_int("context_len", context_len, 0)
-    n_global = sum(t == "full_attention" for t in types)
+    n_global = sum(t == "full_attention" for t in types)  # any other kind (sliding, chunked) is local
     n_local = len(types) - n_global
     if n_local and window is None:
         raise ValueError("the stack has local layers, so it needs a window (tokens each local layer keeps)")
@@ -188,7 +207,7 @@ def model_kv_bytes(model: LocalGlobal | str, context_len: int, *, all_global: bo
                    bytes_per_value: float = 2.0) -> int:
     """One request's KV cache for a LOCAL_GLOBAL_MODELS row (bf16), or for the same stack with every layer global."""
     m = local_global(model) if isinstance(model, str) else model
-    types = layer_types(m.n_layers, 0 if all_global else m.local_per_global)
+    types = ("full_attention",) * m.n_layers if all_global else m.types
     return windowed_kv_bytes(types, m.window, context_len, m.n_kv_heads, m.d_head, bytes_per_value)
 
 
@@ -300,7 +319,7 @@ class ShippedScaling:
     d_head: int  # the rotated width (DeepSeek-V3: its 64-dim rotary part)
     base: float
     scaling: str  # the library's name: "llama3" or "yarn"
-    params: tuple[tuple[str, float], ...]  # RopeScaling keyword arguments
+    params: tuple[tuple[str, object], ...]  # RopeScaling keyword arguments
     max_len: int  # the context the release supports: config max_position_embeddings, or the model card's
     # when the scaling is added by hand (Qwen2.5: config 32,768, card 131,072 with YaRN)
     source: str
@@ -317,20 +336,20 @@ class ShippedScaling:
         return float(dict(self.params)["factor"])
 
 
-SHIPPED_SCALINGS: tuple[ShippedScaling, ...] = (
-    ShippedScaling("Llama 3.1 8B", 128, 500000.0, "llama3",
-                   (("factor", 8.0), ("original_max_len", 8192), ("low_freq_factor", 1.0), ("high_freq_factor", 4.0)),
-                   131072, "meta-llama/Llama-3.1-8B config.json, rope_scaling rope_type llama3"),
-    ShippedScaling("Qwen2.5 7B (YaRN as its card says to add)", 128, 1_000_000.0, "yarn",
-                   (("factor", 4.0), ("original_max_len", 32768), ("beta_fast", 32.0), ("beta_slow", 1.0)),
-                   131072, "Qwen/Qwen2.5-7B-Instruct model card, 'Processing long texts' (config.json has no rope_scaling)"),
-    ShippedScaling("DeepSeek-V3", 64, 10000.0, "yarn",
-                   (("factor", 40.0), ("original_max_len", 4096), ("beta_fast", 32.0), ("beta_slow", 1.0)),
-                   163840, "deepseek-ai/DeepSeek-V3 config.json (also mscale 1.0, mscale_all_dim 1.0)"),
-    ShippedScaling("gpt-oss-120b", 64, 150000.0, "yarn",
-                   (("factor", 32.0), ("original_max_len", 4096), ("beta_fast", 32.0), ("beta_slow", 1.0)),
-                   131072, "openai/gpt-oss-120b config.json; transformers GptOssConfig defaults"),
-)
+SHIPPED_FAMILIES: tuple[str, ...] = ("Llama 3.1", "Qwen2.5", "DeepSeek-V3", "gpt-oss")
+_PARAM_NAMES = {"original_max_position_embeddings": "original_max_len"}  # config key -> RopeScaling argument
+
+
+def _shipped(row: ModelFamily) -> ShippedScaling:
+    params = {"factor": float(row.scaling_factor)}
+    params.update({_PARAM_NAMES.get(k, k): v for k, v in row.scaling_params.items()})
+    name = row.name if row.scaling_in_config else f"{row.name} (YaRN as its card says to add)"
+    d_rot = row.qk_rope_head_dim or row.d_head  # MLA scales only its rotary part
+    return ShippedScaling(name, d_rot, float(row.rope_base), row.scaling, tuple(params.items()), int(row.max_len),
+                          row.urls[-1] if row.urls else row.checkpoint)
+
+
+SHIPPED_SCALINGS: tuple[ShippedScaling, ...] = tuple(_shipped(family(n)) for n in SHIPPED_FAMILIES)
 
 
 def shipped_scaling(name: str) -> ShippedScaling:

@@ -189,7 +189,7 @@ def _windowed_kv(model: str) -> go.Figure:
                  line=dict(color=LINE_COLORS[0], width=3),
                  hovertemplate="%{x:,} tokens: %{y} GiB<extra>as released</extra>"),
         ],
-        title=_title(f"{m.name}: {m.local_per_global} local ({local} {m.window:,}) per global layer; "
+        title=_title(f"{m.name} ({m.checkpoint}): {m.local_per_global} local ({local} {m.window:,}) per global; "
                      f"at 1M tokens the cache is {ratio:.1f}× smaller"),
         height=440, margin=dict(t=70, b=60, l=70, r=20),
         xaxis=dict(title="context length (tokens, log scale)", type="log"),
@@ -198,7 +198,7 @@ def _windowed_kv(model: str) -> go.Figure:
     )
 
 
-def fig_windowed_kv(model: str = "Gemma 3 12B", *, grid: tuple[str, ...] | None = KV_MODELS) -> go.Figure:
+def fig_windowed_kv(model: str = "Gemma 3", *, grid: tuple[str, ...] | None = KV_MODELS) -> go.Figure:
     """KV cache of one request (GiB, bf16) against the context length for a released local/global stack,
     and for the same stack with every layer global. Slider over the models of LOCAL_GLOBAL_MODELS."""
     if model not in KV_MODELS:
@@ -207,7 +207,7 @@ def fig_windowed_kv(model: str = "Gemma 3 12B", *, grid: tuple[str, ...] | None 
     return knob_figure(_windowed_kv, "model", model, values, "model", {})
 
 
-@live_figure(choice_knob("model", "Gemma 3 12B", KV_MODELS, "model"),
+@live_figure(choice_knob("model", "Gemma 3", KV_MODELS, "model"),
              caption="KV cache against context length, as released and with every layer global.",
              alt="Log-log plot of KV cache against context length, two lines.")
 def live_windowed_kv(model: str) -> go.Figure:
@@ -383,13 +383,13 @@ def _shipped_scaling(model: str) -> go.Figure:
     )
 
 
-def fig_shipped_scaling(model: str = "Llama 3.1 8B", *, grid: tuple[str, ...] | None = SCALING_MODELS) -> go.Figure:
+def fig_shipped_scaling(model: str = "Llama 3.1", *, grid: tuple[str, ...] | None = SCALING_MODELS) -> go.Figure:
     """Scaled / trained frequency of every pair against its trained wavelength, for a released model's
     rope_scaling; the dotted line marks the original context length. Slider over SHIPPED_SCALINGS."""
     return knob_figure(_shipped_scaling, "model", model, list(grid) if grid else None, "model", {})
 
 
-@live_figure(choice_knob("model", "Llama 3.1 8B", SCALING_MODELS, "model"),
+@live_figure(choice_knob("model", "Llama 3.1", SCALING_MODELS, "model"),
              caption="What a released model's rope_scaling does to each pair.",
              alt="Frequency ratio against wavelength for one model's scaling.")
 def live_shipped_scaling(model: str) -> go.Figure:
