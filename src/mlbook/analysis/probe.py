@@ -44,7 +44,8 @@ import torch
 import torch.nn.functional as F
 
 from mlbook.analysis.rope import pairing_permutation
-from mlbook.transformer.positional import ROPE_PAIRINGS, RotaryEmbedding
+from mlbook.transformer.hf import hf_head_dim, hf_rotary_dim, rope_options_from_hf
+from mlbook.transformer.positional import ROPE_PAIRINGS, RotaryEmbedding, frequency_ladder
 from mlbook.transformer.rope_scaling import RopeScaling
 from mlbook.transformer.validate import check_choice, check_int, env_flag
 
@@ -233,10 +234,6 @@ def encode_text(text: str, tokenizer: Any | None, *, vocab_size: int, max_tokens
 # ---------------------------------------------------------------------------
 
 
-def _head_dim(config: Any) -> int:
-    return int(getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads)
-
-
 def trained_length(config: Any) -> int:
     """The context length the model was trained at: rope_scaling's original_max_position_embeddings
     when the config has one (a scaled config raises max_position_embeddings), else max_position_embeddings."""
@@ -272,7 +269,7 @@ class PositionalSettings:
             f"layers, heads (q / kv)   {self.n_layers}, {self.n_heads} / {self.n_kv_heads}",
             f"d_head                   {self.d_head} ({self.d_head // 2} frequency pairs)",
             f"rope_theta (base)        {self.rope_theta:,.0f}",
-            f"partial_rotary_factor    {self.partial_rotary_factor:g}",
+            f"partial_rotary_factor    {self.partial_rotary_factor:g} (channels that turn / d_head)",
             f"rope_scaling             {dict(self.rope_scaling) if self.rope_scaling else None}",
             f"max_position_embeddings  {self.max_position_embeddings:,}",
             f"trained length           {self.trained_len:,}",
@@ -291,8 +288,8 @@ def positional_settings(config: Any) -> PositionalSettings:
         model_type=str(getattr(config, "model_type", "?")), n_layers=int(config.num_hidden_layers),
         n_heads=int(config.num_attention_heads),
         n_kv_heads=int(getattr(config, "num_key_value_heads", None) or config.num_attention_heads),
-        d_head=_head_dim(config), rope_theta=float(config.rope_theta),
-        partial_rotary_factor=float(getattr(config, "partial_rotary_factor", 1.0) or 1.0),
+        d_head=hf_head_dim(config), rope_theta=float(config.rope_theta),
+        partial_rotary_factor=hf_rotary_dim(config) / hf_head_dim(config),
         rope_scaling=copy.deepcopy(getattr(config, "rope_scaling", None)) or None,
         max_position_embeddings=int(config.max_position_embeddings), trained_len=trained_length(config),
         sliding_window=int(config.sliding_window) if uses_window else None, wavelengths=wavelengths,
@@ -301,55 +298,24 @@ def positional_settings(config: Any) -> PositionalSettings:
 
 def _trained_wavelengths(config: Any) -> np.ndarray:
     """(r/2,) 2 pi / theta_i in tokens of the rotated pairs, as trained: base rope_theta, no rope_scaling."""
-    factor = float(getattr(config, "partial_rotary_factor", 1.0) or 1.0)
-    extra = {} if factor == 1.0 else {"partial_rotary_factor": factor}
-    ladder = RotaryEmbedding(_head_dim(config), float(config.rope_theta), **extra).inv_freq.double()  # (r/2,)
+    ladder = frequency_ladder(hf_rotary_dim(config), float(config.rope_theta)).double()  # (r/2,) over the r turning channels
     return (2 * math.pi / ladder).numpy()
-
-
-# the rope_scaling keys the library honours, per Hugging Face rope_type; anything else is refused
-_SCALING_KEYS: dict[str, tuple[str, ...]] = {
-    "default": (),
-    "linear": ("factor",),
-    "dynamic": ("factor", "original_max_position_embeddings"),
-    "yarn": ("factor", "original_max_position_embeddings", "beta_fast", "beta_slow", "truncate"),
-    "llama3": ("factor", "original_max_position_embeddings", "low_freq_factor", "high_freq_factor"),
-}
 
 
 def rotary_from_config(config: Any, *, pairing: str = "half") -> RotaryEmbedding:
     """The library's `RotaryEmbedding` for a Hugging Face config: base rope_theta, d_head, the rotated
-    fraction partial_rotary_factor, and rope_scaling mapped to a `RopeScaling` (default, linear,
-    dynamic, yarn, llama3) as transformers computes them. A rope_type or key the library does not
-    reproduce (longrope, YaRN's attention_factor/mscale, truncate=False) is a ValueError, never dropped.
+    fraction partial_rotary_factor and rope_scaling, read by `mlbook.transformer.hf.rope_options_from_hf`
+    as transformers 4.57 reads them (a key transformers would not read is a ValueError, never dropped).
     pairing: "half" is the layout of Hugging Face's rotate_half; "interleaved" is the wrong one for
     its weights (the porting bug), kept for `pairing_check`."""
     check_choice("pairing", pairing, ROPE_PAIRINGS)
-    raw = dict(getattr(config, "rope_scaling", None) or {})
-    kind = raw.pop("rope_type", raw.pop("type", "default"))
-    raw.pop("type", None)
-    if kind not in _SCALING_KEYS:
-        raise ValueError(f"rope_scaling type {kind!r} is not reproduced by the library's RotaryEmbedding; "
-                         f"supported: {', '.join(_SCALING_KEYS)}")
-    extra = sorted(set(raw) - set(_SCALING_KEYS[kind]))
-    if extra:
-        raise ValueError(f"rope_scaling {kind!r} has key(s) {', '.join(extra)} that the library does not honour "
-                         f"(it takes {', '.join(_SCALING_KEYS[kind]) or 'none'}); refusing rather than ignoring them")
-    if raw.get("truncate", True) is not True:
-        raise ValueError("rope_scaling yarn with truncate=False is not reproduced: the library's YaRN ramp "
-                         "rounds its bounds (truncate=True, Hugging Face's default)")
-    scaling = None
-    if kind == "linear":
-        scaling = RopeScaling("linear", factor=float(raw["factor"]))
-    elif kind == "dynamic":  # transformers 4.57 scales from max_position_embeddings, not from the scaling dict
-        scaling = RopeScaling("dynamic", factor=float(raw["factor"]), original_max_len=int(config.max_position_embeddings))
-    elif kind in ("yarn", "llama3"):
-        params = {k: float(raw[k]) for k in ("beta_fast", "beta_slow", "low_freq_factor", "high_freq_factor") if k in raw}
-        original = int(raw.get("original_max_position_embeddings") or config.max_position_embeddings)
-        scaling = RopeScaling(kind, factor=float(raw["factor"]), original_max_len=original, **params)
-    factor = float(getattr(config, "partial_rotary_factor", 1.0) or 1.0)
-    extra_kw = {} if factor == 1.0 else {"partial_rotary_factor": factor}
-    return RotaryEmbedding(_head_dim(config), float(config.rope_theta), scaling, pairing=pairing, **extra_kw)
+    options = rope_options_from_hf(config, pairing)  # base, pairing, scaling and its parameters, partial
+    base, pairing = options.pop("base"), options.pop("pairing")
+    partial = options.pop("partial_rotary_factor", 1.0)
+    name = options.pop("scaling", "none")
+    scaling = None if name == "none" else RopeScaling(name, **options)
+    extra = {} if partial == 1.0 else {"partial_rotary_factor": partial}
+    return RotaryEmbedding(hf_head_dim(config), base, scaling, pairing=pairing, **extra)
 
 
 # ---------------------------------------------------------------------------
