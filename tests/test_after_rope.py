@@ -149,6 +149,8 @@ def test_mla_cache_rows_deepseek_v3():
     assert rows["MLA"].values == 61 * (512 + 64)
     assert rows["multi-head"].values == 61 * 128 * (192 + 128)
     assert rows["MLA"].bytes_bf16 == 2 * rows["MLA"].values
+    with pytest.raises(ValueError, match="latent attention"):
+        A.mla_cache_rows("Llama 3.1")
 
 
 def test_mrope_score_map_relative_and_peaked():

@@ -262,17 +262,21 @@ class MLACacheRow(NamedTuple):
     bytes_bf16: int
 
 
-def mla_cache_rows(n_layers: int = 61, n_heads: int = 128, kv_lora_rank: int = 512, qk_nope_head_dim: int = 128,
-                   qk_rope_head_dim: int = 64, v_head_dim: int = 128, gqa_groups: int = 8) -> tuple[MLACacheRow, ...]:
-    """Per-token cache of DeepSeek-V3's shape (defaults: its config.json) under MLA, under multi-head attention
-    with the same heads (key d_nope + d_rope, value d_v), and under grouped-query attention with `gqa_groups`
-    KV heads of that shape. From `transformer.latent.mla_cache_values` and `mha_cache_values`.
+def mla_cache_rows(model: str = "DeepSeek-V3", v_head_dim: int = 128, gqa_groups: int = 8) -> tuple[MLACacheRow, ...]:
+    """Per-token cache of an MLA model's shape (layers, heads, kv_lora_rank, qk_rope_head_dim, qk_nope_head_dim
+    from its `data.model_families` row; v_head_dim 128 from DeepSeek-V3's config.json) under MLA, under
+    multi-head attention with the same heads (key d_nope + d_rope, value d_v), and under grouped-query
+    attention with `gqa_groups` KV heads of that shape. From `transformer.latent.mla_cache_values` and
+    `mha_cache_values`.
     """
-    d_k = qk_nope_head_dim + qk_rope_head_dim
+    row = family(model)
+    if row.kv_lora_rank is None or row.qk_rope_head_dim is None or row.qk_nope_head_dim is None:
+        raise ValueError(f"{row.name} does not use multi-head latent attention (no kv_lora_rank in its row)")
+    d_k = row.qk_nope_head_dim + row.qk_rope_head_dim
     rows = [
-        ("MLA: latent + shared rotary key", mla_cache_values(n_layers, kv_lora_rank, qk_rope_head_dim)),
-        (f"multi-head, {n_heads} KV heads", mha_cache_values(n_layers, n_heads, d_k, v_head_dim)),
-        (f"grouped-query, {gqa_groups} KV heads", mha_cache_values(n_layers, gqa_groups, d_k, v_head_dim)),
+        ("MLA: latent + shared rotary key", mla_cache_values(row.n_layers, row.kv_lora_rank, row.qk_rope_head_dim)),
+        (f"multi-head, {row.n_heads} KV heads", mha_cache_values(row.n_layers, row.n_heads, d_k, v_head_dim)),
+        (f"grouped-query, {gqa_groups} KV heads", mha_cache_values(row.n_layers, gqa_groups, d_k, v_head_dim)),
     ]
     return tuple(MLACacheRow(name, v, 2 * v) for name, v in rows)
 
