@@ -120,3 +120,13 @@ def test_bad_input_named():
         MultiHeadLatentAttention(dict(TINY))
     with pytest.raises(ValueError, match="d_model=64"):
         MultiHeadLatentAttention(MLAConfig(**TINY))(torch.randn(1, 5, 32))
+
+
+def test_deepseek_v3_shape_equals_transformers_config():
+    transformers = pytest.importorskip("transformers")
+    hf = transformers.DeepseekV3Config()
+    c = MLAConfig.deepseek_v3()
+    assert (c.d_model, c.n_heads, c.kv_lora_rank, c.q_lora_rank, c.qk_nope_head_dim, c.qk_rope_head_dim,
+            c.v_head_dim, c.rope_base) == (hf.hidden_size, hf.num_attention_heads, hf.kv_lora_rank, hf.q_lora_rank,
+                                           hf.qk_nope_head_dim, hf.qk_rope_head_dim, hf.v_head_dim, hf.rope_theta)
+    assert (c.pairing == "interleaved") == hf.rope_interleave
