@@ -267,7 +267,7 @@ class PositionalSettings:
         out = [
             f"model type               {self.model_type}",
             f"layers, heads (q / kv)   {self.n_layers}, {self.n_heads} / {self.n_kv_heads}",
-            f"d_head                   {self.d_head} ({self.d_head // 2} frequency pairs)",
+            f"d_head                   {self.d_head} ({lam.size} frequency pairs turn)",
             f"rope_theta (base)        {self.rope_theta:,.0f}",
             f"partial_rotary_factor    {self.partial_rotary_factor:g} (channels that turn / d_head)",
             f"rope_scaling             {dict(self.rope_scaling) if self.rope_scaling else None}",
