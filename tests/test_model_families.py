@@ -283,7 +283,7 @@ def _shipped() -> list[Path]:
 def _row_for(path: Path) -> MF.ModelFamily | None:
     stem = path.stem.lower().replace("_", "-")
     for row in MF.MODEL_FAMILIES:
-        if row.checkpoint.lower() in stem or stem.endswith(row.checkpoint.lower()):
+        if row.checkpoint.lower() in stem or row.checkpoint.lower().startswith(stem):
             return row
     return None
 

@@ -185,14 +185,15 @@ MODEL_FAMILIES: tuple[ModelFamily, ...] = (
     ),
     ModelFamily(
         "Llama 4", "Llama-4-Scout-17B-16E", 2025, "rope", None, 262144, 48, 40, 8, 128, rope_base=500000.0,
-        rope_pairing="interleaved", scaling="llama3", scaling_factor=8.0,
-        scaling_params={"low_freq_factor": 1.0, "high_freq_factor": 4.0, "original_max_position_embeddings": 8192},
+        rope_pairing="interleaved", scaling="llama3", scaling_factor=16.0,
+        scaling_params={"low_freq_factor": 1.0, "high_freq_factor": 1.0, "original_max_position_embeddings": 8192},
         layer_types=every_nth(48, 4, "full_attention", "chunked_attention"), chunk=8192,
         nope_layers=_every_nth_index(48, 4), temperature_tuning={"floor_scale": 8192.0, "attn_scale": 0.1},
         unverified=("original_len",),
         sources=("meta2025llama4",),
         urls=("https://ai.meta.com/blog/llama-4-multimodal-intelligence/",
               "https://huggingface.co/meta-llama/Llama-4-Scout-17B-16E/blob/main/config.json",
+              "https://github.com/meta-llama/llama-models/blob/main/models/llama4/args.py",
               "https://github.com/huggingface/transformers/blob/main/src/transformers/models/llama4/"
               "convert_llama4_weights_to_hf.py"),
         hf_check="Llama4TextConfig() defaults are Scout's shape: layers, heads, KV heads, head_dim, rope_theta, "
@@ -200,7 +201,10 @@ MODEL_FAMILIES: tuple[ModelFamily, ...] = (
         notes="iRoPE: every 4th layer (3, 7, ..., 47) is a NoPE layer with global attention and temperature-scaled "
               "queries; the other 36 rotate and attend within 8,192-token chunks; the conversion script gives the "
               "base model 262,144 positions and the 16-expert instruct model 10,485,760; Hugging Face's Llama 4 "
-              "rotates interleaved pairs (complex multiplication); the pretraining length is not in the config",
+              "rotates interleaved pairs (complex multiplication); the pretraining length is not in the config. "
+              "The scaling is Meta's reference code's ('only Llama-4-Scout uses scaled rope': factor 16, high "
+              "frequency factor 1); a copy of the base checkpoint's Hub config read elsewhere shows factor 8 and "
+              "high frequency factor 4, the Hugging Face converter's defaults: check the config you load",
     ),
     ModelFamily(
         "Mistral", "Mistral-7B-v0.1", 2023, "rope", 8192, 8192, 32, 32, 8, 128, rope_base=10000.0,
@@ -345,14 +349,17 @@ MODEL_FAMILIES: tuple[ModelFamily, ...] = (
               "the band edges are not rounded); a learned sink logit per head in the softmax's denominator",
     ),
     ModelFamily(
-        "SmolLM3", "SmolLM3-3B", 2025, "rope", None, None, 36, 16, 4, 128, rope_base=5000000.0, rope_pairing="half",
-        nope_layers=_every_nth_index(36, 4), unverified=("original_len", "max_len"),
+        "SmolLM3", "SmolLM3-3B", 2025, "rope", 65536, 131072, 36, 16, 4, 128, rope_base=5000000.0,
+        rope_pairing="half", scaling="yarn", scaling_factor=2.0,
+        scaling_params={"original_max_position_embeddings": 65536}, scaling_in_config=False,
+        nope_layers=_every_nth_index(36, 4),
         sources=("huggingface2025smollm3",),
         urls=("https://huggingface.co/blog/smollm3", "https://huggingface.co/HuggingFaceTB/SmolLM3-3B/blob/main/config.json"),
         hf_check="SmolLM3Config() defaults are SmolLM3-3B's shape and NoPE interval (4), but not its base: the row's "
                  "no_rope_layers pattern is compared with the class's",
         notes="every 4th layer (3, 7, ..., 35) rotates nothing, the NoPE/RoPE hybrid of Yang et al. 2025; every "
-              "layer attends globally; the context lengths were not read from a source here",
+              "layer attends globally; context extended 4k -> 32k (base 1.5M) -> 64k (base 5M) by continued "
+              "training, and YaRN (factor 2) at inference for 128k, per the release post",
     ),
     ModelFamily(
         "BLOOM", "bloom (176B)", 2022, "alibi", 2048, 2048, 70, 112, 112, 128, alibi_bias_max=8.0,
