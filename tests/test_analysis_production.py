@@ -246,3 +246,46 @@ def test_windows_cap_the_families_caches() -> None:
     assert gpt_oss.bytes(T) == 2 * 8 * 64 * 2 * (12 * T + 12 * 128)
     mistral = P.family_kv_plan(family("Mistral"))  # every layer sliding, 4,096
     assert mistral.bytes(T) == P.kv_cache_bytes(32, 8, 128, 2.0, 4096)
+
+
+# ---------------------------------------------------------------------------
+# The shipped config.json extracts (src/mlbook/data/configs/)
+# ---------------------------------------------------------------------------
+
+from pathlib import Path  # noqa: E402
+
+import mlbook.data  # noqa: E402
+
+SHIPPED = sorted((Path(mlbook.data.__file__).resolve().parent / "configs").glob("*.json"))
+
+
+@pytest.mark.skipif(not SHIPPED, reason="no config.json extracts shipped under src/mlbook/data/configs/")
+@pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.stem)
+def test_shipped_configs_layer_kinds_and_cache(path: Path) -> None:
+    """Each shipped config: its layer kinds as transformers' config class derives them, and a cache
+    whose per-token size is the hand formula over those kinds."""
+    import json
+
+    raw = json.loads(path.read_text())
+    c = raw.get("text_config", raw)
+    fields = {k: v for k, v in c.items() if not k.startswith("_")}
+    if fields.get("model_type") in ("modernbert", "bert", "t5"):
+        with pytest.raises(ValueError, match="not a decoder-only model"):
+            P.config_kv_plan(fields)
+        return
+    hf = transformers.AutoConfig.for_model(fields["model_type"], **{k: v for k, v in fields.items() if k != "model_type"})
+    kinds = P.config_layer_types(fields)
+    if getattr(hf, "layer_types", None) is not None:
+        assert kinds == tuple(hf.layer_types)
+    plan = P.config_kv_plan(fields)
+    n_heads = fields["num_attention_heads"]
+    if fields.get("kv_lora_rank") is not None:
+        per_layer = fields["kv_lora_rank"] + fields["qk_rope_head_dim"]
+    else:
+        d_head = fields.get("head_dim") or fields["hidden_size"] // n_heads
+        per_layer = 2 * (fields.get("num_key_value_heads") or n_heads) * d_head
+    assert plan.per_token == fields["num_hidden_layers"] * per_layer * 2
+    T = 1 << 20
+    caps = {"full_attention": T, "sliding_attention": fields.get("sliding_window"),
+            "chunked_attention": fields.get("attention_chunk_size")}
+    assert plan.bytes(T) == sum(per_layer * 2 * min(T, caps[k]) for k in kinds)
