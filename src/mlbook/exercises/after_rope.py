@@ -1,0 +1,133 @@
+"""Checkers for section 2.7's exercises: M-RoPE position ids and the KV cache of a local/global stack.
+
+Each compares the reader's function with the library (`transformer.multimodal.mrope_position_ids`,
+`analysis.after_rope.windowed_kv_bytes`) on small cases and, when they disagree, names the usual
+mistake. One verdict line, True or False; never raises.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import torch
+
+from mlbook.analysis.after_rope import windowed_kv_bytes
+from mlbook.exercises.common import call_answer, guarded, verdict
+from mlbook.transformer.multimodal import mrope_position_ids
+
+__all__ = ["check_mrope_ids", "check_windowed_cache"]
+
+_LAYOUTS: tuple[list[Any], ...] = (
+    [3, (1, 2, 3), 2],
+    [2, (1, 3, 2), 1, (2, 2, 2), 3],
+    [4],
+    [(1, 2, 2), 3],
+)
+
+
+def _ids(value: object) -> list[list[int]] | None:
+    """The reader's (3, T) answer as three lists of ints, or None."""
+    try:
+        t = torch.as_tensor(value)
+    except (TypeError, ValueError, RuntimeError):
+        return None
+    if t.dim() != 2 or t.shape[0] != 3 or t.dtype.is_floating_point and not torch.equal(t, t.round()):
+        return None
+    return t.long().tolist()
+
+
+def _image_advances_by_tokens(layout: list[Any]) -> list[list[int]]:
+    """The slip: text after an image resumes after t*h*w ids (as if the image were text), not after max(t, h, w)."""
+    parts, start = [], 0
+    for item in layout:
+        if isinstance(item, tuple):
+            ids = mrope_position_ids([item]) + start
+            parts.append(ids)
+            start += item[0] * item[1] * item[2]
+        else:
+            parts.append(torch.arange(start, start + item).expand(3, item))
+            start += item
+    return torch.cat(parts, dim=1).tolist()
+
+
+@guarded
+def check_mrope_ids(fn: Callable[[list], object]) -> bool:
+    """Check fn(layout) -> (3, T) ids (time, height, width), Qwen2-VL's numbering (`mrope_position_ids`).
+
+    layout: ints (runs of text tokens) and (t, h, w) tuples (images, frame by frame, row by row).
+    """
+    for layout in _LAYOUTS:
+        value, err = call_answer(fn, layout)
+        where = f"for layout {layout}"
+        if err is not None:
+            return verdict(False, f"fn({layout}) raised {err}.")
+        got = _ids(value)
+        if got is None:
+            return verdict(False, f"Return a (3, T) tensor (or three lists) of integer ids {where}; got {value!r:.80}.")
+        want = mrope_position_ids(layout).tolist()
+        if got == want:
+            continue
+        if len(got[0]) != len(want[0]):
+            return verdict(False, f"The sequence has {len(want[0])} tokens {where} (an image of t x h x w patches "
+                                  f"is t*h*w tokens); your ids cover {len(got[0])}.")
+        if got == _image_advances_by_tokens(layout):
+            return verdict(False, f"The text after an image resumes at start + max(t, h, w), one past the image's "
+                                  f"largest id, not t*h*w ids later ({where}): an image advances the positions by "
+                                  "its largest extent.")
+        if got == [want[0], want[2], want[1]]:
+            return verdict(False, f"Height and width are swapped {where}: row 1 holds the row index (h), row 2 "
+                                  "the column (w).")
+        first = next(j for j in range(len(want[0])) if [r[j] for r in got] != [r[j] for r in want])
+        return verdict(False, f"Token {first} {where} should have ids (t, h, w) = "
+                              f"{tuple(r[first] for r in want)}; yours are {tuple(r[first] for r in got)}. Text "
+                              "tokens carry the same id on all three axes; patch (a, b, c) of an image starting "
+                              "at s gets (s + a, s + b, s + c).")
+    return verdict(True, "Text is plain RoPE on all three axes, an image's patches get (start + frame, start + row, "
+                         "start + column), and the text after it resumes one past the largest id.")
+
+
+_STACKS: tuple[tuple[tuple[str, ...], int, int, int, int, float], ...] = (
+    (("sliding_attention",) * 5 + ("full_attention",), 1024, 131072, 8, 256, 2.0),
+    (("sliding_attention", "full_attention") * 3, 128, 100, 8, 64, 2.0),
+    (("chunked_attention",) * 3 + ("full_attention",), 8192, 20000, 8, 128, 1.0),
+    (("full_attention",) * 2, 16, 1000, 4, 32, 2.0),
+)
+
+
+@guarded
+def check_windowed_cache(fn: Callable[..., object]) -> bool:
+    """Check fn(types, window, context_len, n_kv_heads, d_head, bytes_per_value) -> bytes of one request's
+    KV cache: global ("full_attention") layers hold every token, any other layer the last `window`."""
+    for types, window, C, h, d, b in _STACKS:
+        value, err = call_answer(fn, types, window, C, h, d, b)
+        where = f"for {len(types)} layers ({types.count('full_attention')} global), window {window}, context {C:,}"
+        if err is not None:
+            return verdict(False, f"Your function raised {err} {where}.")
+        try:
+            got = int(value)  # type: ignore[call-overload]
+        except (TypeError, ValueError):
+            return verdict(False, f"Return a number of bytes {where}; got {value!r:.80}.")
+        want = windowed_kv_bytes(types, window, C, h, d, b)
+        if got == want:
+            continue
+        per = 2 * h * d * b  # bytes per layer and token, keys and values
+        n_global = types.count("full_attention")
+        n_local = len(types) - n_global
+        if got * 2 == want:
+            return verdict(False, f"Half the answer {where}: a cache holds keys and values, 2 * n_kv_heads * d_head "
+                                  "values per layer and token.")
+        chunked_as_global = (sum(t != "sliding_attention" for t in types) * C
+                             + types.count("sliding_attention") * min(C, window))
+        if "chunked_attention" in types and got == chunked_as_global * per:
+            return verdict(False, f"Chunked layers are local too {where}: a query sees only its own chunk, so the "
+                                  "layer needs at most one chunk of keys.")
+        if got == len(types) * C * per:
+            return verdict(False, f"You kept every token in every layer {where}: a local layer never looks back more "
+                                  "than its window, so it keeps min(context, window) tokens.")
+        if got == (n_global * C + n_local * window) * per and C < window:
+            return verdict(False, f"The context ({C:,}) is shorter than the window {where}: a local layer holds "
+                                  "min(context, window) tokens, not the whole window.")
+        return verdict(False, f"Expected {want:,} bytes {where}; got {got:,}. Global layers: context tokens; local "
+                              "layers: min(context, window); each token 2 * n_kv_heads * d_head * bytes_per_value.")
+    return verdict(True, "Global layers grow with the context, local ones stop at the window: Gemma 3's five-in-six "
+                         "local layers at 1024 tokens keep its cache near a sixth of the all-global size at 128k.")

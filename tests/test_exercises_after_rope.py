@@ -1,0 +1,58 @@
+"""Tests for mlbook.exercises.after_rope: the reference answers pass, each planted mistake is named."""
+
+from __future__ import annotations
+
+import torch
+
+from mlbook.analysis.after_rope import windowed_kv_bytes
+from mlbook.exercises.after_rope import check_mrope_ids, check_windowed_cache
+from mlbook.transformer.multimodal import mrope_position_ids
+
+
+def _mrope(layout, *, advance_by_tokens=False, swap_hw=False):
+    parts, start = [], 0
+    for item in layout:
+        if isinstance(item, tuple):
+            t, h, w = item
+            ids = torch.stack(torch.meshgrid(torch.arange(t), torch.arange(h), torch.arange(w), indexing="ij"))
+            ids = ids.reshape(3, -1) + start
+            if swap_hw:
+                ids = ids[[0, 2, 1]]
+            parts.append(ids)
+            start = start + t * h * w if advance_by_tokens else int(ids.max()) + 1
+        else:
+            parts.append(torch.arange(start, start + item).expand(3, item))
+            start += item
+    return torch.cat(parts, dim=1)
+
+
+def test_mrope_reference_and_mistakes(capsys):
+    assert check_mrope_ids(mrope_position_ids)
+    assert check_mrope_ids(lambda layout: _mrope(layout).tolist())  # lists are fine
+    assert not check_mrope_ids(lambda layout: _mrope(layout, advance_by_tokens=True))
+    assert "largest extent" in capsys.readouterr().out
+    assert not check_mrope_ids(lambda layout: _mrope(layout, swap_hw=True))
+    assert "swapped" in capsys.readouterr().out
+    assert not check_mrope_ids(lambda layout: 1 / 0)
+    assert "ZeroDivisionError" in capsys.readouterr().out
+
+
+def _cache(types, window, C, h, d, b, *, halve=False, no_cap=False, no_min=False, chunked_global=False):
+    per = (1 if halve else 2) * h * d * b
+    total = 0
+    for t in types:
+        local = t == "sliding_attention" or (t == "chunked_attention" and not chunked_global)
+        if local and not no_cap:
+            total += (window if no_min else min(C, window)) * per
+        else:
+            total += C * per
+    return int(total)
+
+
+def test_windowed_cache_reference_and_mistakes(capsys):
+    assert check_windowed_cache(windowed_kv_bytes)
+    assert check_windowed_cache(_cache)
+    for kw, words in (({"halve": True}, "keys and values"), ({"no_cap": True}, "every token in every layer"),
+                      ({"no_min": True}, "shorter than the window"), ({"chunked_global": True}, "Chunked layers")):
+        assert not check_windowed_cache(lambda *a, kw=kw: _cache(*a, **kw))
+        assert words in capsys.readouterr().out, kw
