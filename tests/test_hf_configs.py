@@ -200,6 +200,7 @@ BASE = {"hidden_size": 64, "num_attention_heads": 4, "num_hidden_layers": 2, "vo
     ({"attention_chunk_size": 8192}, r"attention_chunk_size"),
     ({"attn_temperature_tuning": True}, r"attn_temperature_tuning"),
     ({"head_dim": 8}, r"head_dim=8 times num_attention_heads"),
+    ({"model_type": "gemma2", "sliding_window": 16}, r"give layer_types"),
 ])
 def test_unread_or_unsupported_keys_are_refused(extra: dict, match: str) -> None:
     with pytest.raises((ValueError, TypeError), match=match):
@@ -222,7 +223,7 @@ def test_layer_settings_map_to_gpt_config() -> None:
     assert (g.n_kv_heads, g.layer_types, g.sliding_window, g.rope_local_base, g.nope_layers) == (
         2, ("sliding_attention", "full_attention"), 8, 10.0, (1,))
     assert rope_options_from_hf(c)["partial_rotary_factor"] == 0.5
-    mistral = gpt_config_from_hf({**BASE, "sliding_window": 16})
+    mistral = gpt_config_from_hf({**BASE, "model_type": "mistral", "sliding_window": 16})
     assert mistral.layer_types == ("sliding_attention",) * 2 and mistral.sliding_window == 16
     qwen = gpt_config_from_hf({**BASE, "sliding_window": 16, "use_sliding_window": False})
     assert qwen.layer_types is None

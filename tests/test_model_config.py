@@ -87,6 +87,8 @@ def test_layer_plans() -> None:
     assert {b for k, b in zip(gemma.kinds, gemma.bases) if k == "sliding_attention"} == {10000.0}
     assert {b for k, b in zip(gemma.kinds, gemma.bases) if k == "full_attention"} == {1e6}
     assert gemma.scaled == tuple(k == "full_attention" for k in gemma.kinds)
+    g2 = load_config("gemma-2-9b")
+    assert layer_plan(g2).kinds == tuple(transformers.Gemma2Config(num_hidden_layers=g2["num_hidden_layers"]).layer_types)
     oss = layer_plan(load_config("gpt-oss-20b"))
     assert oss.windows == (128, None) * 12 and all(oss.rotates)
 

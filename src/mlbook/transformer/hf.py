@@ -45,6 +45,7 @@ __all__ = [
     "HF_ROPE_TYPES",
     "HF_SCALING_KEYS",
     "LEGACY_ROPE_TYPES",
+    "SLIDE_EVERY_LAYER",
     "hf_get",
     "hf_rope_type",
     "hf_head_dim",
@@ -250,6 +251,8 @@ def rope_options_from_hf(config: Any, pairing: str = "half") -> dict[str, Any]:
 
 
 _GPT_FIELDS = {f.name for f in fields(GPTConfig)}
+# families whose sliding_window, without layer_types, applies to every layer (transformers' Mistral and Mixtral)
+SLIDE_EVERY_LAYER: tuple[str, ...] = ("mistral", "mixtral")
 
 
 def _architecture_options(config: Any) -> dict[str, Any]:
@@ -284,10 +287,15 @@ def _architecture_options(config: Any) -> dict[str, Any]:
         else:
             out["layer_types"] = tuple(layer_types)
             out["sliding_window"] = int(window)
-    elif uses_window and not layer_types:  # Mistral's layout: every layer slides
+    elif uses_window and not layer_types:
+        if hf_get(config, "model_type") not in SLIDE_EVERY_LAYER:
+            raise ValueError(f"config sets sliding_window={window} but no layer_types, and model_type="
+                             f"{hf_get(config, 'model_type')!r} is not one whose every layer slides "
+                             f"({', '.join(SLIDE_EVERY_LAYER)}); transformers derives other families' patterns "
+                             "per family (Gemma 2 alternates, Gemma 3 uses sliding_window_pattern): give layer_types")
         if "layer_types" not in _GPT_FIELDS:
             refuse.append("sliding_window")
-        else:
+        else:  # Mistral's layout: every layer slides
             out["layer_types"] = ("sliding_attention",) * int(hf_get(config, "num_hidden_layers"))
             out["sliding_window"] = int(window)
     local_base = hf_get(config, "rope_local_base_freq")
