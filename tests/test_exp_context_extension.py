@@ -1,6 +1,6 @@
 """Experiment 3 (context extension) at a tiny config: the variants copy the trained weights and change
 only RoPE, every variant is reported before and after fine-tuning on the same windows, the verdict
-follows the paired intervals, and the figures of mlbook.viz.extrapolation build from the record."""
+follows the paired intervals, and the figures of mlbook.viz.exp_context_extension build from the record."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from mlbook.experiments import exp_context_extension as CE
 from mlbook.experiments.common import build_gpt, copy_with_rope, train_lm
 from mlbook.experiments.data import TOKENIZER, corpus_tokens, split_tokens
 from mlbook.experiments.train import TrainConfig
-from mlbook.viz import extrapolation as V
+from mlbook.viz import exp_context_extension as V
 from mlbook.viz import grid_slider
 
 
@@ -82,18 +82,18 @@ def test_context_extension_reports_every_variant_before_and_after_on_the_same_wi
 
 
 def test_context_extension_figures_and_the_yarn_band_knob(ce_record) -> None:
-    fig = V.context_extension_figure(ce_record, "mean")
+    fig = V.fig_context_extension(ce_record, "mean")
     n_var = len(ce_record["results"]["variants"])
     assert len(fig.data) == 2 * n_var + 1  # before and after per variant, and the model trained at the target
-    slider = grid_slider(lambda metric: V.context_extension_figure(ce_record, metric), "metric", ["tail", "tail_minus_head"])
+    slider = grid_slider(lambda metric: V.fig_context_extension(ce_record, metric), "metric", ["tail", "tail_minus_head"])
     assert slider.frames[0].data[0].y != slider.frames[1].data[0].y
     with pytest.raises(ValueError, match="metric"):
-        V.context_extension_figure(ce_record, "median")
-    a, b = V.yarn_bands_figure(32.0, 12, 128), V.yarn_bands_figure(4.0, 12, 128)
+        V.fig_context_extension(ce_record, "median")
+    a, b = V.fig_yarn_bands(32.0, 12, 128), V.fig_yarn_bands(4.0, 12, 128)
     assert list(a.data[1].y) != list(b.data[1].y) and list(a.data[0].y) == list(b.data[0].y)
     assert list(b.data[1].y) == [0.0, 0.0, 1.0, 1.0, 1.0, 1.0]  # keep 0-1, interpolate 2-5
     with pytest.raises(ValueError, match="beta_fast"):
-        V.yarn_bands_figure(0.5, 12, 128)
+        V.fig_yarn_bands(0.5, 12, 128)
 
 
 def test_context_extension_verdict_follows_the_paired_intervals(ce_record) -> None:

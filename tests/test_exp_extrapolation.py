@@ -1,5 +1,5 @@
 """Experiment 2 (extrapolation) at a tiny config: every scheme is scored on the same windows, the
-verdict follows the paired intervals, and the figures of mlbook.viz.extrapolation build from the
+verdict follows the paired intervals, and the figures of mlbook.viz.exp_extrapolation build from the
 quick record and from the committed full records (of experiments 2 and 3)."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from experiment_fixtures import CPU, TINY_MODEL, TINY_TRAIN, exp_config, exp_rec
 from mlbook.experiments import exp_extrapolation as EX
 from mlbook.experiments import registry
 from mlbook.experiments.common import build_gpt
-from mlbook.viz import extrapolation as V
+from mlbook.viz import exp_extrapolation as V
 from mlbook.viz import grid_slider
 
 
@@ -90,26 +90,28 @@ def test_sinusoidal_is_the_original_transformer_s_with_sqrt_d_scale() -> None:
 
 def test_extrapolation_figures_have_one_series_per_scheme_and_the_metric_knob_changes_them(ex_record) -> None:
     for metric in ("tail", "mean", "tail_minus_head"):
-        fig = V.extrapolation_figure(ex_record, metric)
+        fig = V.fig_extrapolation(ex_record, metric)
         assert [t.name for t in fig.data] == [e["label"] for e in ex_record["results"]["schemes"].values()]
         assert fig.layout.xaxis.title.text == V.LENGTH_AXIS
-    slider = grid_slider(lambda metric: V.extrapolation_figure(ex_record, metric), "metric", ["tail", "tail_minus_head"])
+    slider = grid_slider(lambda metric: V.fig_extrapolation(ex_record, metric), "metric", ["tail", "tail_minus_head"])
     assert slider.frames[0].data[0].y != slider.frames[1].data[0].y
     with pytest.raises(ValueError, match="metric"):
-        V.extrapolation_figure(ex_record, "median")
-    fig = V.extrapolation_curves_figure(ex_record, 4)
+        V.fig_extrapolation(ex_record, "median")
+    fig = V.fig_extrapolation_curves(ex_record, 4)
     assert len(fig.data) == 2 * len(ex_record["results"]["schemes"])  # a band and a line per scheme
     with pytest.raises(ValueError, match="bin_width"):
-        V.extrapolation_curves_figure(ex_record, 0)
+        V.fig_extrapolation_curves(ex_record, 0)
 
 
 def test_every_experiment_figure_draws_from_the_committed_full_records() -> None:
     """The pages draw the committed 5-seed records: every figure builder must take them as they are
     (a record with more schemes than colours once raised IndexError)."""
+    from mlbook.viz import exp_context_extension as VC
+
     for name, builders in {
-        "extrapolation": [lambda r: V.extrapolation_figure(r, m) for m in ("tail", "tail_minus_head", "mean")]
-        + [lambda r: V.extrapolation_curves_figure(r, w) for w in (4, 8, 16)],
-        "context_extension": [lambda r: V.context_extension_figure(r, m) for m in ("mean", "tail", "tail_minus_head")],
+        "extrapolation": [lambda r: V.fig_extrapolation(r, m) for m in ("tail", "tail_minus_head", "mean")]
+        + [lambda r: V.fig_extrapolation_curves(r, w) for w in (4, 8, 16)],
+        "context_extension": [lambda r: VC.fig_context_extension(r, m) for m in ("mean", "tail", "tail_minus_head")],
     }.items():
         record = registry.load_result(name, "full")
         assert record is not None, name

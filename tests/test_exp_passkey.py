@@ -1,6 +1,6 @@
 """Experiment 6 (passkey) at a tiny config: accuracy is computed on exactly the key digits, the
 extended RoPE methods share the trained weights, the record has both phases for every method and
-seed, the verdict follows the rule, and the figures of mlbook.viz.streaming build from the record."""
+seed, the verdict follows the rule, and the figures of mlbook.viz.exp_passkey build from the record."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from mlbook.experiments import exp_passkey
 from mlbook.experiments.common import TUNED_BETAS, build_gpt
 from mlbook.experiments.data import TOKENIZER, PasskeyTask
 from mlbook.viz import grid_slider
-from mlbook.viz import streaming as V
+from mlbook.viz import exp_passkey as V
 
 
 @pytest.fixture(scope="module")

@@ -1,6 +1,6 @@
 """Experiment 1 (permutation probe) at a tiny config: the probe runs and reports every model and seed,
 the order-blind baselines are exact, the headline and verdict follow the rule, and the figures of
-mlbook.viz.extrapolation build from the record."""
+mlbook.viz.exp_permutation build from the record."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import torch
 from experiment_fixtures import CPU, TINY_MODEL, TINY_TRAIN, exp_config, exp_record
 from mlbook.experiments import common
 from mlbook.experiments import exp_permutation as PE
-from mlbook.viz import extrapolation as V
+from mlbook.viz import exp_permutation as V
 from mlbook.viz import grid_slider
 
 
@@ -162,20 +162,20 @@ def test_probe_accuracy_scores_only_the_targets_after_the_lag() -> None:
 
 
 def test_permutation_figures_show_every_model_with_error_bars(perm_record) -> None:
-    fig = V.permutation_accuracy_figure(perm_record)
+    fig = V.fig_permutation_accuracy(perm_record)
     assert len(fig.data[0].x) == len(PE.MODELS) and fig.data[0].error_y.array is not None
     guess = fig.data[1]  # one dash per bar: the guesser that sees what that model sees
     b = PE.order_blind_baselines(perm_record)
     assert list(guess.y) == [b["bidirectional"] if m.startswith("encoder") else b["causal_mean"] for m in PE.MODELS]
-    fig = V.permutation_position_figure(perm_record)
+    fig = V.fig_permutation_position(perm_record)
     names = [t.name for t in fig.data if not t.name.endswith("± sd")]
     assert names[:-2] == [PE.LABELS[m] for m in PE.MODELS]
     assert "causal" in names[-2] and "bidirectional" in names[-1]
     lag = perm_record["results"]["lag"]
     assert list(fig.data[-2].y) == [round(v, 4) for v in PE.causal_bag_curve(16, perm_record["results"]["seq_len"], lag)[lag:]]
-    slider = grid_slider(lambda seed: V.permutation_position_figure(perm_record, seed), "seed", ["mean", "0"])
+    slider = grid_slider(lambda seed: V.fig_permutation_position(perm_record, seed), "seed", ["mean", "0"])
     assert slider.frames[0].data[1].y != slider.frames[1].data[1].y  # the knob changes the data
     with pytest.raises(ValueError, match="seed must be"):
-        V.permutation_position_figure(perm_record, "7")
+        V.fig_permutation_position(perm_record, "7")
     with pytest.raises(TypeError, match="permutation"):
-        V.permutation_accuracy_figure({"name": "sinks", "results": {}})
+        V.fig_permutation_accuracy({"name": "sinks", "results": {}})

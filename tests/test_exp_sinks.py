@@ -1,7 +1,7 @@
 """Experiment 5 (attention sinks) at a tiny config: streaming with a full cache equals teacher forcing,
 windowed streaming keeps the sinks, the sink mass and truncated cache measure what they claim, the
 record keeps every seed, the verdict follows the paired intervals, and the figures of
-mlbook.viz.streaming build from the record."""
+mlbook.viz.exp_sinks build from the record."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from mlbook.experiments import exp_sinks
 from mlbook.experiments.common import pm
 from mlbook.experiments.data import TOKENIZER
 from mlbook.transformer.models import GPT, GPTConfig
-from mlbook.viz import streaming as V
+from mlbook.viz import exp_sinks as V
 
 
 def _gpt(n_layers: int = 1, positional: str = "rope", seed: int = 0) -> GPT:

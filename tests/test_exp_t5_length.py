@@ -1,6 +1,6 @@
 """Experiment 4 (T5 length) at a tiny config: the reverse task and bucket table, the record keeps every
 seed on the same test sequences, the verdict follows the paired interval, and the figure of
-mlbook.viz.streaming builds from the record."""
+mlbook.viz.exp_t5_length builds from the record."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import torch
 from experiment_fixtures import CPU, TINY_TRAIN, exp_config, exp_record
 from mlbook.experiments import exp_t5_length
 from mlbook.viz import grid_slider
-from mlbook.viz import streaming as V
+from mlbook.viz import exp_t5_length as V
 
 
 @pytest.fixture(scope="module")

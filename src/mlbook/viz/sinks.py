@@ -10,7 +10,7 @@
 
 Numbers come from `mlbook.analysis.sinks` (which reads the library's `SinkCache`); this module
 only arranges and draws them. Experiment figures (measured sink mass, streaming loss) live in
-`mlbook.viz.streaming`.
+`mlbook.viz.exp_sinks`.
 """
 
 from __future__ import annotations
