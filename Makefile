@@ -30,7 +30,7 @@ define pytest_allow_empty
 endef
 
 .PHONY: help venv book test test-lib test-notebooks colab-check site-strict outputs-check outputs test-browser \
-        chromium screenshot setup-cells bench cache-check clean lab
+        chromium screenshot setup-cells bench cache-check clean lab pdf test-pdf
 
 help:
 	@echo "make book         create .venv, install, execute every notebook, build the site into $(SITE)"
@@ -42,6 +42,7 @@ help:
 	@echo "make setup-cells  rewrite every notebook's setup cell from the repository URL in _config.yml"
 	@echo "make bench        re-measure the committed benchmark records (quiet machine, ~20 min)"
 	@echo "make lab          open the notebooks in JupyterLab from .venv, with live sliders (installs .[lab])"
+	@echo "make pdf          print the built site (make book first) into one PDF, $(PDF)"
 
 # --- environment -------------------------------------------------------------------
 # Rebuilt when requirements.txt or pyproject.toml change (make compares timestamps).
@@ -145,7 +146,26 @@ test-browser: $(STAMP) chromium
 test:
 	$(MAKE) --no-print-directory -j2 -O test-lib $(COLAB_STAMP)
 	OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(MAKE) --no-print-directory -j2 -O colab-check outputs-check
-	$(MAKE) --no-print-directory test-browser
+	$(MAKE) --no-print-directory -j2 -O test-browser pdf
+	$(MAKE) --no-print-directory test-pdf
+
+# --- the PDF edition ---------------------------------------------------------------
+# Every page of the built site printed by Debian's chromium (print media, maths typeset, figures
+# at their default state, code and outputs) and merged by pypdf, bookmarks and links between
+# pages included: tools/pdf_book.py. No TeX. `make test` prints it beside the browser check.
+PDF       := _build/pdf/book.pdf
+PDF_STAMP := $(VENV)/.mlbook-pdf-installed
+$(PDF_STAMP): $(STAMP)
+	$(BIN)/python -m pip install -e '.[pdf]'
+	@touch $@
+
+pdf: $(PDF_STAMP) chromium
+	@test -f $(SITE)/index.html || { echo "run 'make book' first"; exit 1; }
+	$(BIN)/python tools/pdf_book.py --site $(SITE) --out $(PDF) --chromium $(CHROMIUM)
+
+# The PDF's page count, bookmarks, every page's title and typeset maths (tests/test_pdf.py).
+test-pdf: $(PDF_STAMP)
+	MLBOOK_PDF=$(PDF) MLBOOK_SITE=$(SITE) $(BIN)/python -m pytest tests/test_pdf.py -m browser -p no:cacheprovider
 
 chromium:
 	@if [ -x "$(CHROMIUM)" ]; then exit 0; fi; \
