@@ -1,6 +1,6 @@
-"""Tests for mlbook.viz.systems and mlbook.viz.production: figures build with the right traces,
-static slider frames differ, pickers change the data, live forms carry every knob, numbers in
-titles come from the library, bad input is rejected.
+"""Tests for mlbook.viz.systems (page 11): figures build with the right traces, static slider
+frames differ, the live form carries every knob, numbers in titles come from the library, bad
+input is rejected.
 
 Benchmark figures are drawn from small synthetic records with the benchmarks' structure (and
 from the committed records when they exist).
@@ -13,10 +13,7 @@ import math
 import plotly.graph_objects as go
 import pytest
 
-from mlbook.analysis.production import kv_cache_bytes
 from mlbook.benchmarks import load_record
-from mlbook.data.model_families import MODEL_FAMILIES, family
-from mlbook.viz import production as VP
 from mlbook.viz import systems as VS
 
 
@@ -183,58 +180,3 @@ def test_figures_from_committed_records(name: str) -> None:
     fig = {"rope_apply": VS.fig_rope_benchmark, "attention_position": VS.fig_attention_benchmark,
            "live_sliders": VS.fig_slider_benchmark}[name](record)
     assert len(fig.data) > 0
-
-
-# ---------------------------------------------------------------------------
-# KV-cache calculator and families
-# ---------------------------------------------------------------------------
-
-
-def test_kv_cache_figure_numbers_and_layout_slider() -> None:
-    fig = VP.fig_kv_cache()
-    assert [f.name for f in fig.frames] == list(VP.KV_LAYOUTS)
-    # MHA 4-bit and GQA-8 16-bit are the same size (16 GiB): their frames differ only in the legend
-    drawn = [(f.data[1].name, tuple(f.data[1].y)) for f in fig.frames]
-    assert len(set(drawn)) == len(drawn) and len({y for _, y in drawn}) == len(drawn) - 1
-    assert "512 KiB per token" in fig.layout.title.text and "64 GiB for 131,072 tokens" in fig.layout.title.text
-    marker = fig.data[2]
-    assert marker.x[0] == 131072 and marker.y[0] == pytest.approx(kv_cache_bytes(32, 32, 128, 2.0, 131072) / 2**30)
-    gqa = VP.fig_kv_cache("GQA-8, 8-bit", layouts=None)
-    assert gqa.data[2].y[0] == pytest.approx(64 / 8)  # a quarter of the heads, half the bytes
-    assert gqa.data[1].name == "this cache: GQA-8, 8-bit"
-    with pytest.raises(ValueError, match="unknown layout 'GQA-3, 16-bit'"):
-        VP.fig_kv_cache("GQA-3, 16-bit", layouts=None)
-    with pytest.raises(ValueError, match="must be one of the slider's layouts"):
-        VP.fig_kv_cache("MQA, 4-bit", layouts=("MHA, 16-bit",))
-
-
-def test_live_kv_cache_has_all_six_knobs_and_redraws() -> None:
-    w = VP.live_kv_cache()
-    c = _controls(w)
-    assert set(c) == {"layers", "KV heads", "d_head", "bytes per value", "context (tokens)", "batch"}
-    fig = VP._kv_cache(8, 2, 64, 1.0, 4096, 3)
-    assert fig.data[2].y[0] == pytest.approx(kv_cache_bytes(8, 2, 64, 1.0, 4096, 3) / 2**30)
-    assert fig.data[1].name == "this cache: 2 KV heads, 8-bit"
-
-
-def test_family_kv_figure() -> None:
-    fig = VP.fig_family_kv(131072, contexts=(4096, 131072))
-    assert [f.name for f in fig.frames] == ["4096", "131072"]
-    assert _frames_differ(fig)
-    bar = fig.data[0]
-    labels = list(bar.y)
-    assert len(labels) == len(VP.CACHE_FAMILIES) and not any(
-        n.startswith(("BERT", "ModernBERT", "Swin", "T5")) for n in labels)
-    llama = labels.index("LLaMA 1 (LLaMA-7B)")
-    assert bar.x[llama] == pytest.approx(64.0)
-    mistral = family("Mistral")  # rolling cache: at most the 4,096-token window
-    assert VP.family_cache_bytes(mistral, 131072) == kv_cache_bytes(32, 8, 128, 2.0, 4096)
-    assert VP.family_cache_bytes(family("Llama 3"), 131072) == kv_cache_bytes(32, 8, 128, 2.0, 131072)
-    assert set(_controls(VP.live_family_kv())) == {"context (tokens)", "bytes per value"}
-    assert len(VP.CACHE_FAMILIES) == len(MODEL_FAMILIES) - 4  # BERT, ModernBERT, T5, Swin
-    # windowed layers and latent attention, as mlbook.analysis.production sizes them
-    gemma3 = labels.index("Gemma 3 (gemma-3-12b-pt)")
-    assert bar.x[gemma3] == pytest.approx(2 * 8 * 256 * 2 * (8 * 131072 + 40 * 1024) / 2**30)
-    assert "40 of 48 layers hold at most 1,024 tokens" in bar.customdata[gemma3][2]
-    v3 = labels.index("DeepSeek-V3 (DeepSeek-V3)")
-    assert bar.x[v3] == pytest.approx(61 * (512 + 64) * 2 * 131072 / 2**30) and bar.customdata[v3][1] == "MLA"

@@ -1,9 +1,10 @@
-"""Tests for mlbook.viz (core display plumbing, section 1/2.1 figures) and mlbook.exercises.
+"""Tests for mlbook.viz.core: `show`, `compact`, `grid_slider`, `live_sliders`, `show_live`,
+`show_knob` and `live_figure` (a live figure declared by its knobs).
 
 Fast and offline: no browser, no network, no IPython kernel. `IPython.display.display` is
 replaced by a recorder, so each test sees exactly the MIME bundles a notebook would get.
-Expected numbers come from oracles (numpy's own significant-digit formatting, float64
-re-derivations of the formulas, the library's sinusoidal table), not from typed-in values.
+Expected numbers come from oracles (numpy's own significant-digit formatting), not from
+typed-in values.
 """
 
 from __future__ import annotations
@@ -16,16 +17,13 @@ import re
 import numpy as np
 import plotly.graph_objects as go
 import pytest
-import torch
 
-import mlbook.analysis.absolute as AM
-import mlbook.viz.absolute as A
-from mlbook import exercises
-from mlbook.transformer.positional import sinusoidal_positional_encoding
+import mlbook.viz.absolute as A  # a real figure with a slider, as sample input
 from mlbook.viz import core
 
 PLOTLY_MIME = "application/vnd.plotly.v1+json"
 URL = re.compile(r"https?://", re.IGNORECASE)
+
 
 
 # ---------------------------------------------------------------------------
@@ -468,282 +466,6 @@ def test_every_section_live_figure_is_declared_with_live_figure():
         for fn in lives:
             assert fn.knobs and callable(fn.build), f"{name}.{fn.__name__} is not declared with live_figure"
 
-
-# ---------------------------------------------------------------------------
-# absolute.py: figures
-# ---------------------------------------------------------------------------
-
-FIG_NAMES = sorted(n for n in A.__all__ if n.startswith("fig_"))
-SLIDER_FIGS = {  # (figure function, keyword arguments) for every static slider form
-    "heatmap/base": ("fig_sinusoidal_heatmap", {"vary": "base"}),
-    "heatmap/d": ("fig_sinusoidal_heatmap", {"vary": "d"}),
-    "similarity/base": ("fig_pe_similarity", {}),
-    "rotation/k": ("fig_offset_rotation", {}),
-    "wavelengths/base": ("fig_wavelengths", {"vary": "base"}),
-    "wavelengths/d_head": ("fig_wavelengths", {"vary": "d_head"}),
-}
-
-
-@pytest.mark.parametrize("name", FIG_NAMES)
-def test_every_fig_builds_a_serialisable_figure(name):
-    fig = getattr(A, name)()
-    assert isinstance(fig, go.Figure)
-    assert fig.data and all(_numeric_arrays(t) for t in fig.data), "every trace carries data"
-    assert fig.layout.title.text
-    go.Figure(json.loads(fig.to_json()))  # round-trips through plotly's validators
-
-
-def test_every_fig_with_a_grid_is_covered():
-    """SLIDER_FIGS must list every public figure with a slider grid argument, so none goes untested."""
-    import inspect
-
-    grids = {"bases", "ds", "ks", "d_heads"}
-    with_grid = {n for n in FIG_NAMES if grids & set(inspect.signature(getattr(A, n)).parameters)}
-    assert with_grid and with_grid <= {fn for fn, _ in SLIDER_FIGS.values()}
-
-
-@pytest.mark.parametrize("key", sorted(SLIDER_FIGS))
-def test_static_slider_steps_show_different_data(key):
-    fn, kwargs = SLIDER_FIGS[key]
-    _assert_slider_steps_show_distinct_data(getattr(A, fn)(**kwargs))
-
-
-def test_knob_value_outside_grid_is_added_and_shown_first():
-    fig = A.fig_offset_rotation(k=5, ks=(1, 2, 8))
-    steps = fig.layout.sliders[0].steps
-    assert [s.label for s in steps] == ["1", "2", "5", "8"]
-    assert steps[fig.layout.sliders[0].active].label == "5"
-    assert _same_data(fig.data, A.fig_offset_rotation(k=5, ks=None).data)
-
-
-def test_heatmap_frames_equal_library_sinusoidal_table():
-    T, d = 100, 64
-    fig = A.fig_sinusoidal_heatmap(T=T, d=d, vary="base")
-    assert len(fig.frames) == len(A.HEATMAP_BASES)
-    for frame in fig.frames:
-        base = float(frame.name)
-        z = np.asarray(frame.data[0].z, dtype=float)
-        pe = sinusoidal_positional_encoding(T, d, base).double().numpy()
-        assert z.shape == pe.shape == (T, d)
-        assert np.abs(z - pe).max() <= 0.005 + 1e-9, f"base={base:g}: heatmap differs from the library table"
-        np.testing.assert_allclose(z * 100, np.round(z * 100), atol=1e-6)  # stored to 2 decimals
-    # vary="d": one frame per width, each the library table at that width
-    fig = A.fig_sinusoidal_heatmap(T=T, vary="d", base=500.0)
-    for frame in fig.frames:
-        width = int(frame.name)
-        z = np.asarray(frame.data[0].z, dtype=float)
-        pe = sinusoidal_positional_encoding(T, width, 500.0).double().numpy()
-        assert z.shape == (T, width) and np.abs(z - pe).max() <= 0.005 + 1e-9
-
-
-@pytest.mark.parametrize("name", sorted(n for n in A.__all__ if n.startswith("live_")))
-def test_live_figures_redraw_when_a_control_changes(live, displayed, name):
-    import ipywidgets as widgets
-
-    w = getattr(A, name)()
-    assert isinstance(w, widgets.VBox)
-    controls = w.children[0].children
-    first = _bundles(displayed)[-1][PLOTLY_MIME]["data"]
-    ctrl = next(c for c in controls if isinstance(c, widgets.IntSlider))
-    ctrl.value = ctrl.value + 2 * ctrl.step if ctrl.value + 2 * ctrl.step <= ctrl.max else ctrl.min
-    redrawn = _bundles(displayed)[-1][PLOTLY_MIME]["data"]
-    assert not _same_data(first, redrawn), f"{name}: changing {ctrl.description} did not change the figure"
-
-
-# ---------------------------------------------------------------------------
-# absolute.py: numbers
-# ---------------------------------------------------------------------------
-
-
-def test_wavelength_table_matches_float64_formula():
-    pairs = (0, 16, 32, 48, 63)
-    table = AM.wavelength_table(128, 10000, pairs)
-    assert [row[0] for row in table.rows] == list(pairs)
-    for i, theta, lam in table.rows:
-        theta64 = 10000.0 ** (-2.0 * i / 128)
-        assert theta == pytest.approx(theta64, rel=1e-4)
-        assert lam == pytest.approx(2 * math.pi / theta64, rel=1e-4)
-    assert "63" in repr(table) and "<table>" in table._repr_html_()
-
-
-def test_wavelength_table_rejects_pairs_out_of_range():
-    with pytest.raises(ValueError, match=r"pairs \[64\].*0\.\.63"):
-        AM.wavelength_table(128, 10000, (0, 64))
-
-
-def _first_pair_oracle(d: int, base: float, length: int) -> int | None:
-    for i in range(d // 2):
-        if 2 * math.pi * base ** (2 * i / d) > length:
-            return i
-    return None
-
-
-@pytest.mark.parametrize(
-    "d, base, length",
-    [(128, 10000.0, 8192), (64, 500000.0, 4096), (128, 500000.0, 131072), (256, 1e6, 32768), (128, 10000.0, 10**9)],
-)
-def test_first_pair_exceeding_matches_independent_search(d, base, length):
-    assert AM.first_pair_exceeding(d, base, length) == _first_pair_oracle(d, base, length)
-
-
-def test_first_pair_exceeding_chapter_value():
-    assert AM.first_pair_exceeding(128, 10000, 8192) == _first_pair_oracle(128, 10000.0, 8192) == 50
-
-
-@pytest.mark.parametrize("d, T, max_angle", [(64, 100, 0.2), (64, 100, 1.0), (128, 500, 0.1), (16, 50, 0.05)])
-def test_first_pair_within_angle_matches_the_table_itself(d, T, max_angle):
-    """Oracle: the library's table; from the returned pair on, every sine stays within
-    sin(max_angle) of 0 and every cosine within 1 - cos(max_angle) of 1, and the pair before fails."""
-    pe = sinusoidal_positional_encoding(T, d).double()  # (T, d)
-    eps = 1e-6  # float32 table
-
-    def near_rest(i: int) -> bool:
-        return bool((pe[:, 2 * i :: 2].abs() <= math.sin(max_angle) + eps).all()
-                    and (pe[:, 2 * i + 1 :: 2] >= math.cos(max_angle) - eps).all())
-
-    first = AM.first_pair_within_angle(d, 10000.0, T, max_angle)
-    if first is None:
-        assert not near_rest(d // 2 - 1)
-    else:
-        assert near_rest(first) and (first == 0 or not near_rest(first - 1))
-
-
-def test_first_pair_within_angle_section_value():
-    """Sinusoidal section: d = 64, 100 rows; pair 16 turns under a sixth of a circle, but only from 22 on
-    does every entry stay near (sine 0, cosine 1)."""
-    assert AM.first_pair_within_angle(64, 10000.0, 100, 0.2) == 22
-    assert AM.first_pair_within_angle(64, 10000.0, 100, 2 * math.pi / 6) == 16
-    assert AM.first_pair_within_angle(64, 10000.0, 10**9, 0.2) is None
-    with pytest.raises(ValueError, match="max_angle"):
-        AM.first_pair_within_angle(64, 10000.0, 100, 0)
-    with pytest.raises(ValueError, match="T must"):
-        AM.first_pair_within_angle(64, 10000.0, 0)
-
-
-def test_offset_property_holds_and_transpose_breaks_it():
-    assert AM.offset_property_error() < 1e-5
-    assert AM.offset_property_error(d_model=32, base=500.0) < 1e-5
-    assert AM.offset_property_error(transpose=True) > 0.5
-
-
-def _case(report, name, permutation):
-    (c,) = [c for c in report.cases if c.name == name and c.permutation == permutation]
-    return c
-
-
-def test_equivariance_report_encoder_exact_causal_not():
-    report = AM.equivariance_report()
-    assert _case(report, "encoder block, no position", "reverse").max_error < 1e-12
-    assert _case(report, "encoder block + sinusoidal PE", "reverse").max_error > 1e-3
-    assert _case(report, "causal attention, no position", "reverse").max_error > 1e-3
-    swap = _case(report, "causal attention, no position", "swap 0 and 1")
-    assert min(swap.errors[:2]) > 1e-3 and max(swap.errors[2:]) < 1e-12
-    verdicts = [line.split()[-1] for line in repr(report).splitlines()[2:]]  # the "equivariant" column
-    assert verdicts == ["yes", "no", "no", "no"]
-
-
-def test_permutation_errors_zero_for_pointwise_map_nonzero_for_prefix_sum():
-    x = torch.randn(2, 6, 3, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
-    perm = torch.tensor([2, 0, 1, 5, 3, 4])
-    assert AM.permutation_errors(torch.tanh, x, perm).max() == 0
-    assert AM.permutation_errors(lambda z: z.cumsum(1), x, perm).max() > 1e-3
-
-
-# ---------------------------------------------------------------------------
-# exercises.check_equivariance_error
-# ---------------------------------------------------------------------------
-
-
-def _eq_correct(f, x, perm):
-    return (f(x[:, perm]) - f(x)[:, perm]).abs().max()
-
-
-EQ_WRONG = {
-    "forgot to permute the output": (lambda f, x, p: (f(x[:, p]) - f(x)).abs().max(), r"unpermuted f\(x\)"),
-    "inverse permutation": (
-        lambda f, x, p: (f(x[:, p]) - f(x)[:, torch.argsort(p)]).abs().max(), r"inverse permutation"),
-    "no absolute value": (lambda f, x, p: (f(x[:, p]) - f(x)[:, p]).min(), r"absolute value"),
-    "same tensor both sides": (lambda f, x, p: (f(x)[:, p] - f(x)[:, p]).abs().max(), r"report 0 for a causal"),
-    "first batch row only": (lambda f, x, p: (f(x[:, p]) - f(x)[:, p])[0].abs().max(), r"every batch row"),
-    "permuted the batch axis": (lambda f, x, p: (f(x[p]) - f(x)[p]).abs().max(), r"dimension 1 of x"),
-    "returns a tensor, not a number": (lambda f, x, p: (f(x[:, p]) - f(x)[:, p]).abs(), r"Return one number"),
-}
-
-
-def test_check_equivariance_error_accepts_correct(capsys):
-    assert exercises.check_equivariance_error(_eq_correct) is True
-    assert capsys.readouterr().out.startswith("Correct.")
-    # a plain float works as well as a 1-element tensor
-    assert exercises.check_equivariance_error(lambda f, x, p: _eq_correct(f, x, p).item()) is True
-
-
-@pytest.mark.parametrize("mistake", sorted(EQ_WRONG))
-def test_check_equivariance_error_names_the_mistake(capsys, mistake):
-    fn, pattern = EQ_WRONG[mistake]
-    assert exercises.check_equivariance_error(fn) is False
-    out = capsys.readouterr().out
-    assert out.startswith("Not yet.")
-    assert re.search(pattern, out), f"{mistake}: message does not name it:\n{out}"
-
-
-# ---------------------------------------------------------------------------
-# exercises.check_offset_matrix
-# ---------------------------------------------------------------------------
-
-
-def _rot_blocks(k: int, d: int, base: float, *, layout: str = "interleaved", sign: int = 1, exp: float = 2.0):
-    """Independent float64 block rotation: pair i turns by k * base^(-exp*i/d); sign=-1 is the transpose."""
-    M = torch.zeros(d, d, dtype=torch.float64)
-    for i in range(d // 2):
-        phi = k * base ** (-exp * i / d)
-        c, s = math.cos(phi), sign * math.sin(phi)
-        a, b = (2 * i, 2 * i + 1) if layout == "interleaved" else (i, i + d // 2)
-        M[a, a], M[a, b], M[b, a], M[b, b] = c, s, -s, c
-    return M
-
-
-def test_offset_matrix_oracle_is_right():
-    """The test's own correct answer really maps PE[t] to PE[t + k] (so the checker is judged fairly)."""
-    pe = sinusoidal_positional_encoding(30, 16, 100.0).double()
-    M = _rot_blocks(5, 16, 100.0)
-    assert (pe[5:] - pe[:-5] @ M.T).abs().max() < 1e-5
-    assert torch.allclose(M, AM.offset_matrix(5, 16, 100.0), atol=1e-6)
-
-
-def _dense_wrong(k, d, base):
-    M = _rot_blocks(k, d, base)
-    M[0, d - 1] = 0.5
-    return M
-
-
-OFFSET_WRONG = {
-    "transposed rotation": (lambda k, d, b: _rot_blocks(k, d, b, sign=-1), r"wrong way"),
-    "half layout": (lambda k, d, b: _rot_blocks(k, d, b, layout="half"), r"rotate-half layout"),
-    "half layout, transposed": (lambda k, d, b: _rot_blocks(k, d, b, layout="half", sign=-1), r"rotate-half layout"),
-    "base^(-i/d)": (lambda k, d, b: _rot_blocks(k, d, b, exp=1.0), r"base\^\(-i/d\)"),
-    "identity": (lambda k, d, b: torch.eye(d), r"identity"),
-    "entries outside the blocks": (_dense_wrong, r"outside the 2x2 blocks"),
-    "wrong angle": (lambda k, d, b: _rot_blocks(k + 1, d, b), r"misses PE\[t\+k\]"),
-    "wrong shape": (lambda k, d, b: torch.eye(d // 2), r"shape \(\d+, \d+\).*\(d_model, d_model\)"),
-    "not a tensor": (lambda k, d, b: _rot_blocks(k, d, b).numpy(), r"Return a torch\.Tensor.*ndarray"),
-    "raises": (lambda k, d, b: 1 / 0, r"raised ZeroDivisionError"),
-}
-
-
-def test_check_offset_matrix_accepts_correct(capsys):
-    assert exercises.check_offset_matrix(_rot_blocks) is True
-    assert capsys.readouterr().out.startswith("Correct.")
-    # float32 answers are fine too
-    assert exercises.check_offset_matrix(lambda k, d, b: _rot_blocks(k, d, b).float()) is True
-
-
-@pytest.mark.parametrize("mistake", sorted(OFFSET_WRONG))
-def test_check_offset_matrix_names_the_mistake(capsys, mistake):
-    fn, pattern = OFFSET_WRONG[mistake]
-    assert exercises.check_offset_matrix(fn) is False
-    out = capsys.readouterr().out
-    assert out.startswith("Not yet.")
-    assert re.search(pattern, out), f"{mistake}: message does not name it:\n{out}"
 
 
 def test_compact_rounds_rows_with_gaps_and_keeps_the_gaps() -> None:

@@ -1,0 +1,111 @@
+"""Tests for mlbook.exercises.absolute: check_equivariance_error and check_offset_matrix accept a
+correct answer and name each typical mistake."""
+
+from __future__ import annotations
+
+import math
+import re
+
+import pytest
+import torch
+
+import mlbook.analysis.absolute as AM
+from mlbook import exercises
+from mlbook.transformer.positional import sinusoidal_positional_encoding
+
+
+# ---------------------------------------------------------------------------
+# exercises.check_equivariance_error
+# ---------------------------------------------------------------------------
+
+
+def _eq_correct(f, x, perm):
+    return (f(x[:, perm]) - f(x)[:, perm]).abs().max()
+
+
+EQ_WRONG = {
+    "forgot to permute the output": (lambda f, x, p: (f(x[:, p]) - f(x)).abs().max(), r"unpermuted f\(x\)"),
+    "inverse permutation": (
+        lambda f, x, p: (f(x[:, p]) - f(x)[:, torch.argsort(p)]).abs().max(), r"inverse permutation"),
+    "no absolute value": (lambda f, x, p: (f(x[:, p]) - f(x)[:, p]).min(), r"absolute value"),
+    "same tensor both sides": (lambda f, x, p: (f(x)[:, p] - f(x)[:, p]).abs().max(), r"report 0 for a causal"),
+    "first batch row only": (lambda f, x, p: (f(x[:, p]) - f(x)[:, p])[0].abs().max(), r"every batch row"),
+    "permuted the batch axis": (lambda f, x, p: (f(x[p]) - f(x)[p]).abs().max(), r"dimension 1 of x"),
+    "returns a tensor, not a number": (lambda f, x, p: (f(x[:, p]) - f(x)[:, p]).abs(), r"Return one number"),
+}
+
+
+def test_check_equivariance_error_accepts_correct(capsys):
+    assert exercises.check_equivariance_error(_eq_correct) is True
+    assert capsys.readouterr().out.startswith("Correct.")
+    # a plain float works as well as a 1-element tensor
+    assert exercises.check_equivariance_error(lambda f, x, p: _eq_correct(f, x, p).item()) is True
+
+
+@pytest.mark.parametrize("mistake", sorted(EQ_WRONG))
+def test_check_equivariance_error_names_the_mistake(capsys, mistake):
+    fn, pattern = EQ_WRONG[mistake]
+    assert exercises.check_equivariance_error(fn) is False
+    out = capsys.readouterr().out
+    assert out.startswith("Not yet.")
+    assert re.search(pattern, out), f"{mistake}: message does not name it:\n{out}"
+
+
+# ---------------------------------------------------------------------------
+# exercises.check_offset_matrix
+# ---------------------------------------------------------------------------
+
+
+def _rot_blocks(k: int, d: int, base: float, *, layout: str = "interleaved", sign: int = 1, exp: float = 2.0):
+    """Independent float64 block rotation: pair i turns by k * base^(-exp*i/d); sign=-1 is the transpose."""
+    M = torch.zeros(d, d, dtype=torch.float64)
+    for i in range(d // 2):
+        phi = k * base ** (-exp * i / d)
+        c, s = math.cos(phi), sign * math.sin(phi)
+        a, b = (2 * i, 2 * i + 1) if layout == "interleaved" else (i, i + d // 2)
+        M[a, a], M[a, b], M[b, a], M[b, b] = c, s, -s, c
+    return M
+
+
+def test_offset_matrix_oracle_is_right():
+    """The test's own correct answer really maps PE[t] to PE[t + k] (so the checker is judged fairly)."""
+    pe = sinusoidal_positional_encoding(30, 16, 100.0).double()
+    M = _rot_blocks(5, 16, 100.0)
+    assert (pe[5:] - pe[:-5] @ M.T).abs().max() < 1e-5
+    assert torch.allclose(M, AM.offset_matrix(5, 16, 100.0), atol=1e-6)
+
+
+def _dense_wrong(k, d, base):
+    M = _rot_blocks(k, d, base)
+    M[0, d - 1] = 0.5
+    return M
+
+
+OFFSET_WRONG = {
+    "transposed rotation": (lambda k, d, b: _rot_blocks(k, d, b, sign=-1), r"wrong way"),
+    "half layout": (lambda k, d, b: _rot_blocks(k, d, b, layout="half"), r"rotate-half layout"),
+    "half layout, transposed": (lambda k, d, b: _rot_blocks(k, d, b, layout="half", sign=-1), r"rotate-half layout"),
+    "base^(-i/d)": (lambda k, d, b: _rot_blocks(k, d, b, exp=1.0), r"base\^\(-i/d\)"),
+    "identity": (lambda k, d, b: torch.eye(d), r"identity"),
+    "entries outside the blocks": (_dense_wrong, r"outside the 2x2 blocks"),
+    "wrong angle": (lambda k, d, b: _rot_blocks(k + 1, d, b), r"misses PE\[t\+k\]"),
+    "wrong shape": (lambda k, d, b: torch.eye(d // 2), r"shape \(\d+, \d+\).*\(d_model, d_model\)"),
+    "not a tensor": (lambda k, d, b: _rot_blocks(k, d, b).numpy(), r"Return a torch\.Tensor.*(ndarray|numpy array)"),
+    "raises": (lambda k, d, b: 1 / 0, r"raised ZeroDivisionError"),
+}
+
+
+def test_check_offset_matrix_accepts_correct(capsys):
+    assert exercises.check_offset_matrix(_rot_blocks) is True
+    assert capsys.readouterr().out.startswith("Correct.")
+    # float32 answers are fine too
+    assert exercises.check_offset_matrix(lambda k, d, b: _rot_blocks(k, d, b).float()) is True
+
+
+@pytest.mark.parametrize("mistake", sorted(OFFSET_WRONG))
+def test_check_offset_matrix_names_the_mistake(capsys, mistake):
+    fn, pattern = OFFSET_WRONG[mistake]
+    assert exercises.check_offset_matrix(fn) is False
+    out = capsys.readouterr().out
+    assert out.startswith("Not yet.")
+    assert re.search(pattern, out), f"{mistake}: message does not name it:\n{out}"
