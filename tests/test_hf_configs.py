@@ -229,3 +229,25 @@ def test_layer_settings_map_to_gpt_config() -> None:
     assert qwen.layer_types is None
     hybrid = gpt_config_from_hf({**BASE, "num_hidden_layers": 8, "no_rope_layer_interval": 4})
     assert hybrid.nope_layers == (3, 7)  # transformers: layer i is NoPE when (i + 1) % interval == 0
+
+
+@pytest.mark.parametrize("rope_scaling", [
+    None,
+    {"rope_type": "yarn", "factor": 8.0, "original_max_position_embeddings": 64, "beta_fast": 16.0},
+    {"rope_type": "longrope", "short_factor": [1.0 + 0.1 * i for i in range(4)],
+     "long_factor": [2.0 + i for i in range(4)], "factor": 4.0},
+    {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+     "original_max_position_embeddings": 64},
+], ids=["default", "yarn", "longrope", "llama3"])
+def test_partial_rotary_tables_equal_transformers(rope_scaling) -> None:
+    """partial_rotary_factor 0.5 of a 16-channel head: the GPT's rotary embedding holds transformers'
+    frequencies over the 8 rotating channels, and the same factor on cos and sin."""
+    c = {**BASE, "partial_rotary_factor": 0.5, "rope_scaling": copy.deepcopy(rope_scaling)}
+    rotary = gpt_config_from_hf(c).rotary_embedding()
+    hf_config = LlamaConfig(hidden_size=64, num_attention_heads=4, rope_theta=10000.0, max_position_embeddings=256,
+                            rope_scaling=copy.deepcopy(rope_scaling), partial_rotary_factor=0.5)
+    kind = hf_rope_type(rope_scaling)
+    for seq_len in (None, 300):
+        theirs, factor = ROPE_INIT_FUNCTIONS[kind](hf_config, "cpu", seq_len=seq_len)
+        torch.testing.assert_close(rotary.inv_freq_at(seq_len or 1), theirs, rtol=1e-6, atol=1e-9)
+        assert math.isclose(rotary.attention_factor, factor, rel_tol=1e-12)
