@@ -13,7 +13,7 @@ from typing import Callable
 import torch
 
 from mlbook.analysis.absolute import offset_matrix, pair_frequencies
-from mlbook.exercises.common import as_float, call_answer, verdict
+from mlbook.exercises.common import call_answer, failure, fmt_pair, guarded, number_answer, tensor_answer, verdict
 from mlbook.transformer.positional import frequency_ladder, sinusoidal_positional_encoding
 
 __all__ = ["check_equivariance_error", "check_offset_matrix"]
@@ -35,6 +35,7 @@ def _running_mean(x: torch.Tensor) -> torch.Tensor:
     return x.cumsum(dim=1) / counts  # (B, T, d)
 
 
+@guarded
 def check_equivariance_error(fn: Callable[[Callable, torch.Tensor, torch.Tensor], object]) -> bool:
     """Check fn(f, x, perm) -> max |f(P x) - P f(x)|, with (P x)[:, j] = x[:, perm[j]] and x (B, T, d).
 
@@ -60,20 +61,22 @@ def check_equivariance_error(fn: Callable[[Callable, torch.Tensor, torch.Tensor]
             if "index" in err.lower() or "out of bounds" in err.lower():
                 hint = (" Positions are dimension 1 of x (B, T, d): permute with x[:, perm] and f(x)[:, perm],"
                         " not x[perm] (batch) or x[..., perm] (features).")
-            return verdict(False, f"Your function raised {err}.{hint}")
-        v = as_float(value)
-        if v is None:
-            return verdict(False, f"Return one number (a float or a 1-element tensor); got {type(value).__name__}.")
-        got[name] = v
+            return verdict(False, f"{failure('Your function', err)}.{hint}")
+        v, problem = number_answer(value, "Your function", "one number (a float or a 1-element tensor)")
+        if problem is not None:
+            return verdict(False, problem)
+        got[name] = float(v)
 
     want_eq, want_causal = ref(_bag_mixer), ref(_running_mean)
-    close = lambda a, b: abs(a - b) <= 1e-9 * max(1.0, abs(b))  # noqa: E731
+    # the inputs are float64, but a computation in float32 is right too: its rounding is ~1e-7
+    zero = 1e-5
+    close = lambda a, b: abs(a - b) <= zero * max(1.0, abs(b))  # noqa: E731
     if close(got["equivariant"], want_eq) and close(got["causal"], want_causal):
         return verdict(True, "Zero (to rounding) for the equivariant function and a clear nonzero error for the "
                              "causal running mean.")
-    if got["equivariant"] < -1e-9 or got["causal"] < 0:
+    if got["equivariant"] < -zero or got["causal"] < 0:
         return verdict(False, "An error must be >= 0: take the absolute value before the max.")
-    if got["equivariant"] > 1e-9:
+    if got["equivariant"] > zero:
         if close(got["equivariant"], ref(_bag_mixer, None)):
             return verdict(False, "For an equivariant f the answer must be 0, but you compared f(Px) with the "
                                   "unpermuted f(x). Apply the same permutation to the output, f(x)[:, perm], "
@@ -84,7 +87,7 @@ def check_equivariance_error(fn: Callable[[Callable, torch.Tensor, torch.Tensor]
                                   "perm is its own inverse, e.g. a reversal or a single swap.")
         return verdict(False, "For an equivariant f the answer must be 0 (to rounding); yours is not. Compute "
                               "f(x[:, perm]) - f(x)[:, perm], then the max of its absolute value.")
-    if got["causal"] < 1e-9:
+    if got["causal"] < zero:
         return verdict(False, "You report 0 for a causal running mean, which is not equivariant. Are both sides of "
                               "the difference computed from the same tensor? One side is f of the permuted input, "
                               "the other the permuted output of f on the original input.")
@@ -108,6 +111,7 @@ def _blocks(phi: torch.Tensor, *, layout: str = "interleaved", sign: int = 1) ->
     return M
 
 
+@guarded
 def check_offset_matrix(fn: Callable[[int, int, float], object]) -> bool:
     """Check fn(k, d_model, base) -> the (d_model, d_model) matrix M with PE[t + k] = M @ PE[t].
 
@@ -119,13 +123,16 @@ def check_offset_matrix(fn: Callable[[int, int, float], object]) -> bool:
     for k, d, base in cases:
         value, err = call_answer(fn, k, d, base)
         if err is not None:
-            return verdict(False, f"fn({k}, {d}, {base:g}) raised {err}.")
-        if not isinstance(value, torch.Tensor):
-            return verdict(False, f"Return a torch.Tensor; fn({k}, {d}, {base:g}) returned {type(value).__name__}.")
+            return verdict(False, failure(f"fn({k}, {d}, {base:g})", err) + ".")
+        value, problem = tensor_answer(value, f"fn({k}, {d}, {base:g})")
+        if problem is not None:
+            return verdict(False, problem)
         if tuple(value.shape) != (d, d):
             return verdict(False, f"fn({k}, {d}, {base:g}) has shape {tuple(value.shape)}; it must be (d_model, "
                                   f"d_model) = ({d}, {d}), one row and one column per PE dimension.")
-        M = value.detach().double()
+        M = value.double()
+        if not torch.isfinite(M).all():
+            return verdict(False, f"fn({k}, {d}, {base:g}) contains NaN or inf: every entry of M_k is a cos, a sin or 0.")
         want = offset_matrix(k, d, base)
         if torch.allclose(M, want, atol=1e-5):
             continue
@@ -137,7 +144,25 @@ def check_offset_matrix(fn: Callable[[int, int, float], object]) -> bool:
         if torch.allclose(M, want.T, atol=1e-5):
             return verdict(False, f"Your rotation turns the wrong way {where}: it maps PE[t] to PE[t-k]. With the "
                                   "pair stored as (sin, cos), sin(a+b) = sin a cos b + cos a sin b puts +sin(phi) in "
-                                  "the top-right: R(phi) = [[cos phi, sin phi], [-sin phi, cos phi]].")
+                                  "the top-right: R(phi) = [[cos phi, sin phi], [-sin phi, cos phi]]. (Swapping the "
+                                  "members of a pair, (cos, sin) where the table stores (sin, cos), gives this same "
+                                  "matrix.)")
+        blocks = [(2 * i, 2 * i + 2) for i in range(d // 2)]
+        eye2 = torch.eye(2, dtype=torch.float64)
+        right = [torch.allclose(M[a:b, a:b], want[a:b, a:b], atol=1e-5) for a, b in blocks]
+        still = [torch.allclose(M[a:b, a:b], eye2, atol=1e-6) and not r for (a, b), r in zip(blocks, right)]
+        outside = M.clone()
+        for a, b in blocks:
+            outside[a:b, a:b] = 0
+        if any(still) and all(r or s for r, s in zip(right, still)) and outside.abs().max() <= 1e-6:
+            idle = [i for i, s in enumerate(still) if s]
+            return verdict(False, f"Partial rotation {where}: the blocks of pairs {idle} are the identity, so those "
+                                  f"pairs do not turn; only pairs {[i for i, r in enumerate(right) if r]} do. Every "
+                                  "pair i = (column 2i, column 2i + 1) turns by omega_i * k: build all d_model / 2 "
+                                  "blocks (a loop over range(d_model // 2)).")
+        if value.dtype in (torch.float16, torch.bfloat16) and torch.allclose(M, want, atol=2e-2):
+            return verdict(False, f"Right up to rounding, but your matrix is {value.dtype} {where}: its entries are "
+                                  "off by up to " f"{float((M - want).abs().max()):.2g}. Build it in float32.")
         if torch.allclose(M, _blocks(phi, layout="half"), atol=1e-5) or torch.allclose(
             M, _blocks(phi, layout="half", sign=-1), atol=1e-5
         ):

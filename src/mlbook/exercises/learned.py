@@ -13,7 +13,7 @@ from typing import Callable
 import torch
 
 from mlbook.analysis.learned import expected_row_examples, expected_row_updates, short_length_distribution
-from mlbook.exercises.common import call_answer, guarded, verdict
+from mlbook.exercises.common import call_answer, failure, fmt_pair, guarded, rtol_for, tensor_answer, verdict
 
 __all__ = ["check_expected_row_updates"]
 
@@ -50,17 +50,23 @@ def check_expected_row_updates(fn: Callable[[torch.Tensor, int, int], object]) -
         value, err = call_answer(fn, probs.clone(), steps, B)
         where = f"for {name} (steps={steps}, batch_size={B})"
         if err is not None:
-            return verdict(False, f"fn raised {err} {where}.")
-        if not isinstance(value, torch.Tensor):
-            return verdict(False, f"Return a torch.Tensor of shape (T_max,); got {type(value).__name__} {where}.")
+            return verdict(False, f"{failure('fn', err)} {where}.")
+        value, problem = tensor_answer(value, f"fn(length_probs, {steps}, {B})", "a torch.Tensor of shape (T_max,)")
+        if problem is not None:
+            return verdict(False, f"{problem} (Seen {where}.)")
         if value.shape == (T_max + 1,):
             return verdict(False, f"Your result has {T_max + 1} entries {where}, one per length 0..T_max. The table "
                                   f"has T_max = {T_max} rows, positions 0..{T_max - 1}: return one entry per row.")
         if value.shape != (T_max,):
             return verdict(False, f"Your result has shape {tuple(value.shape)} {where}; it must be (T_max,) = ({T_max},).")
-        got = value.detach().double()
+        got = value.double()
+        if not torch.isfinite(got).all():
+            return verdict(False, f"Your result contains NaN or inf {where}: every entry is a count between 0 and "
+                                  "steps.")
         want = expected_row_updates(probs, steps, B)
-        if torch.allclose(got, want, rtol=1e-6, atol=1e-9):
+        # a correct computation in float32 is right: float32 tolerance, relative to the counts' scale (steps)
+        rtol, atol = rtol_for(torch.float32), rtol_for(torch.float32) * steps
+        if torch.allclose(got, want, rtol=rtol, atol=atol):
             continue
         reach = expected_row_examples(probs, 1, 1)  # (T_max,) P(L > p)
         ge = _survival_ge(probs)
@@ -87,7 +93,7 @@ def check_expected_row_updates(fn: Callable[[torch.Tensor, int, int], object]) -
              "Two slips: sequences counted instead of steps, and L >= p instead of L > p."),
         ]
         for cand, message in candidates:
-            if torch.allclose(got, cand.double(), rtol=1e-6, atol=1e-9):
+            if torch.allclose(got, cand.double(), rtol=rtol, atol=atol):
                 return verdict(False, message + f" (Seen {where}.)")
         if (got < -1e-9).any() or (got > steps + 1e-9).any():
             return verdict(False, f"Some entries are outside [0, steps] {where}: a count of steps with a gradient "
@@ -95,8 +101,13 @@ def check_expected_row_updates(fn: Callable[[torch.Tensor, int, int], object]) -
         if (got[1:] > got[:-1] + 1e-9).any():
             return verdict(False, f"Your counts increase with p somewhere {where}. Every sequence that reaches row "
                                   "p + 1 also reaches row p, so the expected count cannot grow with p.")
+        if value.dtype in (torch.float16, torch.bfloat16) and torch.allclose(got, want, rtol=2e-2, atol=2e-2 * steps):
+            return verdict(False, f"Right up to rounding, but your counts are {value.dtype} {where}: low precision "
+                                  f"moves them by up to {float((got - want).abs().max()):.2g}. Compute in float32 or "
+                                  "float64 (length_probs is float64).")
         worst = int((got - want).abs().argmax())
-        return verdict(False, f"Row {worst} gets {got[worst]:.4g}, expected {want[worst]:.4g} {where}. Row p is "
+        shown, expected = fmt_pair(float(got[worst]), float(want[worst]))
+        return verdict(False, f"Row {worst} gets {shown}, expected {expected} {where}. Row p is "
                               "updated at a step unless all B lengths are <= p.")
     return verdict(True, "steps * (1 - (1 - P(L > p))^B) for every row: a length-L sequence reaches rows "
                          "0..L-1, and one sequence in the batch is enough.")

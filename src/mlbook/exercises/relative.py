@@ -15,7 +15,7 @@ from typing import Callable
 import torch
 
 from mlbook.analysis.relative import swin_index, swin_table_entries
-from mlbook.exercises.common import call_answer, guarded, verdict
+from mlbook.exercises.common import call_answer, failure, guarded, tensor_answer, verdict
 
 __all__ = ["check_swin_index", "check_swin_bias"]
 
@@ -53,9 +53,10 @@ def check_swin_index(fn: Callable[[int], object]) -> bool:
     for w in _WINDOWS:
         value, err = call_answer(fn, w)
         if err is not None:
-            return verdict(False, f"fn({w}) raised {err}.")
-        if not isinstance(value, torch.Tensor):
-            return verdict(False, f"Return a torch.Tensor; fn({w}) returned {type(value).__name__}.")
+            return verdict(False, failure(f"fn({w})", err) + ".")
+        value, problem = tensor_answer(value, f"fn({w})", "a torch.Tensor of integer table rows")
+        if problem is not None:
+            return verdict(False, problem)
         n = w * w
         if tuple(value.shape) != (n, n):
             return verdict(False, f"fn({w}) has shape {tuple(value.shape)}; it must be (w^2, w^2) = ({n}, {n}): one "
@@ -130,9 +131,10 @@ def check_swin_bias(fn: Callable[[torch.Tensor, int], object]) -> bool:
         value, err = call_answer(fn, table.clone(), w)
         where = f"for window {w}, H = {H}"
         if err is not None:
-            return verdict(False, f"fn(table, {w}) raised {err}.")
-        if not isinstance(value, torch.Tensor):
-            return verdict(False, f"Return a torch.Tensor; got {type(value).__name__} {where}.")
+            return verdict(False, failure(f"fn(table, {w})", err) + ".")
+        value, problem = tensor_answer(value, f"fn(table, {w})")
+        if problem is not None:
+            return verdict(False, problem)
         n = w * w
         gathered = table[swin_index(w).reshape(-1)].reshape(n, n, H)  # (w^2, w^2, H)
         want = gathered.permute(2, 0, 1)  # (H, w^2, w^2)
@@ -142,8 +144,22 @@ def check_swin_bias(fn: Callable[[torch.Tensor, int], object]) -> bool:
                                       "scores are (H, T_q, T_k), so permute the heads to the front: .permute(2, 0, 1).")
         if tuple(value.shape) != (H, n, n):
             return verdict(False, f"Shape {tuple(value.shape)} {where}; it must be (H, w^2, w^2) = ({H}, {n}, {n}).")
-        got = value.detach().float()
+        if not value.is_floating_point():
+            return verdict(False, f"fn(table, {w}) has dtype {value.dtype}: the bias is gathered from the float table, "
+                                  "so it keeps the table's dtype (torch.float32).")
+        got = value.float()
+        if not torch.isfinite(got).all():
+            return verdict(False, f"Your bias contains NaN or inf {where}: every entry is a value of the table.")
+        if value.dtype in (torch.float16, torch.bfloat16) and torch.allclose(got, want, rtol=1e-2, atol=1e-2):
+            return verdict(False, f"Right values up to rounding, but dtype {value.dtype} {where}: the table is float32, "
+                                  "and gathering keeps its dtype; a cast to half precision rounds every bias. Leave "
+                                  "the dtype as it is (indexing and permute do not change it).")
         if torch.allclose(got, want):
+            if value.dtype != table.dtype:
+                return verdict(False, f"Right values, but dtype {value.dtype} {where}: the bias is added to float32 "
+                                      f"scores, and a {value.dtype} bias turns them {value.dtype}, which the attention "
+                                      "matmul with float32 values then refuses. Keep the table's dtype: indexing "
+                                      "and permute do not change it.")
             continue
         if torch.allclose(got, gathered.reshape(H, n, n)):
             return verdict(False, f"You reshaped (w^2, w^2, H) to (H, w^2, w^2) {where}. A reshape keeps the memory "
