@@ -16,7 +16,7 @@ from typing import Callable
 import torch
 
 from mlbook.analysis.alibi import naive_slopes
-from mlbook.exercises.common import call_answer, guarded, verdict
+from mlbook.exercises.common import call_answer, failure, guarded, rtol_for, significant_bits, tensor_answer, verdict
 from mlbook.transformer.positional import alibi_bias, alibi_slopes
 
 __all__ = ["check_alibi_key_bias"]
@@ -44,10 +44,16 @@ def check_alibi_key_bias(fn: Callable[[int, int], object]) -> bool:
         where = f"for n_heads={H}, T_k={T_k}"
         if err is not None:
             hint = " For H = 12 follow the paper's recipe (alibi_slopes handles any H)." if H == 12 else ""
-            return verdict(False, f"fn({H}, {T_k}) raised {err}.{hint}")
-        if not isinstance(value, torch.Tensor):
-            return verdict(False, f"Return a torch.Tensor; got {type(value).__name__} {where}.")
-        bias = value.detach().double()
+            return verdict(False, f"{failure(f'fn({H}, {T_k})', err)}.{hint}")
+        value, problem = tensor_answer(value, f"fn({H}, {T_k})")
+        if problem is not None:
+            return verdict(False, problem)
+        if not value.is_floating_point():
+            return verdict(False, f"fn({H}, {T_k}) has dtype {value.dtype}: the bias is added to float32 scores, so "
+                                  "return float32 (slopes times torch.arange(T_k, dtype=torch.float32)).")
+        bias = value.double()
+        if not torch.isfinite(bias).all():
+            return verdict(False, f"Your bias contains NaN or inf {where}: each entry is m_h * j, a finite number.")
         if bias.dim() == 3:
             bias = bias[None]
         if bias.dim() != 4 or bias.shape[0] != 1 or bias.shape[1] != H or bias.shape[-1] != T_k:
@@ -58,23 +64,34 @@ def check_alibi_key_bias(fn: Callable[[int, int], object]) -> bool:
                                   "form is that it does not depend on the query: return (1, H, 1, T_k), one row "
                                   "shared by every query (and by every decoding step).")
         gen = torch.Generator().manual_seed(H)
+        tol = rtol_for(torch.float32)  # attention weights from a float32 bias: float32 rounding, not float64's
         for T_q in (T_k, 3):
             scores = torch.randn(2, H, T_q, T_k, generator=gen, dtype=torch.float64)  # (B, H, T_q, T_k)
             want = _attention(scores, alibi_bias(H, T_q, T_k).double())
             got = _attention(scores, bias)
-            if torch.allclose(got, want, atol=1e-9):
+            if torch.allclose(got, want, atol=tol):
+                if value.dtype in (torch.float16, torch.bfloat16):
+                    return verdict(False, f"Right attention weights here, but your bias is {value.dtype} {where}: it "
+                                          f"keeps only {significant_bits(value.dtype)} significant bits, so slopes that "
+                                          "are not powers of two (2^-0.5 for H = 12) and long distances m_h * j get "
+                                          "rounded. Return float32, as alibi_bias does.")
+                if value.dtype != torch.float32:
+                    return verdict(False, f"Right attention weights, but your bias is {value.dtype} {where}: added to "
+                                          f"float32 scores it turns them {value.dtype}, and the attention matmul with "
+                                          "float32 values then fails (expected both float32). Return float32, as "
+                                          "alibi_bias does: torch.arange(T_k, dtype=torch.float32).")
                 continue
             j = torch.arange(T_k, dtype=torch.float64)  # (T_k,)
             m = alibi_slopes(H).double()[:, None]  # (H, 1)
 
             def same(candidate: torch.Tensor) -> bool:
-                return torch.allclose(got, _attention(scores, candidate[None, :, None, :]), atol=1e-9)
+                return torch.allclose(got, _attention(scores, candidate[None, :, None, :]), atol=tol)
 
             if same(-m * j):
                 return verdict(False, f"Wrong sign {where}: -m_h * j favours the earliest keys. ALiBi penalises "
                                       "distance, -m_h (i - j) = m_h j - m_h i; drop the per-row constant -m_h i and "
                                       "the key-only form is +m_h * j.")
-            if torch.allclose(got, _attention(scores, torch.zeros(1, H, 1, T_k, dtype=torch.float64)), atol=1e-9):
+            if torch.allclose(got, _attention(scores, torch.zeros(1, H, 1, T_k, dtype=torch.float64)), atol=tol):
                 return verdict(False, f"Your bias changes nothing {where}: it is constant along each query row (did you "
                                       "use the query position i instead of the key position j?). Softmax ignores a "
                                       "per-row constant; the position of the key is what must enter.")
@@ -88,7 +105,12 @@ def check_alibi_key_bias(fn: Callable[[int, int], object]) -> bool:
             if same(m.flip(0) * j):
                 return verdict(False, f"Your slopes are in reverse head order {where}: head 0 has the steepest slope, "
                                       "2^(-8/H) for a power-of-two H.")
-            per_head = [h for h in range(H) if not torch.allclose(got[:, h], want[:, h], atol=1e-9)]
+            if value.dtype in (torch.float16, torch.bfloat16) and torch.allclose(got, want, atol=5e-2):
+                return verdict(False, f"Right up to rounding, but your bias is {value.dtype} {where}: m_h * j keeps "
+                                      f"only {significant_bits(value.dtype)} significant bits, which moves the "
+                                      f"attention weights by up to {float((got - want).abs().max()):.2g}. Compute it "
+                                      "in float32.")
+            per_head = [h for h in range(H) if not torch.allclose(got[:, h], want[:, h], atol=tol)]
             return verdict(False, f"Attention differs from ALiBi's for heads {per_head} {where} (T_q = {T_q}). Head h "
                                   "needs bias m_h * j (plus any constant per row), m_h = alibi_slopes(H)[h].")
     return verdict(True, "m_h * j gives exactly ALiBi's attention: it differs from -m_h (i - j) by m_h * i, a "

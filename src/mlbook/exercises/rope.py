@@ -18,7 +18,8 @@ from typing import Callable
 import torch
 
 from mlbook.analysis.rope import pairing_permutation
-from mlbook.exercises.common import call_answer, verdict
+from mlbook.exercises.common import (call_answer, failure, guarded, pair_kinds, pair_kinds_message, tensor_answer,
+                                     verdict)
 from mlbook.transformer.positional import RotaryEmbedding, apply_rotary, frequency_ladder
 
 __all__ = ["check_rope_rotation", "check_pairing_permutation"]
@@ -46,6 +47,8 @@ def _candidates(d: int, m: int, base: float) -> list[tuple[str, Callable[[torch.
     theta_i_over_d = frequency_ladder(2 * d, base)  # (d,) base^(-2j/(2d)) = base^(-j/d)
     bf16_all = (torch.tensor(float(m)).bfloat16() * theta.bfloat16()).double()  # (d/2,) product in bf16
     bf16_freq = m * theta.bfloat16().double()  # (d/2,) inv_freq rounded to bf16
+    fp16_all = (torch.tensor(float(m)).half() * theta.half()).double()  # (d/2,) product in float16
+    fp16_freq = m * theta.half().double()  # (d/2,) inv_freq rounded to float16
     rope = RotaryEmbedding(d, base)
     return [
         ("correct", lambda x: rope.rotate(x.unsqueeze(-2), offset=m).squeeze(-2), ""),
@@ -84,39 +87,53 @@ def _candidates(d: int, m: int, base: float) -> list[tuple[str, Callable[[torch.
          "inv_freq in bfloat16: theta_i is rounded to 8 significant bits (off by up to 0.4%), and at position "
          "m = 3000 that moves the angle by radians. Keep the frequencies and the angles in float32, whatever "
          "dtype the model runs in."),
+        ("fp16", lambda x: _rotate_with(x, _half_table(fp16_all)),
+         "Angles computed in float16: your answer is close at small positions but off by up to a radian at "
+         "large m. float16 keeps 11 significant bits, so above m = 2048 the product m * theta_i is rounded to "
+         "a multiple of 2 (and past 65504 it overflows to inf). Compute m * theta_i in float32 (or float64), "
+         "take cos and sin, and only then cast to x's dtype."),
+        ("fp16_freq", lambda x: _rotate_with(x, _half_table(fp16_freq)),
+         "inv_freq in float16: theta_i is rounded to 11 significant bits (off by up to 0.05%), and at position "
+         "m = 3000 that moves the angle by a tenth of a radian. Keep the frequencies and the angles in float32, "
+         "whatever dtype the model runs in."),
     ]
 
 
 _ROTATION_CASES = ((8, 5, 10000.0), (16, 37, 100.0), (8, 3000, 10000.0))
+_LOW_PRECISION = ("bf16", "bf16_freq", "fp16", "fp16_freq")
 
 
+@guarded
 def check_rope_rotation(fn: Callable[[torch.Tensor, int, float], object]) -> bool:
     """Check fn(x, m, base) -> R_m x: every row of x (..., d_head) rotated as if at position m, half layout.
 
     Pair i is (x_i, x_{i + d/2}), turned counter-clockwise by m * theta_i, theta_i = base^(-2i/d_head):
     (a, b) -> (a cos t - b sin t, b cos t + a sin t). Compared with `RotaryEmbedding(d_head, base).rotate`
     at m = 5, 37 and 3000; the mistakes named: no rotation, the sine's sign, interleaved pairing,
-    angles not shared by the two halves of a pair, base^(-i/d) frequencies, angles in bfloat16.
+    angles not shared by the two halves of a pair, base^(-i/d) frequencies, angles in bfloat16 or
+    float16, only some pairs rotated, the two members of a pair swapped; and a result in another
+    dtype than x's (a float64 q or k breaks the attention matmul with float32 values).
     """
     gen = torch.Generator().manual_seed(0)
     for d, m, base in _ROTATION_CASES:
         x = torch.randn(3, d, generator=gen)  # (3, d_head) float32 rows
         where = f"at m = {m}, d_head = {d}, base = {base:g}"
+        call = f"fn(x, {m}, {base:g})"
         value, err = call_answer(fn, x.clone(), m, base)
         if err is not None:
-            return verdict(False, f"fn(x, {m}, {base:g}) with x of shape {tuple(x.shape)} raised {err}.")
-        if not isinstance(value, torch.Tensor):
-            return verdict(False, f"Return a torch.Tensor shaped like x; fn(x, {m}, {base:g}) returned "
-                                  f"{type(value).__name__}.")
+            return verdict(False, failure(f"{call} with x of shape {tuple(x.shape)}", err) + ".")
+        value, problem = tensor_answer(value, call, "a torch.Tensor shaped like x")
+        if problem is not None:
+            return verdict(False, problem)
         if tuple(value.shape) != tuple(x.shape):
-            return verdict(False, f"fn(x, {m}, {base:g}) has shape {tuple(value.shape)}; it must keep the shape of "
+            return verdict(False, f"{call} has shape {tuple(value.shape)}; it must keep the shape of "
                                   f"x, {tuple(x.shape)} (each row rotated on its own).")
         if not value.is_floating_point():
             return verdict(False, f"fn returned dtype {value.dtype}; return a floating-point tensor.")
         if value.dtype in (torch.bfloat16, torch.float16):
             return verdict(False, f"For float32 x you return {value.dtype}: the rotation (and the angles before it) "
                                   "should run in float32; return x's dtype.")
-        got = value.detach().double()
+        got = value.double()
         if not torch.isfinite(got).all():
             return verdict(False, f"fn returned NaN or inf {where}.")
         candidates = _candidates(d, m, base)
@@ -124,13 +141,27 @@ def check_rope_rotation(fn: Callable[[torch.Tensor, int, float], object]) -> boo
         # float32 angles are exact to about 1e-7 * m radians: allow for a float64 answer at m = 3000
         tol = 1e-4 if m < 1000 else 2e-3
         if torch.allclose(got, want, atol=tol, rtol=0):
+            if value.dtype != x.dtype:
+                return verdict(False, f"Right values, but for {x.dtype} x you return {value.dtype} {where}. Return "
+                                      "x's dtype (.to(x.dtype) after computing in float64): a float64 q or k would "
+                                      "make the scores float64, and the attention matmul with float32 values "
+                                      "refuses mixed dtypes.")
             continue
         for name, rotate, message in candidates[1:]:
             if torch.allclose(got, rotate(x).double(), atol=tol, rtol=0):
                 return verdict(False, f"{message} (Seen {where}.)")
-        for name, rotate, message in candidates[1:]:  # a bfloat16 recipe of its own: close to one of ours
-            if name.startswith("bf16") and torch.allclose(got, rotate(x).double(), atol=2e-2, rtol=0):
-                return verdict(False, f"{message} (Seen {where}.)")
+        angle = m * frequency_ladder(d, base).double()  # (d/2,) the right angle of each pair
+        problem = pair_kinds_message(pair_kinds(x, got, angle.cos(), angle.sin(), tol), where)
+        if problem is not None:
+            return verdict(False, problem)
+        near = []
+        for name, rotate, message in candidates[1:]:  # a low-precision recipe of its own: closest of ours
+            if name in _LOW_PRECISION:
+                gap = float((got - rotate(x).double()).abs().max())
+                if gap <= 2e-2:
+                    near.append((gap, message))
+        if near:
+            return verdict(False, f"{min(near)[1]} (Seen {where}.)")
         gap = (got - want).abs().max().item()
         if m >= 1000 and gap > 1e-3:
             return verdict(False, f"Right at m = 5 and 37, but off by up to {gap:.2g} {where}: the angles are "
@@ -152,6 +183,7 @@ def check_rope_rotation(fn: Callable[[torch.Tensor, int, float], object]) -> boo
 # ---------------------------------------------------------------------------
 
 
+@guarded
 def check_pairing_permutation(fn: Callable[[int], object]) -> bool:
     """Check fn(d_head) -> perm, a (d_head,) integer tensor with x_interleaved = x_half[perm].
 
@@ -163,13 +195,15 @@ def check_pairing_permutation(fn: Callable[[int], object]) -> bool:
     for d in (8, 12, 64):
         value, err = call_answer(fn, d)
         if err is not None:
-            return verdict(False, f"fn({d}) raised {err}.")
-        if not isinstance(value, torch.Tensor):
+            return verdict(False, failure(f"fn({d})", err) + ".")
+        if not isinstance(value, torch.Tensor) and not isinstance(value, str):
             try:
                 value = torch.as_tensor(value)
-            except Exception:
-                return verdict(False, f"Return a tensor (or list) of d_head integers; fn({d}) returned "
-                                      f"{type(value).__name__}.")
+            except Exception:  # noqa: BLE001 - not a sequence of numbers: tensor_answer says what it is
+                pass
+        value, problem = tensor_answer(value, f"fn({d})", "a tensor (or list) of d_head integers")
+        if problem is not None:
+            return verdict(False, problem)
         if value.is_floating_point() or value.is_complex() or value.dtype == torch.bool:
             return verdict(False, f"fn({d}) has dtype {value.dtype}; return integer indices (torch.long).")
         perm = value.long().flatten()
@@ -185,6 +219,13 @@ def check_pairing_permutation(fn: Callable[[int], object]) -> bool:
         if torch.equal(perm, torch.arange(d)):
             return verdict(False, f"That is the identity {where}: the layouts store a pair in different channels. "
                                   "Interleaved slot 2i holds half dim i, slot 2i + 1 holds half dim i + d/2.")
+        swapped = want.reshape(-1, 2).flip(-1).flatten()  # [d/2, 0, d/2 + 1, 1, ...]
+        if torch.equal(perm, swapped) or torch.equal(perm, torch.argsort(swapped)):
+            return verdict(False, f"Swapped members of each pair {where}: your slot 2i holds half dim i + d/2 and slot "
+                                  "2i + 1 half dim i. The pair's first member, the one that comes first in the "
+                                  "rotation (a cos t - b sin t), is half dim i: slot 2i must hold it, so perm[2i] = i "
+                                  "and perm[2i + 1] = i + d/2. With the members exchanged every pair turns the "
+                                  "other way.")
         if torch.equal(perm, torch.argsort(want)):
             return verdict(False, f"That is the inverse permutation {where}: x_half[perm] must give the interleaved "
                                   "vector, so perm[2i] = i and perm[2i + 1] = i + d/2 (perm = [0, d/2, 1, d/2 + 1, "
