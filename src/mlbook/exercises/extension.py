@@ -17,7 +17,8 @@ import torch
 
 from mlbook.analysis.absolute import pair_wavelengths
 from mlbook.analysis.extension import ntk_stretch
-from mlbook.exercises.common import as_float, call_answer, verdict
+from mlbook.exercises.common import (call_answer, describe, failure, fmt_pair, guarded, number_answer, rtol_for,
+                                     significant_bits, tensor_answer, verdict)
 from mlbook.transformer.positional import RotaryEmbedding
 from mlbook.transformer.rope_scaling import YARN_BAND_NAMES, RopeScaling, yarn_bands
 
@@ -29,6 +30,7 @@ __all__ = ["check_ntk_base", "check_pi_positions", "check_yarn_band"]
 # ---------------------------------------------------------------------------
 
 
+@guarded
 def check_ntk_base(fn: Callable[[float, float, int], object]) -> bool:
     """Check fn(base, s, d_head) -> the NTK-aware base base * s^(d_head / (d_head - 2)).
 
@@ -39,13 +41,13 @@ def check_ntk_base(fn: Callable[[float, float, int], object]) -> bool:
     for base, s, d in cases:
         value, err = call_answer(fn, base, s, d)
         if err is not None:
-            return verdict(False, f"fn({base:g}, {s:g}, {d}) raised {err}.")
-        got = as_float(value)
-        if got is None:
-            return verdict(False, f"Return one number (the new base); fn({base:g}, {s:g}, {d}) returned "
-                                  f"{type(value).__name__}.")
+            return verdict(False, failure(f"fn({base:g}, {s:g}, {d})", err) + ".")
+        got, problem = number_answer(value, f"fn({base:g}, {s:g}, {d})", "one number (the new base)")
+        if problem is not None:
+            return verdict(False, problem)
+        got = float(got)
         want = ntk_stretch(d, base, s).new_base
-        close = lambda a, b: abs(a - b) <= 1e-6 * abs(b)  # noqa: E731
+        close = lambda a, b: abs(a - b) <= rtol_for(torch.float32) * abs(b)  # noqa: E731 (a float32 answer is right)
         if close(got, want):
             continue
         where = f"for base={base:g}, s={s:g}, d_head={d}"
@@ -67,7 +69,8 @@ def check_ntk_base(fn: Callable[[float, float, int], object]) -> bool:
         for cand, message in mistakes:
             if math.isfinite(cand) and close(got, cand):
                 return verdict(False, f"Not the NTK base {where}: {message}")
-        return verdict(False, f"fn gives {got:,.4g} {where}; the NTK-aware base is {want:,.4g}. Use "
+        shown, expected = fmt_pair(got, want)
+        return verdict(False, f"fn gives {shown} {where}; the NTK-aware base is {expected}. Use "
                               "base * s ** (d_head / (d_head - 2)).")
     return verdict(True, "base' = base * s^(d/(d-2)): theta_0 = 1 stays, the slowest pair is slowed by exactly s.")
 
@@ -83,6 +86,7 @@ def _pi_reference(L: int, L_new: int) -> torch.Tensor:
     return rope.angles(torch.arange(L_new)).double()[:, 0]  # (L_new,) m / s
 
 
+@guarded
 def check_pi_positions(fn: Callable[[int, int], object]) -> bool:
     """Check fn(L, L_new) -> the (L_new,) positions m' = m / s, s = L_new / L, for tokens m = 0 .. L_new - 1.
 
@@ -94,34 +98,48 @@ def check_pi_positions(fn: Callable[[int, int], object]) -> bool:
     for L, L_new in cases:
         value, err = call_answer(fn, L, L_new)
         if err is not None:
-            return verdict(False, f"fn({L}, {L_new}) raised {err}.")
-        try:
-            got = torch.as_tensor(value, dtype=torch.float64).flatten()
-        except (TypeError, ValueError, RuntimeError):
-            return verdict(False, f"Return a tensor (or list) of positions; fn({L}, {L_new}) returned "
-                                  f"{type(value).__name__}.")
+            return verdict(False, failure(f"fn({L}, {L_new})", err) + ".")
+        if not isinstance(value, (torch.Tensor, str)):
+            try:
+                value = torch.as_tensor(value, dtype=torch.float64)
+            except Exception:  # noqa: BLE001 - not a sequence of numbers: tensor_answer names it
+                pass
+        value, problem = tensor_answer(value, f"fn({L}, {L_new})", "a tensor (or list) of positions")
+        if problem is not None:
+            return verdict(False, problem)
+        if value.dtype == torch.bool:
+            return verdict(False, f"fn({L}, {L_new}) returned a bool tensor; return the positions as floats.")
+        got = value.double().flatten()
         where = f"for L={L}, L_new={L_new}"
         if got.numel() != L_new:
             hint = " That is the trained length: PI keeps one position per token of the new context." if got.numel() == L else ""
             return verdict(False, f"fn returns {got.numel()} positions {where}; there must be one per token, "
                                   f"L_new = {L_new}.{hint}")
+        if not torch.isfinite(got).all():
+            return verdict(False, f"fn({L}, {L_new}) contains NaN or inf: every position m / s is a finite number.")
         want = _pi_reference(L, L_new)
-        if torch.allclose(got, want, atol=1e-5):
+        # float32 positions up to 8192 are exact to ~5e-4; any float dtype at least float32 is right
+        tol = 1e-5 + rtol_for(torch.float32) * float(want.abs().max())
+        if torch.allclose(got, want, atol=tol, rtol=0):
             continue
+        if value.dtype in (torch.float16, torch.bfloat16) and torch.allclose(got, want, rtol=1e-2, atol=1e-2):
+            return verdict(False, f"Right up to rounding, but your positions are {value.dtype} {where}: it keeps "
+                                  f"only {significant_bits(value.dtype)} significant bits, so near {L} "
+                                  f"neighbouring positions m / s merge. Compute them in float32 or float64.")
         m = torch.arange(L_new, dtype=torch.float64)
         s = L_new / L
-        if torch.allclose(got, m * s, atol=1e-5):
+        if torch.allclose(got, m * s, atol=tol, rtol=0):
             return verdict(False, f"You multiplied by s {where}: positions then run to {float(m[-1] * s):,.0f}, "
                                   f"s^2 times past the trained range. Interpolation divides: m' = m / s.")
         if torch.allclose(got, torch.floor(m / s), atol=1e-9) or torch.allclose(got, torch.round(m / s), atol=1e-9):
             return verdict(False, f"Your positions are whole numbers {where}: rounding m / s puts {s:g} neighbouring "
                                   "tokens on the same position, so the model cannot tell their order. Keep m / s as "
                                   "a float; RoPE's angles m' theta_i are fine at fractional m'.")
-        if torch.allclose(got, m * (L - 1) / (L_new - 1), atol=1e-5):
+        if torch.allclose(got, m * (L - 1) / (L_new - 1), atol=tol, rtol=0):
             return verdict(False, f"You scaled by (L-1)/(L_new-1) {where}, so the last token lands exactly on L-1. "
                                   "PI (and the library's scaling='linear') divides by s = L_new / L: the last token "
                                   f"sits at {float(want[-1]):,.2f}, just below L, and every angle stays in [0, L theta_i).")
-        if torch.allclose(got, m * L / L_new + 1, atol=1e-5) or torch.allclose(got, (m + 1) / s, atol=1e-5):
+        if torch.allclose(got, m * L / L_new + 1, atol=tol, rtol=0) or torch.allclose(got, (m + 1) / s, atol=tol, rtol=0):
             return verdict(False, f"Off by one {where}: positions start at 0 (token 0 is at position 0).")
         return verdict(False, f"Your positions differ from m / s {where} (largest difference "
                               f"{float((got - want).abs().max()):.3g}). Token m goes to m * L / L_new.")
@@ -140,6 +158,7 @@ def _bands_by_turns(turns: np.ndarray, beta_fast: float, beta_slow: float) -> li
     return ["keep" if r >= beta_fast else ("interpolate" if r <= beta_slow else "blend") for r in turns]
 
 
+@guarded
 def check_yarn_band(fn: Callable[..., object]) -> bool:
     """Check fn(i, d_head, base, L, beta_fast, beta_slow) -> 'keep', 'blend' or 'interpolate' for pair i.
 
@@ -155,10 +174,10 @@ def check_yarn_band(fn: Callable[..., object]) -> bool:
         for i in range(d // 2):
             value, err = call_answer(fn, i, d, base, L, bf, bs)
             if err is not None:
-                return verdict(False, f"fn({i}, {d}, {base:g}, {L}, {bf:g}, {bs:g}) raised {err}.")
-            if value not in _BANDS:
+                return verdict(False, failure(f"fn({i}, {d}, {base:g}, {L}, {bf:g}, {bs:g})", err) + ".")
+            if not (isinstance(value, str) and value in _BANDS):
                 return verdict(False, f"Return one of 'keep', 'blend', 'interpolate'; fn({i}, {d}, {base:g}, "
-                                      f"{L}, {bf:g}, {bs:g}) returned {value!r}.")
+                                      f"{L}, {bf:g}, {bs:g}) returned {describe(value)}.")
             got.append(value)
         if got == want:
             continue

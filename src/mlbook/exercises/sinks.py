@@ -11,19 +11,28 @@ from __future__ import annotations
 from typing import Callable
 
 from mlbook.analysis.sinks import SCHEMES, cache_contents
-from mlbook.exercises.common import call_answer, verdict
+from mlbook.exercises.common import call_answer, describe, failure, guarded, number_answer, verdict
 
 __all__ = ["check_sink_slots", "check_largest_offset"]
 
 
 def _as_int_list(value: object) -> list[int] | None:
+    """A list, tuple, 1-D tensor or numpy array of whole numbers as a list of ints; else None."""
+    if isinstance(value, (str, bytes, dict)) or not hasattr(value, "__iter__"):
+        return None
+    out = []
     try:
-        out = [int(v) for v in value]  # type: ignore[union-attr]
-    except (TypeError, ValueError):
+        for v in value:  # type: ignore[union-attr]
+            n, problem = number_answer(v, "")
+            if problem is not None or n != int(n):
+                return None
+            out.append(int(n))
+    except Exception:  # noqa: BLE001 - whatever iterating the reader's object raises: not a list of ints
         return None
     return out
 
 
+@guarded
 def check_sink_slots(fn: Callable[[int, int, int], object]) -> bool:
     """Check fn(t, n_sink, window) -> (kept, slots) after t streamed tokens (positions 0 .. t-1).
 
@@ -35,12 +44,14 @@ def check_sink_slots(fn: Callable[[int, int, int], object]) -> bool:
         value, err = call_answer(fn, t, n_sink, window)
         where = f"for t={t}, n_sink={n_sink}, window={window}"
         if err is not None:
-            return verdict(False, f"fn({t}, {n_sink}, {window}) raised {err}.")
+            return verdict(False, failure(f"fn({t}, {n_sink}, {window})", err) + ".")
         if not isinstance(value, (tuple, list)) or len(value) != 2:
-            return verdict(False, f"Return a pair (kept, slots) of two lists; got {type(value).__name__} {where}.")
+            return verdict(False, f"Return a pair (kept, slots) of two lists; got {describe(value)} {where}.")
         kept, slots = _as_int_list(value[0]), _as_int_list(value[1])
         if kept is None or slots is None:
-            return verdict(False, f"kept and slots must be sequences of integers {where}.")
+            bad = value[0] if kept is None else value[1]
+            return verdict(False, f"kept and slots must be sequences of integers {where}; "
+                                  f"{'kept' if kept is None else 'slots'} is {describe(bad)}.")
         ref = cache_contents("sink_slot", t, n_sink, window)
         want_kept, want_slots = list(ref.kept), list(ref.given)
         if kept == want_kept and slots == want_slots:
@@ -73,6 +84,7 @@ def check_sink_slots(fn: Callable[[int, int, int], object]) -> bool:
                          "slot exceeds n_sink + window - 1 however long the stream.")
 
 
+@guarded
 def check_largest_offset(fn: Callable[[str, int, int, int], object]) -> bool:
     """Check fn(scheme, t, n_sink, window) -> the largest query-key offset RoPE sees after t tokens.
 
@@ -85,16 +97,14 @@ def check_largest_offset(fn: Callable[[str, int, int, int], object]) -> bool:
             value, err = call_answer(fn, scheme, t, n_sink, window)
             where = f"for scheme={scheme!r}, t={t}, n_sink={n_sink}, window={window}"
             if err is not None:
-                return verdict(False, f"fn({scheme!r}, {t}, {n_sink}, {window}) raised {err}.")
-            if isinstance(value, bool):
-                return verdict(False, f"Return a whole number of tokens, not a bool; got {value!r} {where}.")
-            if not isinstance(value, int):
-                try:
-                    if float(value) != int(float(value)):  # type: ignore[arg-type]
-                        raise ValueError
-                    value = int(float(value))  # type: ignore[arg-type]
-                except (TypeError, ValueError):
-                    return verdict(False, f"Return a whole number of tokens; got {value!r} {where}.")
+                return verdict(False, failure(f"fn({scheme!r}, {t}, {n_sink}, {window})", err) + ".")
+            number, problem = number_answer(value, f"fn({scheme!r}, {t}, {n_sink}, {window})",
+                                            "a whole number of tokens")
+            if problem is not None:
+                return verdict(False, problem)
+            if number != int(number):
+                return verdict(False, f"Return a whole number of tokens; got {number!r} {where}.")
+            value = int(number)
             view = cache_contents(scheme, t, n_sink, window)
             want = view.max_offset
             if value == want:

@@ -12,9 +12,11 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Callable
 
+import torch
+
 from mlbook.analysis.production import kv_cache_bytes
 from mlbook.analysis.systems import attention_flops, position_cost
-from mlbook.exercises.common import call_answer, verdict
+from mlbook.exercises.common import call_answer, describe, failure, fmt_pair, guarded, number_answer, rtol_for, verdict
 
 __all__ = ["check_attention_flops", "check_kv_cache_bytes"]
 
@@ -52,6 +54,7 @@ _KV_FACTORS = {
 }
 
 
+@guarded
 def check_kv_cache_bytes(fn: Callable[..., object]) -> bool:
     """Check fn(n_layers, n_heads, n_kv_heads, d_head, bits, context_len, batch) -> cache size in bytes.
 
@@ -68,19 +71,18 @@ def check_kv_cache_bytes(fn: Callable[..., object]) -> bool:
             if err.startswith("NotImplementedError"):
                 print(_NOT_IMPLEMENTED)
                 return False
-            return verdict(False, f"fn({', '.join(f'{k}={v}' for k, v in case.items())}) raised {err}.")
-        if value is None:
-            print(_NOT_IMPLEMENTED)
-            return False
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            return verdict(False, f"Return a number of bytes (int or float), got {type(value).__name__}.")
+            return verdict(False, failure(f"fn({', '.join(f'{k}={v}' for k, v in case.items())})", err) + ".")
+        value, problem = number_answer(value, "Your function", "a number of bytes (an int or a float)")
+        if problem is not None:
+            return verdict(False, problem)
         want = kv_cache_bytes(case["n_layers"], case["n_kv_heads"], case["d_head"], case["bits"] / 8,
                               case["context_len"], case["batch"])
-        if abs(float(value) - want) <= 1e-6 * want:
+        tol = rtol_for(torch.float32) * want  # a count computed in float32 (or from a float32 tensor) is right
+        if abs(float(value) - want) <= tol:
             continue
         where = ", ".join(f"{k}={v}" for k, v in case.items())
         for unit, size in (("GiB", 2**30), ("GB", 1e9), ("MiB", 2**20), ("MB", 1e6)):
-            if abs(float(value) * size - want) <= 1e-6 * want:
+            if abs(float(value) * size - want) <= tol:
                 return verdict(False, f"You returned {value} for {where}: that is the size in {unit}, but the "
                                       "function must return bytes. Convert units only when you print.")
         r = _ratio(float(value), want)
@@ -88,7 +90,8 @@ def check_kv_cache_bytes(fn: Callable[..., object]) -> bool:
         if hint is not None:
             times = f"{r} times" if r > 1 else f"{r} of"
             return verdict(False, f"For {where} you return {value:,.0f} bytes, {times} the right {want:,}. {hint}")
-        return verdict(False, f"For {where} you return {value:,.0f} bytes; the cache holds {want:,}. Per token it "
+        shown, expected = fmt_pair(float(value), float(want), 6)
+        return verdict(False, f"For {where} you return {shown} bytes; the cache holds {expected}. Per token it "
                               "is 2 x n_layers x n_kv_heads x d_head x bits / 8 bytes.")
     return verdict(True, "Keys and values, every layer, only the KV heads, bits / 8 bytes per value, for every "
                          "token of every sequence: 0.5 MiB per token and 64 GiB at 131,072 tokens for the "
@@ -102,6 +105,7 @@ def check_kv_cache_bytes(fn: Callable[..., object]) -> bool:
 _FLOP_CASE = (3, 5, 7)  # B, T, d: distinct primes so each mistake shows as its own factor
 
 
+@guarded
 def check_attention_flops(fn: Callable[[int, int, int], object]) -> bool:
     """Check fn(B, T, d) -> (rope, projections, scores_and_mix): FLOPs of one layer, 2 per multiply-add.
 
@@ -115,16 +119,16 @@ def check_attention_flops(fn: Callable[[int, int, int], object]) -> bool:
         if err.startswith("NotImplementedError"):
             print(_NOT_IMPLEMENTED)
             return False
-        return verdict(False, f"fn({B}, {T}, {d}) raised {err}.")
-    if value is None:
-        print(_NOT_IMPLEMENTED)
-        return False
+        return verdict(False, failure(f"fn({B}, {T}, {d})", err) + ".")
     if not isinstance(value, (tuple, list)) or len(value) != 3:
-        return verdict(False, "Return three numbers: (rope, projections, scores_and_mix).")
-    try:
-        rope, proj, mix = (float(v) for v in value)
-    except (TypeError, ValueError):
-        return verdict(False, "Return three numbers: (rope, projections, scores_and_mix).")
+        return verdict(False, f"Return three numbers: (rope, projections, scores_and_mix); got {describe(value)}.")
+    numbers = []
+    for part, v in zip(("rope", "projections", "scores_and_mix"), value):
+        number, problem = number_answer(v, f"{part} in fn({B}, {T}, {d})", "a number")
+        if problem is not None:
+            return verdict(False, f"Return three numbers: (rope, projections, scores_and_mix). {problem}")
+        numbers.append(float(number))
+    rope, proj, mix = numbers
     flops = attention_flops(B, T, d)
     want_rope = position_cost("rope", B, T, d, 1).flops
     want = {"rope": want_rope, "projections": flops.projections, "scores and mix": flops.scores + flops.mix}
@@ -148,14 +152,15 @@ def check_attention_flops(fn: Callable[[int, int, int], object]) -> bool:
                                                      "masked half does."},
     }
     for part in ("rope", "projections", "scores and mix"):
-        if abs(got[part] - want[part]) <= 1e-9 * want[part]:
+        if abs(got[part] - want[part]) <= rtol_for(torch.float32) * want[part]:  # float32 counts are right too
             continue
         r = _ratio(got[part], want[part])
         hint = hints[part].get(r) if r is not None else None
         if hint is None and r is not None and r != 0:
             if part == "scores and mix" and _ratio(got[part], 4.0 * B * T * d * d) == 1:
                 hint = "That is T d^2: the score and mix products scale with T^2 d (every query meets every key)."
-        msg = f"{part}: you have {got[part]:,.0f} FLOPs for B={B}, T={T}, d={d}; the count is {want[part]:,.0f}."
+        shown, expected = fmt_pair(got[part], float(want[part]), 6)
+        msg = f"{part}: you have {shown} FLOPs for B={B}, T={T}, d={d}; the count is {expected}."
         return verdict(False, f"{msg} {hint}" if hint else f"{msg} Count 2 FLOPs per multiply-add.")
     return verdict(True, "RoPE costs 6 B T d, the projections 8 B T d^2, scores and mix 4 B T^2 d per layer: RoPE "
                          "is a 4d/3-th of the projections' cost, and the T^2 term overtakes the projections once "
