@@ -202,7 +202,7 @@ ROPE_WRONG = {
     "returns one tensor": (rotate_half_ok, apply_rotary_ok, _rope_class(out=lambda a: a.cos()), r"must return a pair"),
     "positions in bf16": (rotate_half_ok, apply_rotary_ok, _rope_class(
         lambda self, T, offset: torch.outer(torch.arange(offset, offset + T).to(torch.bfloat16), self.inv_freq)),
-        r"Angles in bf16 \(or another low precision\).*off by up to"),
+        r"Angles in bfloat16 \(positions in bfloat16\).*off by up to"),
     "angles cast to bf16": (rotate_half_ok, apply_rotary_ok, _rope_class(cast_angles=torch.bfloat16),
                             r"Angles in low precision.*bfloat16"),
     "inv_freq follows .to(bf16)": (rotate_half_ok, apply_rotary_ok, _rope_class(keep_float32=False),

@@ -24,7 +24,8 @@ from typing import Any, Callable
 import torch
 
 from mlbook import chapter_tests
-from mlbook.exercises.common import run_limited, verdict
+from mlbook.exercises.common import (InputModified, call_checked, describe, error_text, failure, fmt_pair, guarded,
+                                     pair_kinds, pair_kinds_message, rtol_for, significant_bits, tensor_answer, verdict)
 from mlbook.transformer import positional as P
 
 __all__ = [
@@ -42,10 +43,9 @@ __all__ = [
 
 
 def _try(fn: Callable, *args: Any, **kwargs: Any) -> tuple[Any, BaseException | None]:
-    try:
-        return run_limited(fn, *args, **kwargs), None  # stopped with AnswerTimedOut rather than hanging
-    except Exception as exc:  # the reader's code: report it, never crash the cell
-        return None, exc
+    """The reader's fn(*args, **kwargs) on copies of the arguments, stopped after the time limit: (value, None),
+    or (None, the exception), an InputModified one if fn changed an argument in place."""
+    return call_checked(fn, *args, **kwargs)
 
 
 def _is_stub(exc: BaseException | None) -> bool:
@@ -53,8 +53,12 @@ def _is_stub(exc: BaseException | None) -> bool:
 
 
 def _err(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-    return f"{type(exc).__name__}" + (f": {text}" if text else "")
+    return error_text(exc)
+
+
+def _raised(call: str, exc: BaseException) -> str:
+    """'call raised Error: ...', or 'call: you modified the input: ...'."""
+    return failure(call, error_text(exc))
 
 
 def _not_implemented(message: str) -> bool:
@@ -73,6 +77,11 @@ def _fmt(values: torch.Tensor | list, digits: int = 4) -> str:
 
 def _close(a: torch.Tensor, b: torch.Tensor, atol: float = 1e-5) -> bool:
     return a.shape == b.shape and bool(torch.allclose(a.double(), b.double(), atol=atol, rtol=0))
+
+
+def _near(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Equal to float32 accuracy: relative 7.6e-6 (rtol_for(float32)), absolute 1e-6 near zero."""
+    return a.shape == b.shape and bool(torch.allclose(a.double(), b.double(), rtol=rtol_for(torch.float32), atol=1e-6))
 
 
 def _run_named(test: Callable[..., None], **kwargs: Any) -> str | None:
@@ -178,17 +187,26 @@ def _diagnose_rotate_half(rotate_half: Callable) -> str | None:
     x = torch.arange(8.0)
     got, exc = _try(rotate_half, x)
     if exc is not None:
-        return f"rotate_half(torch.arange(8.0)) raised {_err(exc)}."
-    if not isinstance(got, torch.Tensor):
-        return f"rotate_half must return a torch.Tensor; it returned {type(got).__name__}."
+        return _raised("rotate_half(torch.arange(8.0))", exc) + "."
+    got, problem = tensor_answer(got, "rotate_half(torch.arange(8.0))", "a torch.Tensor shaped like x")
+    if problem is not None:
+        return problem
     if tuple(got.shape) != (8,):
         return (f"rotate_half(torch.arange(8.0)) has shape {tuple(got.shape)}; it must keep the shape (8,): "
                 "split the last dimension into two halves and concatenate them back.")
+    if got.dtype != x.dtype:
+        return (f"rotate_half(torch.arange(8.0)) returns {got.dtype} for a {x.dtype} x: rotate_half only moves and "
+                "negates numbers, so it returns x's dtype (no .to(), no new tensor of another dtype).")
     want = P.rotate_half(x)
     if torch.equal(got.float(), want):
         y = torch.randn(2, 3, 5, 16, generator=torch.Generator().manual_seed(0))  # (B, H, T, d_head)
         got4, exc = _try(rotate_half, y)
-        if exc is not None or not isinstance(got4, torch.Tensor) or not _close(got4, P.rotate_half(y), 0.0):
+        if isinstance(exc, InputModified):
+            return _raised("rotate_half(x) with x (2, 3, 5, 16)", exc) + "."
+        got4, problem = tensor_answer(got4, "rotate_half(x) with x (2, 3, 5, 16)") if exc is None else (None, None)
+        if problem is not None:
+            return problem
+        if exc is not None or not _close(got4, P.rotate_half(y), 0.0):
             return ("rotate_half is right on a 1-D vector but not on a (B, H, T, d_head) tensor: split the LAST "
                     "dimension, x[..., :d // 2] and x[..., d // 2:] with d = x.shape[-1], and concatenate on "
                     "dim=-1." + (f" (It raised {_err(exc)}.)" if exc is not None else ""))
@@ -212,6 +230,23 @@ def _diagnose_rotate_half(rotate_half: Callable) -> str | None:
     return f"{shown}: the first half of the output is minus the second half of the input, the second half is the first half."
 
 
+def _tables(out: object, where: str) -> tuple[torch.Tensor | None, torch.Tensor | None, str | None]:
+    """(cos, sin, None) from what forward returned, each a real tensor on the CPU; else (None, None, why not)."""
+    if not (isinstance(out, (tuple, list)) and len(out) == 2):
+        what = describe(out)
+        return None, None, (f"{where} must return a pair (cos, sin) of tensors, each (T, d_head); it returned "
+                            f"{what}. Return angles.cos(), angles.sin().")
+    tables = []
+    for name, t in zip(("cos", "sin"), out):
+        t, problem = tensor_answer(t, f"{name} from {where}", "a torch.Tensor (T, d_head)")
+        if problem is not None:
+            return None, None, problem + " Return (angles.cos(), angles.sin())."
+        if not t.is_floating_point():
+            return None, None, f"{where} returns a {t.dtype} {name} table; cos and sin are float32 tables."
+        tables.append(t)
+    return tables[0], tables[1], None
+
+
 def _diagnose_rope_tables(RotaryEmbedding: Callable) -> tuple[str | None, bool]:
     """(message or None, table_is_interleaved) for the reader's RotaryEmbedding."""
     d = 16
@@ -220,16 +255,14 @@ def _diagnose_rope_tables(RotaryEmbedding: Callable) -> tuple[str | None, bool]:
         rope, exc = _try(RotaryEmbedding, *args)
         if exc is not None:
             call = f"RotaryEmbedding({', '.join(map(repr, args))})"
-            return f"{call} raised {_err(exc)}. The drill's signature is RotaryEmbedding(d_head, base=10000.0).", False
+            return f"{_raised(call, exc)}. The drill's signature is RotaryEmbedding(d_head, base=10000.0).", False
         out, exc = _try(rope, T, offset=offset)
         where = f"RotaryEmbedding({', '.join(map(repr, args))})({T}, offset={offset})"
         if exc is not None:
-            return f"{where} raised {_err(exc)}.", False
-        if not (isinstance(out, (tuple, list)) and len(out) == 2 and all(isinstance(t, torch.Tensor) for t in out)):
-            return (f"{where} must return a pair (cos, sin) of tensors, each (T, d_head); it returned "
-                    f"{type(out).__name__}" + (f" of length {len(out)}" if isinstance(out, (tuple, list)) else "")
-                    + ". Return angles.cos(), angles.sin()."), False
-        cos, sin = out
+            return f"{_raised(where, exc)}.", False
+        cos, sin, problem = _tables(out, where)
+        if problem is not None:
+            return problem, False
         if tuple(cos.shape) == (T, d // 2):
             return (f"{where} returns cos of shape {tuple(cos.shape)} = (T, d_head/2): the angles are not shared "
                     "across the two halves. Both halves of pair i (columns i and i + d/2) must see the angle "
@@ -237,14 +270,23 @@ def _diagnose_rope_tables(RotaryEmbedding: Callable) -> tuple[str | None, bool]:
         if tuple(cos.shape) != (T, d) or tuple(sin.shape) != (T, d):
             return (f"{where} returns cos {tuple(cos.shape)} and sin {tuple(sin.shape)}; each must be "
                     f"(T, d_head) = ({T}, {d}), one row per position."), False
-        if cos.dtype in (torch.bfloat16, torch.float16) or sin.dtype in (torch.bfloat16, torch.float16):
-            return (f"Angles in low precision: {where} returns {cos.dtype} tables. m*theta_i must be computed "
-                    "in float32 (positions and inv_freq), and the tables returned in float32: at position "
-                    "16,000 bf16 keeps the angle only to within 32 radians, about five full turns."), False
+        low = next((t.dtype for t in (cos, sin) if t.dtype in _LOW_PRECISION), None)
+        if low is not None:
+            return (f"Angles in low precision: {where} returns {low} tables. m*theta_i must be computed in "
+                    "float32 (positions and inv_freq), and the tables returned in float32: "
+                    f"{_precision_words(low)}"), False
         pos = torch.arange(offset, offset + T)
         ref_cos, ref_sin = _lib_tables(d, base, offset, T)
         c, s = cos.double(), sin.double()
+        if not (torch.isfinite(c).all() and torch.isfinite(s).all()):
+            return f"{where} returns tables with NaN or inf: every entry is the cos or sin of a finite angle.", False
         if _close(c, ref_cos) and _close(s, ref_sin):
+            if cos.dtype != torch.float32 or sin.dtype != torch.float32:
+                wrong = cos.dtype if cos.dtype != torch.float32 else sin.dtype
+                return (f"Right values, but {where} returns {wrong} tables; the drill asks for float32. "
+                        f"x * cos with float32 x would come out {wrong}: q and k turn {wrong}, and the attention "
+                        f"matmul with float32 values then fails (expected both float32). Compute the angles in "
+                        f"{wrong} if you like, but return angles.cos().float(), angles.sin().float()."), False
             continue
         if _close(c, ref_sin) and _close(s, ref_cos):
             return f"{where} returns (sin, cos): return the cosines first, (angles.cos(), angles.sin()).", False
@@ -259,58 +301,167 @@ def _diagnose_rope_tables(RotaryEmbedding: Callable) -> tuple[str | None, bool]:
             return (f"{where}: columns i and i + d/2 hold different angles, so the two halves of a pair are "
                     "not turned together. Compute d_head/2 angles m*theta_i and lay them out as "
                     "torch.cat([angles, angles], dim=-1)."), False
-        ang = torch.atan2(s, c)  # (T, d) the reader's angles, wrapped to (-pi, pi]
+        lows = {name: max(float((c - lc).abs().max()), float((s - ls).abs().max()))
+                for name, (lc, ls) in _low_precision_tables(d, offset, T, base).items()}
+        low_name = min(lows, key=lows.get)
+        if lows[low_name] < 1e-5:
+            low = next(t for t in _LOW_PRECISION if low_name.endswith(_name(t)))
+            return (f"Angles in {_name(low)} ({low_name}): {where} is close to the right tables but off by up to "
+                    f"{max(float((c - ref_cos).abs().max()), float((s - ref_sin).abs().max())):.2g} already at "
+                    f"these small positions. {_precision_words(low)} Build positions and inv_freq in float32 and "
+                    "multiply in float32."), False
         ref = _table_from(_theta(d, base), pos)
-        wrong = ((ang - ref + math.pi) % (2 * math.pi) - math.pi).abs() > 1e-4
-        t, col = (int(v) for v in wrong.nonzero()[0])
-        return (f"{where}: the angle at position {offset + t}, column {col} is {float(ang[t, col]):.4f} rad (mod "
-                f"2 pi), expected m*theta_i = {float(ref[t, col]):.4f} with theta_i = base^(-2i/d_head), "
+        right = [_close(c[:, i], ref_cos[:, i]) and _close(s[:, i], ref_sin[:, i]) for i in range(d // 2)]
+        zero = [_close(c[:, i], torch.ones(T)) and _close(s[:, i], torch.zeros(T)) for i in range(d // 2)]
+        idle = [i for i in range(d // 2) if zero[i] and not right[i]]
+        if idle and all(r or z for r, z in zip(right, zero)):
+            return (f"{where}: partial rotation: pairs {idle} get angle 0 at every position (cos 1, sin 0), so "
+                    f"they are never rotated; pairs {[i for i in range(d // 2) if right[i]]} are right. Every "
+                    "one of the d_head/2 pairs turns, at its own theta_i = base^(-2i/d_head): build all d_head/2 "
+                    "frequencies, torch.arange(0, d_head, 2), not a slice of them."), False
+        ang = torch.atan2(s, c)  # (T, d) the reader's angles, wrapped to (-pi, pi]
+        gap = ((ang - ref + math.pi) % (2 * math.pi) - math.pi).abs()  # (T, d)
+        t, col = divmod(int(gap.argmax()), d)
+        shown, expected = fmt_pair(float(ang[t, col]), float(ref[t, col]))
+        return (f"{where}: the angle at position {offset + t}, column {col} is {shown} rad (mod "
+                f"2 pi), expected m*theta_i = {expected} with theta_i = base^(-2i/d_head), "
                 f"i = {col % (d // 2)}."), False
     return None, False
 
 
+_LOW_PRECISION = (torch.bfloat16, torch.float16)
+
+
+def _name(dtype: torch.dtype) -> str:
+    return str(dtype).removeprefix("torch.")
+
+
+def _precision_words(dtype: torch.dtype) -> str:
+    """Why `dtype` cannot hold RoPE's angles, in numbers (positions near 16,000, the check's offset)."""
+    bits = significant_bits(dtype)  # significant bits: bf16 8, float16 11
+    spacing = 2 ** (13 - (bits - 1))  # between 8192 and 16384 (where 16,000 lies) numbers are this far apart
+    turns = spacing / 2 / (2 * math.pi)
+    overflow = "; past 65,504 float16 overflows to inf (cos and sin of inf are NaN)" if dtype == torch.float16 else ""
+    return (f"{_name(dtype)} keeps {bits} significant bits, so near position 16,000 a position (and m*theta_i) is "
+            f"rounded to a multiple of {spacing}: off by up to {spacing // 2} radians, "
+            f"{'about ' + format(turns, '.0f') + ' full turns' if turns >= 1 else 'more than half a turn'}{overflow}.")
+
+
+def _low_precision_tables(d: int, offset: int, T: int,
+                          base: float = 10000.0) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
+    """(cos, sin) float64 of the usual low-precision recipes: positions and the product in a low dtype, only the
+    positions, or only inv_freq in it, for bf16 and float16."""
+    theta = P.frequency_ladder(d, base)  # (d/2,) float32
+    out = {}
+    for dtype in _LOW_PRECISION:
+        pos = torch.arange(offset, offset + T)
+        for recipe, ang in (("positions and product", pos.to(dtype)[:, None] * theta.to(dtype)[None, :]),
+                            ("positions", pos.to(dtype).float()[:, None] * theta[None, :]),
+                            ("inv_freq", pos.float()[:, None] * theta.to(dtype).float()[None, :])):
+            ang = torch.cat([ang, ang], dim=-1).double()  # (T, d)
+            out[f"{recipe} in {_name(dtype)}"] = (ang.cos(), ang.sin())
+    return out
+
+
 def _precision_error(rope: Any, d: int, offset: int, T: int) -> tuple[float | None, str | None]:
+    """(max |error| of rope(T, offset) against float64 cos/sin, None), or (None, what went wrong)."""
+    where = f"RotaryEmbedding({d})({T}, offset={offset})"
     out, exc = _try(rope, T, offset=offset)
     if exc is not None:
-        return None, _err(exc)
-    cos, sin = out
+        return None, f"{_raised(where, exc)}."
+    cos, sin, problem = _tables(out, where)
+    if problem is not None:
+        return None, problem
+    if tuple(cos.shape) != (T, d) or tuple(sin.shape) != (T, d):
+        return None, _short_tables(rope, d, offset, T, tuple(cos.shape))
     ang = _table_from(chapter_tests.theta64(d), torch.arange(offset, offset + T))  # float64 oracle
-    err = max(float((cos.double() - ang.cos()).abs().max()), float((sin.double() - ang.sin()).abs().max()))
+    c, s = cos.double(), sin.double()
+    if not (torch.isfinite(c).all() and torch.isfinite(s).all()):
+        return None, (f"{where} returns NaN or inf: the angles overflowed (float16 stops at 65,504) or were "
+                      "computed from a table that does not reach this position.")
+    err = max(float((c - ang.cos()).abs().max()), float((s - ang.sin()).abs().max()))
     return err, None
 
 
-def _diagnose_rope_precision(RotaryEmbedding: Callable) -> str | None:
-    """Angles must stay float32: at positions near 16,000 cos/sin within 1e-2 of float64, also after .to(bf16)."""
-    d, offset, T = 128, 16000, 4
-    rope, exc = _try(RotaryEmbedding, d)
-    if exc is not None:
-        return f"RotaryEmbedding({d}) raised {_err(exc)}."
-    err, exc_text = _precision_error(rope, d, offset, T)
-    where = f"RotaryEmbedding({d})({T}, offset={offset})"
-    if exc_text is not None:
-        return f"{where} raised {exc_text}."
-    if err > 1e-2:
-        return (f"Angles in bf16 (or another low precision): {where} is off by up to {err:.2f} from the float64 "
-                "cos/sin. Build positions and inv_freq in float32 (torch.arange(offset, offset + T, "
-                "dtype=torch.float32)) and multiply in float32; only q and k follow the model's dtype.")
-    if not hasattr(rope, "to"):
+def _rows(rope: Any, offset: int) -> int | None:
+    """How many rows rope(1, offset) returns (None if it fails)."""
+    out, exc = _try(rope, 1, offset=offset)
+    if exc is not None or not isinstance(out, (tuple, list)) or not out or not isinstance(out[0], torch.Tensor):
         return None
-    cast, exc = _try(rope.to, torch.bfloat16)
-    if exc is not None:
-        return f"rope.to(torch.bfloat16) raised {_err(exc)}."
-    err, exc_text = _precision_error(cast if cast is not None else rope, d, offset, T)
-    if exc_text is not None:
-        return f"After rope.to(torch.bfloat16), {where} raised {exc_text}."
-    if err > 1e-2:
-        freq = getattr(cast, "inv_freq", None)
-        why = (" Your inv_freq buffer is now torch.bfloat16: .to() casts every floating-point buffer, and bf16 "
-               "keeps 8 significant bits, so theta_i is off by up to 0.4% and m*theta_i by whole turns at "
-               "large m." if isinstance(freq, torch.Tensor) and freq.dtype == torch.bfloat16 else "")
-        return (f"Angles in bf16 once the model is cast: after rope.to(torch.bfloat16), as model.to(torch.bfloat16) "
-                f"does, {where} is off by up to {err:.2f} from the float64 cos/sin.{why} Keep the frequencies "
-                "float32 whatever the model dtype: override _apply so that .to() moves inv_freq to the new "
-                "device but keeps float32, as mlbook's RotaryEmbedding._apply does, or recompute inv_freq in "
-                "forward.")
+    return int(out[0].shape[0]) if out[0].dim() else None
+
+
+def _short_tables(rope: Any, d: int, offset: int, T: int, shape: tuple) -> str:
+    """The message for tables of the wrong shape at a large offset: a table cached for a fixed length."""
+    where = f"RotaryEmbedding({d})({T}, offset={offset})"
+    lo, hi = 0, offset  # rope(1, lo) has a row; find the first position with none
+    if _rows(rope, lo) != 1 or _rows(rope, hi) == 1:
+        return (f"{where} returns tables of shape {shape}, not (T, d_head) = ({T}, {d}): forward(T, offset) must "
+                "return one row for each position offset .. offset + T - 1, whatever the offset.")
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if _rows(rope, mid) == 1 else (lo, mid)
+    return (f"{where} returns tables of shape {shape}, not ({T}, {d}): your tables were cached for positions "
+            f"0 .. {lo} ({lo + 1} positions) and slicing past their end returns fewer rows without an error. "
+            f"A decoder reaches position {offset} in a long chat: compute the angles for positions offset .. "
+            "offset + T - 1 in forward (or grow the cache when offset + T exceeds it, as Hugging Face's "
+            "dynamic RoPE does).")
+
+
+def _name_low_precision(rope: Any, d: int, offset: int, T: int) -> str:
+    """The low-precision recipe ('positions in float16', ...) rope's tables match, else ''. Two windows of
+    positions, offset and offset + 5: at 16,000 .. 16,003 float16 and bfloat16 both round every position to
+    16,000, at 16,005 .. 16,008 they differ."""
+    gaps: dict[str, float] = {}
+    for start in (offset, offset + 5):
+        out, exc = _try(rope, T, offset=start)
+        cos, sin, problem = _tables(out, "") if exc is None else (None, None, "")
+        if problem is not None or cos is None or tuple(cos.shape) != (T, d) or tuple(sin.shape) != (T, d):
+            return ""
+        for name, (c, s) in _low_precision_tables(d, start, T).items():
+            gap = max(float((cos.double() - c).abs().max()), float((sin.double() - s).abs().max()))
+            gaps[name] = max(gaps.get(name, 0.0), gap)
+    name = min(gaps, key=gaps.get)
+    return name if gaps[name] < 1e-2 else ""
+
+
+def _diagnose_rope_precision(RotaryEmbedding: Callable) -> str | None:
+    """Angles must stay float32: at positions near 16,000 cos/sin within 1e-2 of float64, also after the module
+    is cast with .to(torch.bfloat16) or .to(torch.float16), as a model cast to half precision does."""
+    d, offset, T = 128, 16000, 4
+    where = f"RotaryEmbedding({d})({T}, offset={offset})"
+    for cast in (None,) + _LOW_PRECISION:
+        rope, exc = _try(RotaryEmbedding, d)
+        if exc is not None:
+            return _raised(f"RotaryEmbedding({d})", exc) + "."
+        if cast is not None:
+            if not hasattr(rope, "to"):
+                return None
+            moved, exc = _try(rope.to, cast)
+            if exc is not None:
+                return _raised(f"rope.to({cast})", exc) + "."
+            rope = moved if moved is not None else rope
+        err, problem = _precision_error(rope, d, offset, T)
+        if problem is not None:
+            return problem if cast is None else f"After rope.to({cast}): {problem}"
+        if err <= 1e-2:
+            continue
+        recipe = _name_low_precision(rope, d, offset, T)
+        dtype = cast if cast is not None else next((t for t in _LOW_PRECISION if recipe.endswith(_name(t))), None)
+        words = _precision_words(dtype) if dtype is not None else ""
+        if cast is None:
+            named = f"Angles in {_name(dtype)} ({recipe})" if dtype is not None else "Angles in low precision"
+            words += " " if words else ""
+            return (f"{named}: {where} is off by up to {err:.2f} from the float64 cos/sin. {words}Build positions "
+                    "and inv_freq in float32 (torch.arange(offset, offset + T, dtype=torch.float32)) and multiply "
+                    "in float32; only q and k follow the model's dtype.")
+        freq = getattr(rope, "inv_freq", None)
+        why = (f" Your inv_freq buffer is now {cast}: .to() casts every floating-point buffer. {words}"
+               if isinstance(freq, torch.Tensor) and freq.dtype == cast else f" {words}")
+        return (f"Angles in {cast} once the model is cast: after rope.to({cast}), as model.to({cast}) does, "
+                f"{where} is off by up to {err:.2f} from the float64 cos/sin.{why} Keep the frequencies float32 "
+                "whatever the model dtype: override _apply so that .to() moves inv_freq to the new device but "
+                "keeps float32, as mlbook's RotaryEmbedding._apply does, or recompute inv_freq in forward.")
     return None
 
 
@@ -322,13 +473,23 @@ def _diagnose_apply_rotary(apply_rotary: Callable) -> str | None:
     call = "apply_rotary(x, cos, sin) with x (2, 3, 7, 16) and cos, sin (7, 16)"
     if exc is not None:
         hint = (" cos and sin are (T, d_head) and broadcast against x (B, H, T, d_head) as they are, or as "
-                "cos[None, None]." if "size" in str(exc) or "shape" in str(exc) else "")
-        return f"{call} raised {_err(exc)}.{hint}"
-    if not isinstance(got, torch.Tensor) or tuple(got.shape) != tuple(x.shape):
-        shape = tuple(got.shape) if isinstance(got, torch.Tensor) else type(got).__name__
-        return f"{call} must return a tensor shaped like x, (2, 3, 7, 16); got {shape}."
+                "cos[None, None]." if not isinstance(exc, InputModified) and ("size" in str(exc) or "shape" in str(exc))
+                else "")
+        return f"{_raised(call, exc)}.{hint}"
+    got, problem = tensor_answer(got, call, "a tensor shaped like x, (2, 3, 7, 16)")
+    if problem is not None:
+        return problem
+    if tuple(got.shape) != tuple(x.shape):
+        return f"{call} must return a tensor shaped like x, (2, 3, 7, 16); got {tuple(got.shape)}."
+    if got.dtype in _LOW_PRECISION or not got.is_floating_point():
+        return (f"{call} returns {got.dtype} for a {x.dtype} x: return x's dtype. The rotation mixes the two "
+                "members of a pair, so it needs x's precision; do not cast.")
     rh, ri = P.rotate_half(x), P.rotate_interleaved(x)
     if _close(got, P.apply_rotary(x, cos, sin)):
+        if got.dtype != x.dtype:
+            return (f"Right values, but {call} returns {got.dtype} for a {x.dtype} x: return x's dtype. A {got.dtype} "
+                    f"q or k makes the scores {got.dtype}, and the attention matmul with {x.dtype} values then fails "
+                    "(expected both float32).")
         return None
     mistakes = (
         (x * cos - rh * sin, "Sign of the sine term: you compute x * cos - rotate_half(x) * sin, which turns each "
@@ -347,17 +508,32 @@ def _diagnose_apply_rotary(apply_rotary: Callable) -> str | None:
     for want, message in mistakes:
         if _close(got, want):
             return message
+    h = d // 2
+    problem = pair_kinds_message(pair_kinds(x, got, cos[:, :h], sin[:, :h], 1e-5), f"in {call}")
+    if problem is not None:
+        return problem
+    for r in (d // 2, d // 4):  # GPT-NeoX-style partial rotary: the first r dims rotated on their own, the rest kept
+        part = torch.cat([P.apply_rotary(x[..., :r], cos[:, :r], sin[:, :r]), x[..., r:]], dim=-1)
+        part_half = torch.cat([P.apply_rotary(x[..., :r], torch.cat([cos[:, : r // 2]] * 2, -1),
+                                              torch.cat([sin[:, : r // 2]] * 2, -1)), x[..., r:]], dim=-1)
+        if _close(got, part) or _close(got, part_half):
+            return (f"Partial rotation in {call}: you rotate only the first {r} of the {d} dims and pass the other "
+                    f"{d - r} through unchanged (GPT-NeoX's rotary_pct, partial_rotary_factor = {r / d:g}). The "
+                    "drill rotates every pair (x_i, x_(i+d/2)) of the whole head: x * cos + rotate_half(x) * sin "
+                    "on the full last dimension.")
     gap = float((got.double() - P.apply_rotary(x, cos, sin).double()).abs().max())
     return (f"{call} differs from the rotation (a cos t - b sin t, b cos t + a sin t) of each pair (x_i, x_(i+d/2)) "
             f"by up to {gap:.3g}: compute x * cos + rotate_half(x) * sin.")
 
 
+@guarded
 def check_rope_drill(rotate_half: Callable, apply_rotary: Callable, RotaryEmbedding: Callable) -> bool:
     """Check the RoPE drill: rotate_half(x), apply_rotary(x, cos, sin), RotaryEmbedding(d_head, base).
 
     Half layout (pairs (i, i + d/2)), theta_i = base^(-2i/d_head), forward(T, offset) -> (cos, sin)
     each (T, d_head) float32. Checks rotate_half on its own, the tables against the library's
-    (and the usual mistakes), float32 accuracy at position 16,000 also after .to(torch.bfloat16),
+    (and the usual mistakes), float32 accuracy at position 16,000 also after .to(torch.bfloat16) and
+    .to(torch.float16), the tables' dtype (float64 tables would break attention),
     apply_rotary against the rotation, then the chapter's test_rotate_half,
     test_rope_relative_position_property and test_rope_matches_complex_multiplication on the
     reader's three together.
@@ -413,8 +589,8 @@ def check_rope_drill(rotate_half: Callable, apply_rotary: Callable, RotaryEmbedd
             return verdict(False, f"Your three pieces pass their own checks but {name} fails on them: {reason}.")
     return verdict(True, "rotate_half, RotaryEmbedding and apply_rotary match the library and the complex "
                          "rotation e^(i m theta_i), keep float32 angles at position 16,000 (also after "
-                         ".to(torch.bfloat16)), and pass test_rotate_half, test_rope_relative_position_property "
-                         "and test_rope_matches_complex_multiplication.")
+                         ".to(torch.bfloat16) and .to(torch.float16)), and pass test_rotate_half, "
+                         "test_rope_relative_position_property and test_rope_matches_complex_multiplication.")
 
 
 # ---------------------------------------------------------------------------
@@ -475,6 +651,7 @@ _MUTANTS = (
 )
 
 
+@guarded
 def check_rope_property_test(test: Callable[[Callable, Callable, Callable], None]) -> bool:
     """Grade the reader's property test test(rotate_half, apply_rotary, RotaryEmbedding), which raises on failure.
 
@@ -565,6 +742,7 @@ _SIN_MESSAGES = {
 }
 
 
+@guarded
 def check_sinusoidal_drill(fn: Callable[[int, int, float], torch.Tensor]) -> bool:
     """Check fn(T, d_model, base=10000.0) -> the (T, d_model) float32 table PE[t, 2i] = sin(t w_i),
     PE[t, 2i+1] = cos(t w_i), w_i = base^(-2i/d_model), then the chapter's
@@ -577,9 +755,10 @@ def check_sinusoidal_drill(fn: Callable[[int, int, float], torch.Tensor]) -> boo
             return _not_implemented("sinusoidal_positional_encoding still raises NotImplementedError: write it in "
                                     "the cell above and run this cell again.")
         if exc is not None:
-            return verdict(False, f"{call} raised {_err(exc)}.")
-        if not isinstance(pe, torch.Tensor):
-            return verdict(False, f"Return a torch.Tensor; {call} returned {type(pe).__name__}.")
+            return verdict(False, f"{_raised(call, exc)}.")
+        pe, problem = tensor_answer(pe, call)
+        if problem is not None:
+            return verdict(False, problem)
         if tuple(pe.shape) == (d, T):
             return verdict(False, f"{call} has shape {tuple(pe.shape)} = (d_model, T): rows are positions, so the "
                                   f"table is (T, d_model) = ({T}, {d}). Take the outer product positions x "
@@ -588,12 +767,24 @@ def check_sinusoidal_drill(fn: Callable[[int, int, float], torch.Tensor]) -> boo
             return verdict(False, f"{call} has shape {tuple(pe.shape)}; it must be (T, d_model) = ({T}, {d}).")
         ref = P.sinusoidal_positional_encoding(T, d, base)
         got = pe.double()
-        if _close(got, ref, 1e-5):
+        if not pe.is_floating_point():
+            return verdict(False, f"{call} returns {pe.dtype}: sines and cosines need a float table; return float32.")
+        if not torch.isfinite(got).all():
+            return verdict(False, f"{call} contains NaN or inf: every entry is the sin or cos of a finite angle.")
+        th = _theta(d, base)
+        oracle, tol = _sin_table(T, d, th)  # float64 values, tolerance for a float32 angle t * w_i
+        if _close(got, ref, 1e-5) or bool(((got - oracle).abs() <= tol).all()):
             if pe.dtype != torch.float32:
                 return verdict(False, f"Values right, dtype {pe.dtype}: return float32 (torch.arange(T, "
-                                      "dtype=torch.float32)), the dtype of the embeddings it is added to.")
+                                      "dtype=torch.float32)), the dtype of the embeddings it is added to: a "
+                                      f"{pe.dtype} table turns the sum {pe.dtype}, and the float32 layers after it "
+                                      "then fail on the dtype.")
             continue
-        th = _theta(d, base)
+        if pe.dtype in _LOW_PRECISION and _close(got, ref, 2e-2):
+            return verdict(False, f"{call} is {pe.dtype}: right up to rounding (off by up to "
+                                  f"{float((got - ref).abs().max()):.2g}), but {_name(pe.dtype)} keeps "
+                                  f"{significant_bits(pe.dtype)} significant bits, too few for angles t * w_i at "
+                                  "large t. Compute in float32 and return float32.")
         candidates = {
             "swap": _sin_table(T, d, th, swap=True),
             "halves": _sin_table(T, d, th, layout="halves"),
@@ -609,10 +800,11 @@ def check_sinusoidal_drill(fn: Callable[[int, int, float], torch.Tensor]) -> boo
         for name, (table, tol) in candidates.items():
             if ((got - table).abs() <= tol).all():
                 return verdict(False, f"{call}: " + _SIN_MESSAGES[name])
-        t, c = (int(v) for v in ((got - ref).abs() > 1e-4).nonzero()[0])
+        t, c = divmod(int((got - oracle).abs().argmax()), d)  # the largest difference
         kind = "sin" if c % 2 == 0 else "cos"
-        return verdict(False, f"{call}: PE[{t}, {c}] = {float(got[t, c]):.5f}, expected {kind}({t} * w_{c // 2}) = "
-                              f"{float(ref[t, c]):.5f}, with w_i = base^(-2i/d_model).")
+        shown, expected = fmt_pair(float(got[t, c]), float(oracle[t, c]), 5)
+        return verdict(False, f"{call}: PE[{t}, {c}] = {shown}, expected {kind}({t} * w_{c // 2}) = "
+                              f"{expected}, with w_i = base^(-2i/d_model).")
     reason = _run_named(chapter_tests.test_sinusoidal_values_and_linear_offset_property,
                         sinusoidal_positional_encoding=fn)
     if reason is not None:
@@ -642,39 +834,58 @@ def _diagnose_slopes(alibi_slopes: Callable) -> str | None:
                         "of two, the ALiBi paper takes the slopes of the largest power of two n < H, then every "
                         "other slope of the 2n-head sequence until there are H (for 12 heads: the 8 slopes "
                         "1/2 .. 1/256, then 2^-0.5, 2^-1.5, 2^-2.5, 2^-3.5).")
-            return f"{call} raised {_err(exc)}."
-        if not isinstance(got, torch.Tensor) or tuple(got.shape) != (H,):
-            shape = tuple(got.shape) if isinstance(got, torch.Tensor) else type(got).__name__
-            return f"{call} must return a tensor of shape (H,) = ({H},), one slope per head; got {shape}."
+            return f"{_raised(call, exc)}."
+        got, problem = tensor_answer(got, call, f"a tensor of shape (H,) = ({H},), one slope per head")
+        if problem is not None:
+            return problem
+        if tuple(got.shape) != (H,):
+            return f"{call} must return a tensor of shape (H,) = ({H},), one slope per head; got {tuple(got.shape)}."
         want = P.alibi_slopes(H).double()
         g = got.double()
-        if _close(g, want, 1e-7):
+        if not got.is_floating_point():
+            return f"{call} returns {got.dtype}: slopes are fractions 2^(-8h/H); return float32."
+        if not torch.isfinite(g).all():
+            return f"{call} contains NaN or inf: every slope is a positive fraction, 2^(-8h/H)."
+        if _near(g, want):
+            if got.dtype in _LOW_PRECISION:
+                return (f"Right slopes here, but {call} returns {got.dtype}; the drill asks for float32. "
+                        f"{_name(got.dtype)} keeps {significant_bits(got.dtype)} significant bits: slopes that are not "
+                        "powers of two (for 12 heads 2^-0.5, 2^-1.5, ...) get rounded. Return float32.")
+            if got.dtype != torch.float32:
+                return (f"Right slopes, but {call} returns {got.dtype}; the drill asks for float32. The bias built "
+                        f"from them would be {got.dtype}, which turns float32 scores {got.dtype} and makes the "
+                        "attention matmul with float32 values fail (expected both float32). Return "
+                        "torch.tensor(slopes, dtype=torch.float32).")
             continue
+        if got.dtype in _LOW_PRECISION and torch.allclose(g, want, rtol=1e-2, atol=0):
+            return (f"{call} returns {got.dtype}: the slopes are right up to rounding, but {_name(got.dtype)} keeps "
+                    f"{significant_bits(got.dtype)} significant bits (up to {float(((g - want) / want).abs().max()):.1%} "
+                    "off). Return float32.")
         shown = f"{call} = {_fmt(g, 4)}, expected {_fmt(want, 4)}"
-        if _close(-g, want, 1e-7):
+        if _near(-g, want):
             return (f"{shown}. Slopes are positive; the minus sign belongs in the bias, -m_h * (i - j).")
-        if _close(g.flip(0), want, 1e-7):
+        if _near(g.flip(0), want):
             return f"{shown}. Right slopes, reversed order: head 0 gets the steepest slope, 2^(-8/H)."
         if H & (H - 1) == 0:
             start = 2.0 ** (-8.0 / H)
-            if _close(g, want / start, 1e-7):
+            if _near(g, want / start):
                 return (f"{shown}. Off by one in the exponent: the first slope is start^1 = 2^(-8/H), not "
                         "start^0 = 1 (h runs 1..H, or use start ** (h + 1) for h in range(H)).")
-            if _close(g, torch.tensor([2.0 ** -(h + 1) for h in range(H)], dtype=torch.float64), 1e-7):
+            if _near(g, torch.tensor([2.0 ** -(h + 1) for h in range(H)], dtype=torch.float64)):
                 return (f"{shown}. Your slopes 1/2, 1/4, ... ignore H: they are right only for 8 heads. The ratio "
                         "and the first slope are start = 2^(-8/H), so the last slope is always 2^-8.")
             return f"{shown}: m_h = 2^(-8h/H) for h = 1..H."
-        if _close(g, _geometric(H), 1e-7):
+        if _near(g, _geometric(H)):
             return (f"Power-of-two-only slopes: {shown}. The geometric rule 2^(-8h/H) holds for H a power of two; "
                     "for other H the paper takes the slopes of the largest power of two n below H, then every "
                     "other slope of the 2n-head sequence until there are H.")
-        if _close(g.sort(descending=True).values, want.sort(descending=True).values, 1e-7):
+        if _near(g.sort(descending=True).values, want.sort(descending=True).values):
             return (f"{shown}. Right set of slopes, wrong order: list the n power-of-two slopes first, then the "
                     "interleaved extras, in that order, because head h of a trained checkpoint expects slope h "
                     "(the paper and BLOOM use this order).")
         n = 1 << (H.bit_length() - 1)
         odd = torch.cat([_geometric(n), _geometric(2 * n)[1::2][: H - n]])
-        if _close(g, odd, 1e-7):
+        if _near(g, odd):
             return (f"{shown}. The extra slopes come from every other slope of the 2n-head sequence starting at the "
                     "first (indices 0, 2, 4, ...); you started at the second, which repeats slopes you already have.")
         return (f"{shown}. For H not a power of two: the n slopes of the largest power of two n < H, then "
@@ -687,18 +898,38 @@ def _diagnose_bias(alibi_bias: Callable) -> str | None:
         call = f"alibi_bias({H}, {T_q}, {T_k})"
         got, exc = _try(alibi_bias, H, T_q, T_k)
         if exc is not None:
-            return f"{call} raised {_err(exc)}."
-        if not isinstance(got, torch.Tensor):
-            return f"Return a torch.Tensor; {call} returned {type(got).__name__}."
+            return f"{_raised(call, exc)}."
+        got, problem = tensor_answer(got, call)
+        if problem is not None:
+            return problem
         want = P.alibi_bias(H, T_q, T_k).double()  # (1, H, T_q, T_k)
         if tuple(got.shape) == (H, T_q, T_k):
             return (f"{call} has shape {tuple(got.shape)}: add the leading batch axis, (1, H, T_q, T_k), so "
                     "the bias broadcasts over the batch when added to the scores.")
         if tuple(got.shape) != (1, H, T_q, T_k):
             return f"{call} has shape {tuple(got.shape)}; it must be (1, H, T_q, T_k) = (1, {H}, {T_q}, {T_k})."
+        if not got.is_floating_point():
+            return f"{call} returns {got.dtype}: the bias -m_h (i - j) is fractional; return float32."
         g = got.double()
-        if _close(g, want, 1e-6):
+        if not torch.isfinite(g).all():
+            return (f"{call} contains NaN or inf: future keys get bias 0 here (the causal mask removes them), "
+                    "not -inf, and every other entry is -m_h (i - j).")
+        # float32 tolerance, relative to the size of the bias (up to m_h * (T_k - 1))
+        if torch.allclose(g, want, rtol=rtol_for(torch.float32), atol=1e-6):
+            if got.dtype in _LOW_PRECISION:
+                return (f"Right values here, but {call} returns {got.dtype}; the drill asks for float32. "
+                        f"{_name(got.dtype)} keeps {significant_bits(got.dtype)} significant bits: slopes that are not "
+                        "powers of two and long distances m_h * (i - j) get rounded. Build the bias in float32.")
+            if got.dtype != torch.float32:
+                return (f"Right values, but {call} returns {got.dtype}; the drill asks for float32. Added to "
+                        f"float32 scores, a {got.dtype} bias turns them {got.dtype}, and the attention matmul with "
+                        "float32 values then fails (expected both float32). Build it in float32 (positions with "
+                        "dtype=torch.float32, slopes float32).")
             continue
+        if got.dtype in _LOW_PRECISION and torch.allclose(g, want, rtol=1e-2, atol=1e-2):
+            return (f"{call} returns {got.dtype}: right up to rounding, but {_name(got.dtype)} keeps "
+                    f"{significant_bits(got.dtype)} significant bits, so -m_h (i - j) is off by up to "
+                    f"{float((g - want).abs().max()):.2g}. Build the bias in float32.")
         slopes = P.alibi_slopes(H).double()[None, :, None, None]  # (1, H, 1, 1)
         q_pos = torch.arange(T_k - T_q, T_k, dtype=torch.float64)[:, None]  # (T_q, 1)
         k_pos = torch.arange(T_k, dtype=torch.float64)[None, :]  # (1, T_k)
@@ -722,15 +953,17 @@ def _diagnose_bias(alibi_bias: Callable) -> str | None:
                                 "q_pos = torch.arange(T_k - T_q, T_k), and i - j is clamped at 0."),
         )
         for candidate, message in mistakes:
-            if _close(g, candidate, 1e-6):
+            if _near(g, candidate):
                 return f"{call}: {message}"
-        h, i, j = (int(v) for v in ((g - want).abs() > 1e-6).nonzero()[0][1:])
-        return (f"{call}: bias[0, {h}, {i}, {j}] = {float(g[0, h, i, j]):.5g}, expected "
-                f"{float(want[0, h, i, j]):.5g} (slope m_{h} = {float(slopes[0, h, 0, 0]):.5g}, query at position "
+        _, h, i, j = (int(v) for v in torch.unravel_index((g - want).abs().argmax(), g.shape))
+        shown, expected = fmt_pair(float(g[0, h, i, j]), float(want[0, h, i, j]), 5)
+        return (f"{call}: bias[0, {h}, {i}, {j}] = {shown}, expected "
+                f"{expected} (slope m_{h} = {float(slopes[0, h, 0, 0]):.5g}, query at position "
                 f"{T_k - T_q + i}, key at {j}).")
     return None
 
 
+@guarded
 def check_alibi_drill(alibi_slopes: Callable[[int], torch.Tensor], alibi_bias: Callable[[int, int, int], torch.Tensor]) -> bool:
     """Check alibi_slopes(n_heads) (the paper's rule for any H) and alibi_bias(n_heads, T_q, T_k)
     (-m_h (i - j) for j <= i, 0 for future keys, queries the last T_q of T_k; (1, H, T_q, T_k)),
@@ -842,6 +1075,7 @@ def _bucket_region(n: int, exact: int, max_distance: int) -> str:
     return f"the far range (|n| >= max_distance = {max_distance}, all in the last bucket)"
 
 
+@guarded
 def check_bucket_drill(fn: Callable[[torch.Tensor, bool, int, int], torch.Tensor]) -> bool:
     """Check fn(relative_position, bidirectional, num_buckets, max_distance) against T5's bucketing
     (relative_position = key - query), name the usual mistakes, then run the chapter's
@@ -858,10 +1092,13 @@ def check_bucket_drill(fn: Callable[[torch.Tensor, bool, int, int], torch.Tensor
         call = f"fn(rel, bidirectional={bid}, num_buckets={nb}, max_distance={md})"
         got, exc = _try(fn, rel, bid, nb, md)
         if exc is not None:
-            return verdict(False, f"{call} raised {_err(exc)} (rel = torch.arange(-300, 301)).")
-        if not isinstance(got, torch.Tensor) or tuple(got.shape) != tuple(rel.shape):
-            shape = tuple(got.shape) if isinstance(got, torch.Tensor) else type(got).__name__
-            return verdict(False, f"{call} must return bucket ids shaped like relative_position, {tuple(rel.shape)}; got {shape}.")
+            return verdict(False, f"{_raised(call, exc)} (rel = torch.arange(-300, 301)).")
+        got, problem = tensor_answer(got, call, f"bucket ids shaped like relative_position, {tuple(rel.shape)}")
+        if problem is not None:
+            return verdict(False, problem)
+        if tuple(got.shape) != tuple(rel.shape):
+            return verdict(False, f"{call} must return bucket ids shaped like relative_position, {tuple(rel.shape)}; "
+                                  f"got {tuple(got.shape)}.")
         if got.is_floating_point() or got.is_complex() or got.dtype == torch.bool:
             return verdict(False, f"{call} returns {got.dtype}: bucket ids index an embedding table, so return "
                                   "integers (.long() after the log formula truncates toward zero, which is the floor here).")
@@ -896,7 +1133,13 @@ def check_bucket_drill(fn: Callable[[torch.Tensor, bool, int, int], torch.Tensor
                               f"num_buckets - 1, with num_buckets halved first when bidirectional.")
     grid = torch.arange(5)[None, :] - torch.arange(4)[:, None]  # (T_q, T_k) key - query
     got2, exc = _try(fn, grid, True, 32, 128)
-    if exc is not None or not isinstance(got2, torch.Tensor) or not torch.equal(got2.long(), P.relative_position_bucket(grid)):
+    if isinstance(exc, InputModified):
+        call = "fn(grid, True, 32, 128) with grid a (4, 5) tensor of key - query offsets"
+        return verdict(False, _raised(call, exc) + ".")
+    got2, problem = tensor_answer(got2, "fn(grid, True, 32, 128)") if exc is None else (None, None)
+    if problem is not None:
+        return verdict(False, problem)
+    if exc is not None or got2.shape != grid.shape or not torch.equal(got2.long(), P.relative_position_bucket(grid)):
         return verdict(False, "Right on a 1-D tensor but not on a (T_q, T_k) grid of key - query offsets: use only "
                               "elementwise operations (torch.where, clamp, abs), no loops over a flat index."
                        + (f" (It raised {_err(exc)}.)" if exc is not None else ""))
