@@ -30,7 +30,7 @@ define pytest_allow_empty
 endef
 
 .PHONY: help venv book test test-lib test-notebooks colab-check site-strict outputs-check outputs test-browser \
-        chromium screenshot setup-cells bench cache-check clean lab pdf test-pdf
+        chromium screenshot setup-cells bench bench-lib bench-book cache-check clean lab pdf test-pdf
 
 help:
 	@echo "make book         create .venv, install, execute every notebook, build the site into $(SITE)"
@@ -40,7 +40,8 @@ help:
 	@echo "                  into notebooks/*.ipynb (NOTEBOOKS='notebooks/01_x.ipynb ...' for some)"
 	@echo "make colab-check  every notebook run as in Colab (NOTEBOOKS='notebooks/01_x.ipynb ...' for some)"
 	@echo "make setup-cells  rewrite every notebook's setup cell from the repository URL in _config.yml"
-	@echo "make bench        re-measure the committed benchmark records (quiet machine, ~20 min)"
+	@echo "make bench        re-measure the committed benchmark records (quiet machine, ~20 min): the library's"
+	@echo "                  (make bench-lib) and the book's live-slider redraw times (make bench-book)"
 	@echo "make lab          open the notebooks in JupyterLab from .venv, with live sliders (installs .[lab])"
 	@echo "make pdf          print the built site (make book first) into one PDF, $(PDF)"
 
@@ -187,10 +188,16 @@ screenshot: $(STAMP) chromium
 setup-cells: $(STAMP)
 	$(BIN)/python tools/setup_cells.py
 
-# The committed benchmark records (src/mlbook/results/bench/): RoPE apply, attention with
-# position, live-slider rebuilds. Not part of `make test`; run on a quiet machine (~20 min on 2 cores).
-bench: $(STAMP)
-	$(BIN)/python -m mlbook.benchmarks run all
+# The committed benchmark records (src/mlbook/results/bench/, CPU records): the library's (RoPE apply,
+# attention with position) and the book's (live-slider redraws, tools/bench_sliders.py, which times
+# the notebooks' figures). Not part of `make test`; run on a quiet machine (~20 min on 2 cores).
+bench: bench-lib bench-book
+
+bench-lib: $(STAMP)
+	$(BIN)/python -m mlbook.benchmarks run all --device cpu
+
+bench-book: $(STAMP)
+	$(BIN)/python tools/bench_sliders.py
 
 clean:
 	rm -rf _build

@@ -1,8 +1,8 @@
 """The package's floors and its public seams, checked from the source.
 
-Floors (CONVENTIONS.md): transformer at the bottom; data, chapter_tests, experiments and benchmarks
-on it; analysis above them; viz draws on everything below it; exercises check the reader against
-the library, never through viz. Importing any module below viz must not load plotly.
+Floors (CONVENTIONS.md): transformer at the bottom; records (the one record store) on it; data,
+chapter_tests, experiments and benchmarks on those; analysis above them; viz draws on everything
+below it; exercises check the reader against the library, never through viz. Importing any module below viz must not load plotly.
 
 Seams: a helper two modules need is public, so no module imports another module's
 leading-underscore name (`from mlbook.x import _y`, a private module `mlbook.x._y`) or reads a
@@ -24,13 +24,14 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "mlbook"
 # What each top-level part of mlbook may import from the others (its own part is always allowed).
 ALLOWED: dict[str, set[str]] = {
     "transformer": set(),
+    "records": {"transformer"},  # the one record store and device picker of experiments and benchmarks
     "data": {"transformer"},
     "chapter_tests": {"transformer"},
-    "experiments": {"transformer", "data", "benchmarks"},
-    "benchmarks": {"transformer", "data", "experiments"},
-    "analysis": {"transformer", "data", "experiments", "benchmarks"},
-    "exercises": {"transformer", "data", "chapter_tests", "experiments", "benchmarks", "analysis"},
-    "viz": {"transformer", "data", "chapter_tests", "experiments", "benchmarks", "analysis"},
+    "experiments": {"transformer", "records", "data", "benchmarks"},
+    "benchmarks": {"transformer", "records", "data", "experiments"},
+    "analysis": {"transformer", "records", "data", "experiments", "benchmarks"},
+    "exercises": {"transformer", "records", "data", "chapter_tests", "experiments", "benchmarks", "analysis"},
+    "viz": {"transformer", "records", "data", "chapter_tests", "experiments", "benchmarks", "analysis"},
 }
 BELOW_VIZ = sorted(set(ALLOWED) - {"viz"})
 

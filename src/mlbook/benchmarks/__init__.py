@@ -3,12 +3,13 @@
     python -m mlbook.benchmarks list
     python -m mlbook.benchmarks run rope_apply [--quick]      RoPE against a copy of the same bytes
     python -m mlbook.benchmarks run attention_position        materialised bias against FlexAttention
-    python -m mlbook.benchmarks run live_sliders              live-figure redraw times
     python -m mlbook.benchmarks run all                       every benchmark (the committed records)
 
-Each run writes a JSON record (device, CPU, torch version, thread count, elapsed time, config,
-results) under results/bench/ (full) or results/quick/bench/ (quick); notebooks read them with
-`load_record`.
+Each run writes a record to the store the experiments share (`mlbook.records`: device, CPU, torch
+version, thread count, elapsed time, config, results) under results/bench/ (full) or
+results/quick/bench/ (quick); notebooks read them with `load_record`. The live-figure redraw times
+measure the book, not the library: tools/bench_sliders.py in the book's repository makes that record
+(`live_sliders`, shipped here so that the systems page can print it).
 """
 
 from mlbook.benchmarks.registry import (  # noqa: F401

@@ -1,5 +1,5 @@
 """Command line: `python -m mlbook.benchmarks list` and
-`python -m mlbook.benchmarks run NAME|all [--quick] [--device cpu|cuda|mps|auto] [--threads N] [--no-save]`."""
+`python -m mlbook.benchmarks run NAME|all [--quick] [--device auto|cpu|cuda|mps] [--threads N] [--no-save] [--note TEXT]`."""
 
 from __future__ import annotations
 
@@ -20,9 +20,12 @@ def main(argv: list[str] | None = None) -> int:
     run = sub.add_parser("run", help="run one benchmark (or all) and write its JSON record under results/")
     run.add_argument("name", help="a benchmark name, or 'all'")
     run.add_argument("--quick", action="store_true", help="the quick budget (small sizes, few rounds)")
-    run.add_argument("--device", default="cpu", help="cpu (default), cuda, cuda:N, mps or auto")
+    run.add_argument("--device", default=None,
+                     help="auto (cuda, then mps, then cpu), cpu, cuda, cuda:N or mps; default: $MLBOOK_DEVICE, else auto "
+                          "(the committed records are CPU records: make bench passes --device cpu)")
     run.add_argument("--threads", type=int, default=None, help="torch intra-op threads (default: torch's choice)")
     run.add_argument("--no-save", action="store_true", help="print the results without writing a record")
+    run.add_argument("--note", default=None, help="a sentence stored in the record (e.g. that the machine was busy)")
     args = parser.parse_args(argv)
 
     if args.command == "list":
@@ -36,8 +39,9 @@ def main(argv: list[str] | None = None) -> int:
     for name in todo:
         try:
             get_benchmark(name)
-            record = run_benchmark(name, budget, args.device, save=not args.no_save, threads=args.threads)
-        except ValueError as err:
+            record = run_benchmark(name, budget, args.device, save=not args.no_save, threads=args.threads,
+                                   note=args.note)
+        except (ValueError, OSError) as err:  # bad arguments, an unwritable results folder: refused before the run
             parser.error(str(err))
         if args.no_save:
             print(json.dumps(record["results"], indent=1))

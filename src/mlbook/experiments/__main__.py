@@ -25,7 +25,8 @@ def main(argv: list[str] | None = None) -> int:
     run = sub.add_parser("run", help="run one experiment and write its JSON result under results/")
     run.add_argument("name")
     run.add_argument("--budget", choices=BUDGETS, default="quick")
-    run.add_argument("--device", default="auto", help="auto (cuda, then mps, then cpu), cpu, cuda, cuda:N or mps")
+    run.add_argument("--device", default=None,
+                     help="auto (cuda, then mps, then cpu), cpu, cuda, cuda:N or mps; default: $MLBOOK_DEVICE, else auto")
     run.add_argument("--no-save", action="store_true", help="print the result without writing it")
     run.add_argument("--extend", action="store_true",
                      help="run only the seeds the saved record lacks (same config otherwise) and merge them in")

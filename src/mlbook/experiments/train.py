@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import math
-import os
 import random
 import time
 from dataclasses import dataclass
@@ -15,7 +14,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from mlbook.transformer.validate import check_device, check_int, env_flag, env_int
+from mlbook.records import pick_device  # the one device picker, shared with the benchmarks
+from mlbook.transformer.validate import check_int, env_flag, env_int
 
 __all__ = ["TrainConfig", "pick_device", "cpu_threads", "seed_everything", "lr_at", "train", "evaluate_loss", "BatchFn"]
 
@@ -40,18 +40,6 @@ class TrainConfig:
         check_int("warmup_steps", self.warmup_steps, 0)
         if not self.lr > 0:
             raise ValueError(f"lr must be > 0, got {self.lr}")
-
-
-def pick_device(preference: str | None = None) -> torch.device:
-    """'auto' picks cuda, then mps, then cpu; otherwise the named device, checked (`validate.check_device`).
-
-    None means $MLBOOK_DEVICE if set, else 'auto'; a bad value there is an error naming the variable."""
-    if preference is None:
-        env = os.environ.get("MLBOOK_DEVICE", "")
-        if env.strip():
-            return check_device("device in environment variable MLBOOK_DEVICE", env)
-        return check_device("device", "auto")
-    return check_device("device", preference)
 
 
 @contextlib.contextmanager

@@ -1,4 +1,17 @@
-"""Benchmark: how long a live figure takes to redraw when a reader moves a slider.
+"""Benchmark of the book, not of the library: how long a live figure takes to redraw when a
+reader moves a slider.
+
+    .venv/bin/python tools/bench_sliders.py           full budget (3 rounds), the committed record
+    .venv/bin/python tools/bench_sliders.py --quick   1 round, a git-ignored quick record
+
+It times the notebooks' live figures (mlbook.viz, ipywidgets, the kernel's JSON encoding), so it
+lives with the book's tools (`make bench` runs it after the library's benchmarks), not in
+`mlbook.benchmarks`, whose benchmarks measure the library below the figures. It writes through
+the one record store (`mlbook.records`) to where the library's benchmark records go:
+results/bench/live_sliders.json (in a clone: src/mlbook/results/bench/, shipped with the package
+so that the systems page can print it through `mlbook.benchmarks.load_record("live_sliders")`),
+or results/quick/bench/ for --quick. An unwritable results folder is refused before anything is
+timed. Run it on a quiet machine.
 
 The live figures are found, not listed: every public function named `live_*` defined in a
 module of the `mlbook.viz` package (figure modules added later are picked up), called with its
@@ -15,21 +28,32 @@ and the last option of a selection slider or dropdown, True and False of a check
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import importlib
 import inspect
 import json
 import pkgutil
 import statistics
+import sys
 import time
 from typing import Any, Callable, Iterator
 
 import torch
 
-from mlbook.benchmarks.registry import register
+from mlbook.benchmarks.registry import command_for, record_path
+from mlbook.records import check_writable, machine_info, make_record, save_record
 
-__all__ = ["GOAL_P95_MS", "discover_live_figures", "widget_controls", "extremes", "capture_display",
-           "time_live_figure", "run_sliders"]
+__all__ = ["NAME", "TITLE", "CLAIM", "CONFIGS", "GOAL_P95_MS", "discover_live_figures", "widget_controls", "extremes",
+           "capture_display", "time_live_figure", "run_sliders", "run", "main"]
+
+NAME = "live_sliders"
+TITLE = "Live-slider redraw time of every live figure"
+CLAIM = "A live slider should feel immediate: p95 redraw under 50 ms"
+CONFIGS: dict[str, dict[str, Any]] = {
+    "quick": {"package": "mlbook.viz", "rounds": 1},
+    "full": {"package": "mlbook.viz", "rounds": 3},
+}
 
 GOAL_P95_MS = 50.0  # a slider should redraw within 50 ms at the 95th percentile
 
@@ -232,12 +256,44 @@ def run_sliders(config: dict[str, Any], device: torch.device, progress: bool = T
     }
 
 
-register(
-    "live_sliders",
-    "Live-slider redraw time of every live figure",
-    "A live slider should feel immediate: p95 redraw under 50 ms",
-    {
-        "quick": {"package": "mlbook.viz", "rounds": 1},
-        "full": {"package": "mlbook.viz", "rounds": 3},
-    },
-)(run_sliders)
+def run(budget: str = "full", *, progress: bool = True, save: bool = True, note: str | None = None) -> dict[str, Any]:
+    """Time every live figure at `budget` ("quick" or "full") on the CPU and return the record; unless
+    save=False, write it where `mlbook.benchmarks.record_path(NAME, budget)` says, refusing an
+    unwritable path before anything is timed."""
+    if budget not in CONFIGS:
+        raise ValueError(f"budget must be one of {sorted(CONFIGS)}, got {budget!r}")
+    path = record_path(NAME, budget)
+    if save:
+        check_writable(path)
+    device = torch.device("cpu")
+    info = machine_info(device)
+    start = time.perf_counter()
+    results = run_sliders(CONFIGS[budget], device, progress)
+    record = make_record(NAME, budget, CONFIGS[budget], results, info, time.perf_counter() - start,
+                         command_for(NAME, budget), title=TITLE, claim=CLAIM)
+    if note:
+        record["note"] = note
+    if save:
+        where = save_record(record, path)
+        if progress:
+            print(f"wrote {where}", flush=True)
+    return record
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="tools/bench_sliders.py", description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="1 round, a git-ignored quick record")
+    parser.add_argument("--no-save", action="store_true", help="print the results instead of writing the record")
+    parser.add_argument("--note", default=None, help="a sentence stored in the record (e.g. that the machine was busy)")
+    args = parser.parse_args(argv)
+    try:
+        record = run("quick" if args.quick else "full", save=not args.no_save, note=args.note)
+    except (ValueError, OSError) as err:  # an unwritable results folder: refused before anything is timed
+        parser.error(str(err))
+    if args.no_save:
+        print(json.dumps(record["results"], indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
