@@ -3,8 +3,9 @@
 Tiny sizes only; no test asserts a speed. What is asserted: the fused RoPE kernel gives the
 readable path's numbers (fp32 and bf16, both pairings) and falls back cleanly when compiling
 fails; the attention variants compute the same attention as a float64 reference; the registry
-writes records with the agreed fields; the slider benchmark visits every control's extremes and
-reports a figure that fails; the memory probe sees torch allocations.
+writes records with the agreed fields through the one record store; the memory probe sees torch
+allocations. (The live-slider benchmark measures the book: tools/bench_sliders.py,
+tests/test_bench_sliders.py.)
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ from mlbook.benchmarks import attention as BA
 from mlbook.benchmarks import measure as M
 from mlbook.benchmarks import registry as R
 from mlbook.benchmarks import rope as BR
-from mlbook.benchmarks import sliders as BS
 from mlbook.benchmarks.__main__ import main as cli
 
 
@@ -291,8 +291,9 @@ def test_registry_rejects_bad_names_budgets_and_configs(dummy_bench) -> None:
 def test_cli_list_and_run(dummy_bench, capsys) -> None:
     assert cli(["list"]) == 0
     listed = capsys.readouterr().out
-    for name in ("rope_apply", "attention_position", "live_sliders", "dummy_test"):
+    for name in ("rope_apply", "attention_position", "dummy_test"):
         assert name in listed
+    assert "live_sliders" not in listed  # the book's benchmark (tools/bench_sliders.py), not the library's
     assert cli(["run", "dummy_test", "--quick", "--no-save"]) == 0
     out = capsys.readouterr()
     assert json.loads(out.out) == {"value": 2, "device_type": "cpu"}
@@ -308,7 +309,7 @@ def test_rope_benchmark_record_on_tiny_tensors(monkeypatch, tmp_path) -> None:
     res = BR.run_rope(config, torch.device("cpu"), progress=False)
     (case,) = res["cases"]
     assert case["ratio_to_copy"]["copy"] == 1.0
-    expected = {"copy", "copy_into", "readable"} | ({"fused"} if _compiles() else set())
+    expected = {"copy", "copy_into", "readable"} | ({"fused", "fused_into"} if _compiles() else set())
     expected |= {"hf"} if BR.hf_apply_rotary() is not None else set()
     assert set(case["ratio_to_copy"]) == expected
     if _compiles():
@@ -334,53 +335,109 @@ def test_attention_benchmark_record_on_a_tiny_config() -> None:
     assert all((r["peak_bytes"] is None) == (method == "unavailable") for r in res["rows"])
 
 
-# ---------------------------------------------------------------------------
-# Live-slider benchmark
-# ---------------------------------------------------------------------------
+def test_rope_record_gives_each_fused_kernel_its_own_floor(monkeypatch, tmp_path) -> None:
+    """fused (out-of-place) is divided by copy (clone), fused_into (in-place) by copy_into, from the same
+    run's medians; fused_into computes the readable path's numbers; the ladder and the report read them."""
+    if not _compiles():
+        pytest.skip("torch.compile unavailable here")
+    config = {"shapes": [[1, 2, 8, 8]], "dtypes": ["float32", "bfloat16"], "pairings": ["half", "interleaved"],
+              "rounds": 2, "base": 10000.0, "seed": 0, "hf": False, "cold_compile": False, "ladder": True}
+    res = BR.run_rope(config, torch.device("cpu"), progress=False)
+    assert {(c["dtype"], c["pairing"]) for c in res["cases"]} == {(d, p) for d in config["dtypes"]
+                                                                  for p in config["pairings"]}
+    for c in res["cases"]:
+        med = {n: t["median_ms"] for n, t in c["times"].items()}
+        assert set(c["ratio_to_floor"]) == {"fused", "fused_into"}
+        assert c["ratio_to_floor"]["fused"] == pytest.approx(med["fused"] / med["copy"], rel=1e-2)
+        assert c["ratio_to_floor"]["fused_into"] == pytest.approx(med["fused_into"] / med["copy_into"], rel=1e-2)
+        assert {"upcast", "one_table"} <= set(c["ratio_to_copy"])
+        assert c["max_abs_diff_fused_into_vs_readable"] == 0.0 or c["max_abs_diff_fused_into_vs_readable"] <= (
+            1e-6 if c["dtype"] == "float32" else 1e-2)
+    assert set(res["summary"]) == {"float32/half", "float32/interleaved", "bfloat16/half", "bfloat16/interleaved"}
+    record = {"name": "rope_apply", "results": res}
+    floors = BR.floor_ratios(record)
+    assert all(f["ladder"]["copy"] == 1.0 and set(f["meets_goal"]) == {"fused", "fused_into"} for f in floors)
+    report = BR.floor_report(record)
+    for combo in res["summary"]:
+        assert combo in report
+    assert report.count("\n  fused / clone ") == report.count("\n  fused_into / copy_into ") == 4
+    with pytest.raises(ValueError, match="record must be a saved 'rope_apply' benchmark record"):
+        BR.floor_report({"name": "attention_position", "results": {}})
 
 
-def test_slider_benchmark_visits_extremes_and_reports_failures() -> None:
-    import ipywidgets as widgets
-
-    from mlbook.viz.core import live_sliders
-    from mlbook.viz.absolute import fig_offset_rotation
-
-    calls: list[tuple[int, str]] = []
-
-    def build(n: int, mode: str):
-        calls.append((n, mode))
-        if n == 9 and mode == "b":
-            raise ValueError("n=9 with mode b is not drawable")
-        return fig_offset_rotation(ks=None)
-
-    def make():
-        return live_sliders(build, caption="c", alt="a", n=widgets.IntSlider(value=3, min=1, max=9, description="n"),
-                            mode=widgets.Dropdown(options=["a", "b"], value="a", description="mode"))
-
-    import IPython.display as ipd
-
-    original = ipd.display
-    report = BS.time_live_figure(make)
-    assert ipd.display is original  # display is restored
-    seen = set(calls)
-    assert {(1, "a"), (9, "a"), (3, "b")} <= seen  # each control at both extremes, the others at default
-    assert report["controls"] == ["n", "mode"]
-    assert report["n_redraws"] >= 5 and report["p95_ms"] <= report["max_ms"]
-    assert report["max_payload_kb"] > 1
-    assert any("not drawable" in e for e in report["errors"])
+def _case(mb: float, medians: dict[str, float], spread: float) -> dict:
+    times = {v: {"median_ms": m, "p25_ms": m * (1 - spread), "p75_ms": m * (1 + spread)} for v, m in medians.items()}
+    return {"dtype": "bfloat16", "pairing": "half", "mb_per_tensor": mb, "times": times,
+            "ratio_to_copy": {v: m / medians["copy"] for v, m in medians.items()},
+            "ratio_to_copy_into": {v: m / medians["copy_into"] for v, m in medians.items()}}
 
 
-def test_discover_live_figures_finds_the_book_figures() -> None:
-    found = BS.discover_live_figures()
-    assert "absolute.live_sinusoidal_heatmap" in found
-    assert "systems.live_position_cost" in found and "production.live_kv_cache" in found
-    assert all(name.split(".")[1].startswith("live_") for name in found)
+def test_floor_report_reads_the_ladder_where_the_floors_agree_and_only_past_the_noise() -> None:
+    """At 64 MB the allocation makes clone 5x copy_into (floors disagree): the ladder is read at 16 MB,
+    where the upcast step (+0.5x) exceeds its spread and the others do not; with wide spreads, no step."""
+    big = {"copy": 10.0, "copy_into": 2.0, "fused": 11.0, "fused_into": 5.0, "upcast": 10.5, "one_table": 10.8}
+    small = {"copy": 1.0, "copy_into": 1.0, "fused": 1.52, "fused_into": 2.0, "upcast": 1.5, "one_table": 1.51}
+    record = {"name": "rope_apply", "results": {"goal_ratio": 1.2, "cases": [_case(16, small, 0.02), _case(64, big, 0.02)]}}
+    floors = BR.floor_ratios(record)
+    assert [f["fused_over_copy"] for f in floors] == pytest.approx([1.52, 1.1])
+    assert [f["fused_into_over_copy_into"] for f in floors] == pytest.approx([2.0, 2.5])
+    assert [f["meets_goal"]["fused"] for f in floors] == [False, True]
+    report = BR.floor_report(record)
+    assert "1.2x met 1 of 2" in report and "1.2x met 0 of 2" in report
+    assert "at 16 MB (the floors agree), fused - clone = +0.52x:" in report
+    assert "inductor's loop with the float32 round trip +0.50x" in report
+    assert report.endswith("largest: inductor's loop with the float32 round trip")
+    noisy = {"name": "rope_apply", "results": {"goal_ratio": 1.2, "cases": [_case(16, small, 0.5)]}}
+    assert BR.floor_report(noisy).endswith("no step is larger than the spread of its timings")
 
 
-def test_extremes_of_each_control_kind() -> None:
-    import ipywidgets as widgets
+def test_rotary_pairs_into_writes_the_readable_result_into_the_buffer() -> None:
+    for dtype in (torch.float32, torch.bfloat16):
+        for pairing in P.ROPE_PAIRINGS:
+            x = torch.randn(2, 3, 5, 8).to(dtype)  # (B, H, T, d_head)
+            cos, sin = P.RotaryEmbedding(8, pairing=pairing)(5)  # (T, d_head) each
+            out = torch.full_like(x, float("nan"))
+            assert BR.rotary_pairs_into(x, cos, sin, out, pairing) is out
+            torch.testing.assert_close(out, P.apply_rotary(x, cos, sin, pairing), rtol=0, atol=0)
 
-    assert BS.extremes(widgets.IntSlider(value=3, min=1, max=9)) == [1, 9]
-    assert BS.extremes(widgets.FloatLogSlider(value=100, base=10, min=1, max=4)) == [10.0, 10000.0]
-    assert BS.extremes(widgets.SelectionSlider(options=[("x", 2), ("y", 5)], value=2)) == [2, 5]
-    assert BS.extremes(widgets.Checkbox(value=True)) == [False, True]
+
+def test_committed_rope_record_has_each_fused_kernel_against_its_floor_for_both_dtypes_and_pairings() -> None:
+    """The issue's bar: the committed record shows fused / clone and fused_into / copy_into for float32 and
+    bfloat16, half and interleaved pairing, all from one run (and the ladder that says what stops 1.2x)."""
+    record = R.load_record("rope_apply", "full")
+    if record is None:
+        pytest.skip("no committed rope_apply record for the current config")
+    floors = BR.floor_ratios(record)
+    combos = {(f["dtype"], f["pairing"]) for f in floors}
+    assert combos == {(d, p) for d in ("float32", "bfloat16") for p in ("half", "interleaved")}
+    for f in floors:
+        assert f["fused_over_copy"] is not None and f["fused_into_over_copy_into"] is not None, f
+        assert f["ladder"], f
+    assert "largest:" in BR.floor_report(record)
+
+
+def test_benchmarks_and_experiments_pick_devices_with_one_default(monkeypatch, dummy_bench) -> None:
+    import importlib
+
+    from mlbook import records
+    from mlbook.experiments import registry as experiments
+
+    train = importlib.import_module("mlbook.experiments.train")  # the module: the package exports a function `train`
+    assert R.pick_device is records.pick_device is train.pick_device is experiments.pick_device
+    monkeypatch.setenv("MLBOOK_DEVICE", "cpu")
+    assert R.run_benchmark("dummy_test", "quick", save=False)["results"]["device_type"] == "cpu"
+    monkeypatch.setenv("MLBOOK_DEVICE", "tpu")
+    with pytest.raises(ValueError, match="unknown device in environment variable MLBOOK_DEVICE 'tpu'"):
+        R.run_benchmark("dummy_test", "quick", save=False)
+    with pytest.raises(ValueError, match="unknown device in environment variable MLBOOK_DEVICE 'tpu'"):
+        train.pick_device()
+
+
+def test_benchmark_records_are_written_by_the_store(dummy_bench) -> None:
+    from mlbook import records
+
+    record = R.run_benchmark("dummy_test", "quick", "cpu", progress=False, note="a busy machine")
+    path = dummy_bench / "quick" / "bench" / "dummy_test.json"
+    assert path.read_text() == records.record_text(record)
+    assert record["note"] == "a busy machine" and "note: a busy machine" in R.describe_record(record)
+    assert R.describe_record(record).endswith("remake with: python -m mlbook.benchmarks run dummy_test --quick")
