@@ -281,7 +281,7 @@ def run(budget: str = "full", *, progress: bool = True, save: bool = True, note:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="tools/bench_sliders.py", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="tools/bench_sliders.py", description=" ".join(__doc__.split("\n\n")[0].split()))
     parser.add_argument("--quick", action="store_true", help="1 round, a git-ignored quick record")
     parser.add_argument("--no-save", action="store_true", help="print the results instead of writing the record")
     parser.add_argument("--note", default=None, help="a sentence stored in the record (e.g. that the machine was busy)")
