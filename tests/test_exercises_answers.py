@@ -1,0 +1,196 @@
+"""Every checker survives every kind of answer a reader returns, and names the mistake.
+
+Written as a reader would get things wrong, beyond the planted mistakes of each section's tests:
+results on another device (the meta device here, a GPU on a real machine), any return value at all
+(None, a list, a numpy array, a string, a tuple, the wrong shape or dtype, NaN), tables and biases
+whose dtype would break attention, correct answers in float32 or as numpy / 0-d numbers, inputs
+modified in place, angles in float16 or bfloat16, partial rotation, swapped members of a pair, and
+RoPE tables cached for 2048 positions used at a large offset. Each checker must print one verdict
+line, never raise, and say what went wrong.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Callable
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+import mlbook.exercises as E
+from mlbook.analysis.absolute import offset_matrix
+from mlbook.analysis.learned import expected_row_updates
+from mlbook.analysis.relative import swin_index
+from mlbook.analysis.rope import pairing_permutation
+from mlbook.analysis.sinks import cache_contents
+from mlbook.exercises import common
+from mlbook.transformer import positional as P
+from mlbook.transformer.rope_scaling import yarn_bands
+
+
+def _verdict(capsys, run: Callable[[], object]) -> tuple[bool, str]:
+    ok = run()
+    out = capsys.readouterr().out
+    lines = [line for line in out.splitlines() if line.strip()]
+    assert len(lines) == 1, f"a checker prints exactly one verdict line, got:\n{out}"
+    assert isinstance(ok, bool)
+    assert lines[0].startswith("Correct. " if ok else "Not yet. "), lines[0]
+    return ok, lines[0]
+
+
+# ---------------------------------------------------------------------------
+# A correct reader's answer for every checker; `run(tr)` checks the answer with its result passed through tr
+# ---------------------------------------------------------------------------
+
+
+def _key_bias(H: int, T: int) -> torch.Tensor:
+    return (P.alibi_slopes(H)[:, None] * torch.arange(T, dtype=torch.float32))[None, :, None, :]  # (1, H, 1, T)
+
+
+def _swin_bias(table: torch.Tensor, w: int) -> torch.Tensor:
+    n = w * w
+    return table[swin_index(w).reshape(-1)].reshape(n, n, table.shape[1]).permute(2, 0, 1)  # (H, w^2, w^2)
+
+
+def _rotation(x: torch.Tensor, m: int, base: float = 10000.0) -> torch.Tensor:
+    return P.RotaryEmbedding(x.shape[-1], base).rotate(x.unsqueeze(-2), offset=m).squeeze(-2)
+
+
+def _sink_slots(t: int, n: int, w: int) -> tuple[list, list]:
+    view = cache_contents("sink_slot", t, n, w)
+    return list(view.kept), list(view.given)
+
+
+def _lib_rope(d_head: int, base: float = 10000.0) -> P.RotaryEmbedding:
+    return P.RotaryEmbedding(d_head, base)
+
+
+def _rope_returning(tr: Callable) -> type:
+    class Rope(nn.Module):
+        def __init__(self, d_head: int, base: float = 10000.0) -> None:
+            super().__init__()
+            self.rope = P.RotaryEmbedding(d_head, base)
+
+        def forward(self, T: int, offset: int = 0):  # noqa: ANN202
+            return tr(self.rope(T, offset))
+
+    return Rope
+
+
+def _apply(x, cos, sin):  # noqa: ANN001, ANN202
+    return P.apply_rotary(x, cos, sin)
+
+
+ANSWERS: dict[str, Callable[[Callable], object]] = {
+    "equivariance": lambda tr: E.check_equivariance_error(
+        lambda f, x, perm: tr((f(x[:, perm]) - f(x)[:, perm]).abs().max().item())),
+    "offset_matrix": lambda tr: E.check_offset_matrix(lambda k, d, base: tr(offset_matrix(k, d, base).float())),
+    "row_updates": lambda tr: E.check_expected_row_updates(lambda p, s, B: tr(expected_row_updates(p, s, B))),
+    "swin_index": lambda tr: E.check_swin_index(lambda w: tr(swin_index(w))),
+    "swin_bias": lambda tr: E.check_swin_bias(lambda t, w: tr(_swin_bias(t, w))),
+    "rope_rotation": lambda tr: E.check_rope_rotation(lambda x, m, base: tr(_rotation(x, m, base))),
+    "pairing_permutation": lambda tr: E.check_pairing_permutation(lambda d: tr(pairing_permutation(d))),
+    "alibi_key_bias": lambda tr: E.check_alibi_key_bias(lambda H, T: tr(_key_bias(H, T))),
+    "ntk_base": lambda tr: E.check_ntk_base(lambda b, s, d: tr(b * s ** (d / (d - 2)))),
+    "pi_positions": lambda tr: E.check_pi_positions(lambda L, Ln: tr(torch.arange(Ln, dtype=torch.float64) * L / Ln)),
+    "yarn_band": lambda tr: E.check_yarn_band(lambda i, d, b, L, bf, bs: tr(yarn_bands(d, b, L, bf, bs).band_of(i))),
+    "sink_slots": lambda tr: E.check_sink_slots(lambda t, n, w: tr(_sink_slots(t, n, w))),
+    "largest_offset": lambda tr: E.check_largest_offset(lambda s, t, n, w: tr(cache_contents(s, t, n, w).max_offset)),
+    "kv_cache_bytes": lambda tr: E.check_kv_cache_bytes(lambda L, H, Hkv, dh, b, T, B: tr(2 * L * Hkv * dh * b / 8 * T * B)),
+    "attention_flops": lambda tr: E.check_attention_flops(
+        lambda B, T, d: tr((6 * B * T * d, 8 * B * T * d * d, 4 * B * T * T * d))),
+    "sinusoidal_drill": lambda tr: E.check_sinusoidal_drill(lambda T, d, b=10000.0: tr(P.sinusoidal_positional_encoding(T, d, b))),
+    "bucket_drill": lambda tr: E.check_bucket_drill(lambda r, bi, nb, md: tr(P.relative_position_bucket(r, bi, nb, md))),
+    "rope_drill: rotate_half": lambda tr: E.check_rope_drill(lambda x: tr(P.rotate_half(x)), _apply, _lib_rope),
+    "rope_drill: apply_rotary": lambda tr: E.check_rope_drill(P.rotate_half, lambda x, c, s: tr(_apply(x, c, s)), _lib_rope),
+    "rope_drill: RotaryEmbedding": lambda tr: E.check_rope_drill(P.rotate_half, _apply, _rope_returning(tr)),
+    "alibi_drill: slopes": lambda tr: E.check_alibi_drill(lambda H: tr(P.alibi_slopes(H)), P.alibi_bias),
+    "alibi_drill: bias": lambda tr: E.check_alibi_drill(P.alibi_slopes, lambda H, q, k: tr(P.alibi_bias(H, q, k))),
+}
+TENSOR_ANSWERS = [name for name in ANSWERS if name not in (
+    "equivariance", "ntk_base", "yarn_band", "sink_slots", "largest_offset", "kv_cache_bytes", "attention_flops")]
+
+
+def _each_tensor(f: Callable[[torch.Tensor], object]) -> Callable[[object], object]:
+    """Apply f to the answer if it is a tensor, or to each tensor of a (cos, sin) pair."""
+    def tr(v: object) -> object:
+        if isinstance(v, torch.Tensor):
+            return f(v)
+        if isinstance(v, tuple) and v and all(isinstance(t, torch.Tensor) for t in v):
+            return tuple(f(t) for t in v)
+        return v
+    return tr
+
+
+class _Awkward:
+    """An object every operation on which raises: comparing, converting, iterating, measuring."""
+
+    def __eq__(self, other: object) -> bool:
+        raise RuntimeError("no comparing")
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __float__(self) -> float:
+        raise RuntimeError("no float")
+
+    def __iter__(self):  # noqa: ANN204
+        raise RuntimeError("no iterating")
+
+    def __len__(self) -> int:
+        raise RuntimeError("no len")
+
+
+ODD: dict[str, Callable[[object], object]] = {
+    "None": lambda v: None,
+    "a string": lambda v: "answer",
+    "an int": lambda v: 3,
+    "a bool": lambda v: True,
+    "a float nan": lambda v: float("nan"),
+    "an empty list": lambda v: [],
+    "a tuple of two": lambda v: (v, v),
+    "a dict": lambda v: {"answer": v},
+    "an awkward object": lambda v: _Awkward(),
+    "a generator": lambda v: (i for i in range(3)),
+    "a module": lambda v: nn.Linear(2, 2),
+    "a numpy array": _each_tensor(lambda t: t.numpy()),
+    "the meta device": _each_tensor(lambda t: t.to("meta")),
+    "complex": _each_tensor(lambda t: t.to(torch.complex64)),
+    "bool": _each_tensor(lambda t: t.bool()),
+    "float16": _each_tensor(lambda t: t.half()),
+    "bfloat16": _each_tensor(lambda t: t.bfloat16()),
+    "float64": _each_tensor(lambda t: t.double()),
+    "int64": _each_tensor(lambda t: t.long()),
+    "NaN": _each_tensor(lambda t: torch.full_like(t.double(), float("nan"))),
+    "inf": _each_tensor(lambda t: t.double() + float("inf")),
+    "empty": _each_tensor(lambda t: t.flatten()[:0]),
+    "flattened": _each_tensor(lambda t: t.flatten()),
+    "an extra axis": _each_tensor(lambda t: t[None]),
+    "0-d": _each_tensor(lambda t: t.flatten()[0]),
+    "requires grad": _each_tensor(lambda t: t.double().requires_grad_()),
+    "a sparse tensor": _each_tensor(lambda t: t.to_sparse()),
+}
+WRONG_FOR_EVERY_CHECKER = ("None", "a string", "a float nan", "a dict", "an awkward object", "a generator", "a module")
+
+
+@pytest.mark.parametrize("odd", sorted(ODD))
+@pytest.mark.parametrize("checker", sorted(ANSWERS))
+def test_any_return_value_gets_one_verdict_and_no_traceback(capsys, checker, odd):
+    ok, line = _verdict(capsys, lambda: ANSWERS[checker](ODD[odd]))
+    if odd in WRONG_FOR_EVERY_CHECKER:
+        assert not ok, line
+    assert "could not be compared" not in line, f"no checker should need the last-resort guard: {line}"
+
+
+@pytest.mark.parametrize("checker", sorted(ANSWERS))
+def test_the_correct_answers_pass(capsys, checker):
+    ok, line = _verdict(capsys, lambda: ANSWERS[checker](lambda v: v))
+    assert ok, line
+
+
+@pytest.mark.parametrize("checker", sorted(ANSWERS))
+def test_none_says_the_return_is_missing(capsys, checker):
+    ok, line = _verdict(capsys, lambda: ANSWERS[checker](lambda v: None))
+    assert not ok and "None (is the return statement missing?)" in line, line
