@@ -194,3 +194,42 @@ def test_the_correct_answers_pass(capsys, checker):
 def test_none_says_the_return_is_missing(capsys, checker):
     ok, line = _verdict(capsys, lambda: ANSWERS[checker](lambda v: None))
     assert not ok and "None (is the return statement missing?)" in line, line
+
+
+# ---------------------------------------------------------------------------
+# Another device: meta (no values) is named; a GPU result is compared on the CPU, after saying so
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("checker", TENSOR_ANSWERS)
+def test_meta_device_is_named(capsys, checker):
+    ok, line = _verdict(capsys, lambda: ANSWERS[checker](ODD["the meta device"]))
+    assert not ok and "came back on the meta device" in line and "no values" in line, line
+
+
+class _OnAGpu(torch.Tensor):
+    """A CPU tensor that reports device cuda:0, as a reader's GPU result would (no GPU needed)."""
+
+    @property
+    def device(self) -> torch.device:  # type: ignore[override]
+        return torch.device("cuda", 0)
+
+
+@pytest.mark.parametrize("checker", TENSOR_ANSWERS)
+def test_a_gpu_result_is_compared_on_the_cpu_after_saying_so(capsys, checker):
+    ok, line = _verdict(capsys, lambda: ANSWERS[checker](_each_tensor(lambda t: t.as_subclass(_OnAGpu))))
+    assert ok, line
+    assert "It came back on cuda:0" in line and "compared on the CPU" in line, line
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")
+@pytest.mark.parametrize("checker", TENSOR_ANSWERS)
+def test_a_real_gpu_result_is_compared_on_the_cpu(capsys, checker):
+    ok, line = _verdict(capsys, lambda: ANSWERS[checker](_each_tensor(lambda t: t.to("cuda"))))
+    assert ok and "It came back on cuda:0" in line, line
+
+
+def test_notes_do_not_leak_into_the_next_verdict(capsys):
+    _verdict(capsys, lambda: ANSWERS["offset_matrix"](_each_tensor(lambda t: t.as_subclass(_OnAGpu))))
+    ok, line = _verdict(capsys, lambda: ANSWERS["offset_matrix"](lambda v: v))
+    assert ok and "came back" not in line, line
