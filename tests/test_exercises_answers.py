@@ -233,3 +233,28 @@ def test_notes_do_not_leak_into_the_next_verdict(capsys):
     _verdict(capsys, lambda: ANSWERS["offset_matrix"](_each_tensor(lambda t: t.as_subclass(_OnAGpu))))
     ok, line = _verdict(capsys, lambda: ANSWERS["offset_matrix"](lambda v: v))
     assert ok and "came back" not in line, line
+
+
+# ---------------------------------------------------------------------------
+# dtypes that would break attention: float64 tables, biases, rotated q/k (float32 asked for)
+# ---------------------------------------------------------------------------
+
+BREAKS_ATTENTION = ["rope_drill: RotaryEmbedding", "rope_drill: apply_rotary", "alibi_drill: bias", "alibi_drill: slopes",
+                    "alibi_key_bias", "swin_bias", "rope_rotation", "sinusoidal_drill"]
+
+
+@pytest.mark.parametrize("checker", BREAKS_ATTENTION)
+def test_float64_that_would_break_attention_is_rejected_with_the_reason(capsys, checker):
+    ok, line = _verdict(capsys, lambda: ANSWERS[checker](ODD["float64"]))
+    assert not ok and "Right values" in line or "Values right" in line or "Right slopes" in line \
+        or "Right attention weights" in line, line
+    assert "float64" in line and re.search(r"fail|refuse", line), line
+
+
+def test_the_float64_failure_the_messages_describe_is_real():
+    """What the messages claim: a float64 bias or float64 q/k with float32 values stops attention."""
+    scores, v = torch.randn(1, 2, 3, 3), torch.randn(1, 2, 3, 4)
+    with pytest.raises(RuntimeError, match="Double|double"):
+        (scores + torch.zeros(1, 2, 3, 3, dtype=torch.float64)).softmax(-1) @ v
+    with pytest.raises(RuntimeError, match="dtype"):
+        torch.nn.functional.scaled_dot_product_attention(v.double(), v, v)
