@@ -258,3 +258,61 @@ def test_the_float64_failure_the_messages_describe_is_real():
         (scores + torch.zeros(1, 2, 3, 3, dtype=torch.float64)).softmax(-1) @ v
     with pytest.raises(RuntimeError, match="dtype"):
         torch.nn.functional.scaled_dot_product_attention(v.double(), v, v)
+
+
+# ---------------------------------------------------------------------------
+# Tolerances follow the dtype the drill asks for; a message never prints two equal numbers
+# ---------------------------------------------------------------------------
+
+
+def _updates_float32(p: torch.Tensor, steps: int, B: int) -> torch.Tensor:
+    p = p.float()  # a reader computing in float32
+    reach = torch.stack([p[i + 1:].sum() for i in range(p.numel() - 1)])  # (T_max,) P(L > p)
+    return steps * (1 - (1 - reach) ** B)
+
+
+def _key_bias_float32_pow(H: int, T: int) -> torch.Tensor:
+    n = 2 ** math.floor(math.log2(H))
+    slopes = [2.0 ** (-8.0 * (h + 1) / n) for h in range(n)]
+    slopes += [2.0 ** (-8.0 * (h + 1) / (2 * n)) for h in range(0, 2 * (H - n), 2)]
+    m = torch.tensor(slopes, dtype=torch.float32)  # rounded once, from float64 python floats
+    j = torch.arange(T, dtype=torch.float32) + 1000.0  # a per-row constant: large keys, float32 rounding
+    return (m[:, None] * j)[None, :, None, :]
+
+
+@pytest.mark.parametrize("checker, fn", [
+    (E.check_expected_row_updates, _updates_float32),
+    (E.check_alibi_key_bias, _key_bias_float32_pow),
+    (E.check_ntk_base, lambda b, s, d: torch.tensor(b, dtype=torch.float32) * torch.tensor(s, dtype=torch.float32) ** (d / (d - 2))),
+    (E.check_pi_positions, lambda L, Ln: torch.arange(Ln, dtype=torch.float32) * (L / Ln)),
+    (E.check_kv_cache_bytes, lambda L, H, Hkv, dh, b, T, B: torch.tensor(2.0 * L * Hkv * dh * b / 8 * T * B, dtype=torch.float32)),
+    (E.check_sinusoidal_drill, lambda T, d, b=10000.0: torch.stack(
+        [f(torch.arange(T, dtype=torch.float32)[:, None] * torch.exp(torch.arange(0, d, 2) * (-math.log(b) / d)))
+         for f in (torch.sin, torch.cos)], -1).reshape(T, d)),
+], ids=["row updates", "key-only bias", "NTK base", "PI positions", "KV bytes", "sinusoidal via exp/log"])
+def test_a_correct_float32_computation_passes(capsys, checker, fn):
+    ok, line = _verdict(capsys, lambda: checker(fn))
+    assert ok, line
+
+
+def test_fmt_pair_never_prints_two_different_numbers_alike():
+    for got, want in ((9.938000001, 9.938), (6.7412, 6.7409), (1.0 + 2**-40, 1.0), (-2.1211, -2.1213)):
+        a, b = common.fmt_pair(got, want)
+        assert a != b and float(a) == pytest.approx(got) and float(b) == pytest.approx(want)
+
+
+@pytest.mark.parametrize("checker, fn, pattern", [
+    (E.check_expected_row_updates, lambda p, s, B: expected_row_updates(p, s, B) * (1 - 3e-5),
+     r"gets (\S+), expected (\S+) "),
+    (E.check_ntk_base, lambda b, s, d: b * s ** (d / (d - 2)) * (1 + 3e-5), r"fn gives (\S+) .* base is (\S+)\."),
+    (E.check_sinusoidal_drill, lambda T, d, b=10000.0: P.sinusoidal_positional_encoding(T, d, b) + 2e-4,
+     r"= (\S+), expected .*? = (\S+),"),
+    (lambda fn: E.check_alibi_drill(P.alibi_slopes, fn), lambda H, q, k: P.alibi_bias(H, q, k) * (1 + 1e-4),
+     r"= (\S+), expected (\S+) \("),
+], ids=["row updates", "NTK base", "sinusoidal", "ALiBi bias"])
+def test_a_near_miss_prints_two_different_numbers(capsys, checker, fn, pattern):
+    ok, line = _verdict(capsys, lambda: checker(fn))
+    assert not ok
+    m = re.search(pattern, line)
+    assert m is not None, line
+    assert m.group(1) != m.group(2), f"the message prints equal numbers as different: {line}"
