@@ -316,3 +316,44 @@ def test_a_near_miss_prints_two_different_numbers(capsys, checker, fn, pattern):
     m = re.search(pattern, line)
     assert m is not None, line
     assert m.group(1) != m.group(2), f"the message prints equal numbers as different: {line}"
+
+
+# ---------------------------------------------------------------------------
+# Numbers: numpy numbers and 0-d tensors are numbers; bools, strings, half-precision counts are not
+# ---------------------------------------------------------------------------
+
+NUMBER_CHECKERS = ["equivariance", "ntk_base", "largest_offset", "kv_cache_bytes"]
+NUMBER_FORMS = {
+    "numpy float64": lambda v: np.float64(v),
+    "numpy int64 (whole numbers)": lambda v: np.int64(v) if float(v) == int(v) else np.float64(v),
+    "numpy 0-d array": lambda v: np.array(v),
+    "0-d tensor": lambda v: torch.tensor(v, dtype=torch.float64),
+    "1-element tensor": lambda v: torch.tensor([v], dtype=torch.float64),
+}
+
+
+@pytest.mark.parametrize("form", sorted(NUMBER_FORMS))
+@pytest.mark.parametrize("checker", NUMBER_CHECKERS)
+def test_numpy_and_0d_numbers_are_accepted(capsys, checker, form):
+    ok, line = _verdict(capsys, lambda: ANSWERS[checker](NUMBER_FORMS[form]))
+    assert ok, line
+
+
+@pytest.mark.parametrize("form", ["numpy int64", "0-d int tensor", "float32 0-d tensor"])
+def test_flop_counts_in_numpy_or_tensor_form_pass(capsys, form):
+    conv = {"numpy int64": np.int64, "0-d int tensor": torch.tensor,
+            "float32 0-d tensor": lambda v: torch.tensor(v, dtype=torch.float32)}[form]
+    ok, line = _verdict(capsys, lambda: ANSWERS["attention_flops"](lambda t: tuple(conv(v) for v in t)))
+    assert ok, line
+
+
+@pytest.mark.parametrize("checker", NUMBER_CHECKERS)
+def test_a_half_precision_number_is_named(capsys, checker):
+    ok, line = _verdict(capsys, lambda: ANSWERS[checker](lambda v: torch.tensor(v + 0.3, dtype=torch.float16)))
+    assert not ok and "torch.float16 number" in line and "11 significant bits" in line, line
+
+
+@pytest.mark.parametrize("checker", NUMBER_CHECKERS)
+def test_a_bool_is_not_a_number(capsys, checker):
+    ok, line = _verdict(capsys, lambda: ANSWERS[checker](lambda v: np.bool_(True)))
+    assert not ok and "not a bool" in line, line
