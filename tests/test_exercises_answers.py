@@ -357,3 +357,31 @@ def test_a_half_precision_number_is_named(capsys, checker):
 def test_a_bool_is_not_a_number(capsys, checker):
     ok, line = _verdict(capsys, lambda: ANSWERS[checker](lambda v: np.bool_(True)))
     assert not ok and "not a bool" in line, line
+
+
+# ---------------------------------------------------------------------------
+# In place: "you modified the input", from every checker that hands the reader a tensor
+# ---------------------------------------------------------------------------
+
+IN_PLACE = {
+    "equivariance": lambda: E.check_equivariance_error(lambda f, x, perm: (f(x.mul_(1.5)[:, perm]) - f(x)[:, perm]).abs().max()),
+    "row_updates": lambda: E.check_expected_row_updates(  # P(L > p) = 1 - CDF(p), the CDF taken in place
+        lambda p, s, B: s * (1 - p.cumsum_(0)[:-1] ** B)),
+    "swin_bias": lambda: E.check_swin_bias(lambda t, w: _swin_bias(t.mul_(1.0).add_(0.0).abs_(), w)),
+    "rope_rotation": lambda: E.check_rope_rotation(lambda x, m, base: _rotation(x, m, base).add_(x.zero_())),
+    "rope_drill: rotate_half": lambda: E.check_rope_drill(lambda x: torch.cat([x[..., x.shape[-1] // 2:].neg_(),
+                                                                                x[..., : x.shape[-1] // 2]], -1),
+                                                          _apply, _lib_rope),
+    "rope_drill: apply_rotary": lambda: E.check_rope_drill(
+        P.rotate_half, lambda x, c, s: x.mul_(c).add_(P.rotate_half(x / c) * s), _lib_rope),
+    "rope_drill: cos modified": lambda: E.check_rope_drill(
+        P.rotate_half, lambda x, c, s: x * c.unsqueeze_(0) + P.rotate_half(x) * s, _lib_rope),
+    "bucket_drill": lambda: E.check_bucket_drill(
+        lambda r, bi, nb, md: P.relative_position_bucket(r.clamp_(-md, md), bi, nb, md)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(IN_PLACE))
+def test_modifying_the_input_in_place_is_named(capsys, name):
+    ok, line = _verdict(capsys, IN_PLACE[name])
+    assert not ok and "you modified the input" in line and "raised" not in line, line
