@@ -385,3 +385,83 @@ IN_PLACE = {
 def test_modifying_the_input_in_place_is_named(capsys, name):
     ok, line = _verdict(capsys, IN_PLACE[name])
     assert not ok and "you modified the input" in line and "raised" not in line, line
+
+
+# ---------------------------------------------------------------------------
+# Low-precision angles: float16 as well as bfloat16, by name
+# ---------------------------------------------------------------------------
+
+
+class RopeOk(nn.Module):
+    """A reader's correct RotaryEmbedding: float32 inv_freq that stays float32 under .to(...)."""
+
+    def __init__(self, d_head: int, base: float = 10000.0) -> None:
+        super().__init__()
+        two_i = torch.arange(0, d_head, 2, dtype=torch.float32)
+        self.register_buffer("inv_freq", 1.0 / base ** (two_i / d_head), persistent=False)
+
+    def _apply(self, fn, recurse=True):  # noqa: ANN001, ANN202
+        freq = self.inv_freq
+        super()._apply(fn, recurse)
+        self.inv_freq = freq.to(device=self.inv_freq.device, dtype=torch.float32)
+        return self
+
+    def angles(self, T: int, offset: int) -> torch.Tensor:
+        return torch.outer(torch.arange(offset, offset + T, dtype=torch.float32), self.inv_freq)  # (T, d/2)
+
+    def forward(self, T: int, offset: int = 0):  # noqa: ANN201
+        ang = self.angles(T, offset)
+        ang = torch.cat([ang, ang], dim=-1)  # (T, d)
+        return ang.cos(), ang.sin()
+
+
+def _rope(angles: Callable | None = None, keep_float32: bool = True) -> type:
+    class Rope(RopeOk):
+        def _apply(self, fn, recurse=True):  # noqa: ANN001, ANN202
+            return RopeOk._apply(self, fn, recurse) if keep_float32 else nn.Module._apply(self, fn, recurse)
+
+        def angles(self, T: int, offset: int) -> torch.Tensor:
+            return angles(self, T, offset) if angles else RopeOk.angles(self, T, offset)
+
+    return Rope
+
+
+def _drill(rope: type, apply: Callable = _apply) -> Callable[[], bool]:
+    return lambda: E.check_rope_drill(P.rotate_half, apply, rope)
+
+
+LOW_PRECISION = {
+    "drill: positions and product in float16": (_drill(_rope(lambda self, T, o: torch.outer(
+        torch.arange(o, o + T).half(), self.inv_freq.half()).float())), r"Angles in float16"),
+    "drill: positions in float16": (_drill(_rope(lambda self, T, o: torch.outer(
+        torch.arange(o, o + T).half().float(), self.inv_freq))), r"Angles in float16 \(positions in float16\)"),
+    "drill: positions in bfloat16": (_drill(_rope(lambda self, T, o: torch.outer(
+        torch.arange(o, o + T).bfloat16().float(), self.inv_freq))), r"Angles in bfloat16 \(positions in bfloat16\)"),
+    "drill: inv_freq in float16": (_drill(_rope(lambda self, T, o: torch.outer(
+        torch.arange(o, o + T, dtype=torch.float32), self.inv_freq.half().float()))), r"Angles in float16"),
+    "05 rotation: angles in float16": (lambda: E.check_rope_rotation(_rotate_with_angles(torch.float16)),
+                                       r"Angles computed in float16"),
+    "05 rotation: angles in bfloat16": (lambda: E.check_rope_rotation(_rotate_with_angles(torch.bfloat16)),
+                                        r"Angles computed in bfloat16"),
+}
+
+
+def _rotate_with_angles(dtype: torch.dtype) -> Callable:
+    def fn(x: torch.Tensor, m: int, base: float = 10000.0) -> torch.Tensor:
+        d = x.shape[-1]
+        theta = base ** (-torch.arange(0, d, 2, dtype=torch.float32) / d)  # (d/2,)
+        angle = (torch.tensor(float(m), dtype=dtype) * theta.to(dtype)).float()  # (d/2,) product in low precision
+        angle = torch.cat([angle, angle])  # (d,)
+        x1, x2 = x[..., : d // 2], x[..., d // 2:]
+        return x * angle.cos() + torch.cat([-x2, x1], dim=-1) * angle.sin()
+    return fn
+
+
+@pytest.mark.parametrize("name", sorted(LOW_PRECISION))
+def test_low_precision_angles_are_named_by_dtype(capsys, name):
+    run, pattern = LOW_PRECISION[name]
+    ok, line = _verdict(capsys, run)
+    assert not ok and re.search(pattern, line), line
+    other = "bfloat16" if "float16" in name and "bfloat16" not in name else None
+    if other:
+        assert other not in line, f"a float16 mistake must not be called {other}: {line}"
