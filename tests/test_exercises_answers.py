@@ -465,3 +465,80 @@ def test_low_precision_angles_are_named_by_dtype(capsys, name):
     other = "bfloat16" if "float16" in name and "bfloat16" not in name else None
     if other:
         assert other not in line, f"a float16 mistake must not be called {other}: {line}"
+
+
+# ---------------------------------------------------------------------------
+# Partial rotation and swapped members of a pair
+# ---------------------------------------------------------------------------
+
+
+def _rotate_pairs(kind: str) -> Callable:
+    """A reader's my_rope_rotate(x, m, base) written pair by pair, with one slip."""
+    def fn(x: torch.Tensor, m: int, base: float = 10000.0) -> torch.Tensor:
+        d = x.shape[-1]
+        angle = m * base ** (-torch.arange(0, d, 2, dtype=torch.float32) / d)  # (d/2,)
+        if kind == "partial":
+            angle[d // 4:] = 0.0  # only the first half of the pairs
+        a, b = x[..., : d // 2], x[..., d // 2:]
+        if kind == "swapped before":
+            a, b = b, a
+        c, s = angle.cos(), angle.sin()
+        first, second = a * c - b * s, b * c + a * s
+        if kind == "swapped after":
+            first, second = second, first
+        return torch.cat([first, second], dim=-1)
+    return fn
+
+
+def _apply_first_half_only(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    r = x.shape[-1] // 2  # GPT-NeoX's rotary_pct = 0.5, with the drill's full tables
+    xr = x[..., :r]
+    rot = torch.cat([-xr[..., r // 2:], xr[..., : r // 2]], dim=-1)
+    return torch.cat([xr * cos[..., :r] + rot * sin[..., :r], x[..., r:]], dim=-1)
+
+
+def _apply_swapped(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    out = x * cos + P.rotate_half(x) * sin
+    h = x.shape[-1] // 2
+    return torch.cat([out[..., h:], out[..., :h]], dim=-1)  # each pair written back as (b', a')
+
+
+def _offset_matrix_first_pairs(k: int, d: int, base: float) -> torch.Tensor:
+    M = offset_matrix(k, d, base).float()
+    M[d // 2:, d // 2:] = torch.eye(d - d // 2)  # blocks of the last pairs left as the identity
+    return M
+
+
+def _rope_some_pairs(self: RopeOk, T: int, offset: int) -> torch.Tensor:
+    freq = self.inv_freq.clone()
+    freq[freq.numel() // 2:] = 0.0  # only the fast half of the pairs turns
+    return torch.outer(torch.arange(offset, offset + T, dtype=torch.float32), freq)
+
+
+PAIRS = {
+    "05 rotation: partial": (lambda: E.check_rope_rotation(_rotate_pairs("partial")),
+                             r"Partial rotation .*pairs \[0, 1\] turn, but pairs \[2, 3\] come back unchanged"),
+    "05 rotation: members swapped after the turn": (lambda: E.check_rope_rotation(_rotate_pairs("swapped after")),
+                                                    r"Swapped members of a pair.*written back in the other order"),
+    "05 rotation: members swapped before the turn": (lambda: E.check_rope_rotation(_rotate_pairs("swapped before")),
+                                                     r"Swapped members of a pair.*exchanged before the turn"),
+    "05 permutation: members swapped": (lambda: E.check_pairing_permutation(
+        lambda d: pairing_permutation(d).reshape(-1, 2).flip(-1).flatten()), r"Swapped members of each pair"),
+    "02 offset matrix: partial": (lambda: E.check_offset_matrix(_offset_matrix_first_pairs),
+                                  r"Partial rotation .*blocks of pairs \[2, 3\] are the identity"),
+    "02 offset matrix: (cos, sin) members": (lambda: E.check_offset_matrix(lambda k, d, b: offset_matrix(k, d, b).T),
+                                            r"Swapping the members of a pair"),
+    "drill: apply_rotary rotates half the dims": (_drill(RopeOk, _apply_first_half_only),
+                                                  r"Partial rotation in apply_rotary.*first 8 of the 16 dims"),
+    "drill: apply_rotary swaps the members": (_drill(RopeOk, _apply_swapped),
+                                              r"Swapped members of a pair in apply_rotary"),
+    "drill: tables with angle 0 for half the pairs": (_drill(_rope(_rope_some_pairs)),
+                                                      r"partial rotation: pairs \[4, 5, 6, 7\] get angle 0"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PAIRS))
+def test_partial_rotation_and_swapped_members_are_named(capsys, name):
+    run, pattern = PAIRS[name]
+    ok, line = _verdict(capsys, run)
+    assert not ok and re.search(pattern, line), line
