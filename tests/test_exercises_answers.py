@@ -542,3 +542,37 @@ def test_partial_rotation_and_swapped_members_are_named(capsys, name):
     run, pattern = PAIRS[name]
     ok, line = _verdict(capsys, run)
     assert not ok and re.search(pattern, line), line
+
+
+# ---------------------------------------------------------------------------
+# RoPE tables cached for 2048 positions, used at a large offset
+# ---------------------------------------------------------------------------
+
+
+class RopeCached(RopeOk):
+    """cos/sin precomputed for max_positions in __init__ and sliced in forward, as many tutorials do."""
+
+    def __init__(self, d_head: int, base: float = 10000.0, max_positions: int = 2048) -> None:
+        super().__init__(d_head, base)
+        cos, sin = RopeOk.forward(self, max_positions)
+        self.register_buffer("cos_cached", cos, persistent=False)
+        self.register_buffer("sin_cached", sin, persistent=False)
+
+    def forward(self, T: int, offset: int = 0):  # noqa: ANN201
+        return self.cos_cached[offset: offset + T], self.sin_cached[offset: offset + T]
+
+
+def test_tables_cached_for_2048_positions_get_a_message_at_a_large_offset(capsys):
+    ok, line = _verdict(capsys, _drill(RopeCached))
+    assert not ok and "cached for positions 0 .. 2047 (2048 positions)" in line and "offset=16000" in line, line
+
+
+def test_a_cache_that_grows_passes(capsys):
+    class RopeGrowing(RopeCached):
+        def forward(self, T: int, offset: int = 0):  # noqa: ANN201
+            if offset + T > self.cos_cached.shape[0]:
+                self.cos_cached, self.sin_cached = RopeOk.forward(self, 2 * (offset + T))
+            return super().forward(T, offset)
+
+    ok, line = _verdict(capsys, _drill(RopeGrowing))
+    assert ok, line
