@@ -225,8 +225,12 @@ def test_a_gpu_result_is_compared_on_the_cpu_after_saying_so(capsys, checker):
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")
 @pytest.mark.parametrize("checker", TENSOR_ANSWERS)
 def test_a_real_gpu_result_is_compared_on_the_cpu(capsys, checker):
+    """On a GPU the note is there whatever the verdict. A drill piece that answers on cuda for CPU inputs
+    really breaks the pieces it is combined with in the chapter's tests (tensors on two devices), so there
+    the verdict may be 'Not yet.', with that error and the note."""
     ok, line = _verdict(capsys, lambda: ANSWERS[checker](_each_tensor(lambda t: t.to("cuda"))))
-    assert ok and "It came back on cuda:0" in line, line
+    assert "It came back on cuda:0" in line, line
+    assert ok or checker.startswith(("rope_drill", "alibi_drill")) and "device" in line, line
 
 
 def test_notes_do_not_leak_into_the_next_verdict(capsys):
