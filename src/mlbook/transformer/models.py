@@ -34,7 +34,6 @@ from mlbook.transformer.positional import (
     RelativePositionBias,
     RotaryEmbedding,
     alibi_bias,
-    convert_rotary_weights,
     sinusoidal_positional_encoding,
 )
 from mlbook.transformer.rope_scaling import SCALING_PARAMETERS, RopeScaling, scaling_parameters
@@ -446,66 +445,12 @@ class GPT(nn.Module):
 
     @classmethod
     def from_hf_llama(cls, hf_model: nn.Module, pairing: str = "half") -> "GPT":
-        """Copy a Hugging Face LlamaForCausalLM's weights into a GPT (positional="rope").
+        """Copy a Hugging Face LlamaForCausalLM's weights into a GPT (positional="rope"): every rope_scaling
+        key honoured as transformers does or refused, grouped-query heads kept. See
+        `mlbook.transformer.hf.gpt_from_hf_llama`, which this calls."""
+        from mlbook.transformer.hf import gpt_from_hf_llama  # hf.py imports this module
 
-        pairing="interleaved" converts the q and k projections with `convert_rotary_weights`,
-        so the model computes the same attention scores in the other RoPE layout.
-        """
-        check_choice("pairing", pairing, ("half", "interleaved"))
-        hc = hf_model.config
-        n_kv = getattr(hc, "num_key_value_heads", None) or hc.num_attention_heads
-        if getattr(hc, "head_dim", None) not in (None, hc.hidden_size // hc.num_attention_heads):
-            raise ValueError("head_dim must equal hidden_size / num_attention_heads")
-        rope: dict[str, Any] = {"base": float(getattr(hc, "rope_theta", 10000.0)), "pairing": pairing}
-        scaling = getattr(hc, "rope_scaling", None) or {}
-        kind = scaling.get("rope_type", scaling.get("type", "default"))
-        mapping = {"default": "none", "linear": "linear", "dynamic": "dynamic", "yarn": "yarn", "llama3": "llama3"}
-        if kind not in mapping:
-            raise ValueError(f"unsupported rope_scaling type {kind!r}; supported: {', '.join(mapping)}")
-        if kind != "default":
-            rope.update(scaling=mapping[kind], factor=float(scaling["factor"]))
-            takes = scaling_parameters(mapping[kind])
-            if "original_max_len" in takes:
-                orig = scaling.get("original_max_position_embeddings", hc.max_position_embeddings)
-                rope["original_max_len"] = int(orig)
-            for key in takes:
-                if key not in ("factor", "original_max_len") and key in scaling:
-                    rope[key] = float(scaling[key])
-        config = GPTConfig(
-            vocab_size=hc.vocab_size, d_model=hc.hidden_size, n_heads=hc.num_attention_heads,
-            n_layers=hc.num_hidden_layers, max_len=hc.max_position_embeddings, positional="rope",
-            d_ff=hc.intermediate_size, rope=rope, norm="rms", mlp="swiglu",
-            bias=bool(getattr(hc, "attention_bias", False)), tie_embeddings=bool(hc.tie_word_embeddings),
-            norm_eps=hc.rms_norm_eps, n_kv_heads=n_kv,
-        )
-        model = cls(config)
-        src = hf_model.model
-
-        def qk(w: torch.Tensor, heads: int) -> torch.Tensor:
-            return convert_rotary_weights(w, heads, "interleaved") if pairing == "interleaved" else w
-
-        with torch.no_grad():
-            model.tok_emb.weight.copy_(src.embed_tokens.weight)
-            for ours, theirs in zip(model.blocks, src.layers):
-                a, t = ours.attn, theirs.self_attn
-                a.q_proj.weight.copy_(qk(t.q_proj.weight, config.n_heads))
-                a.k_proj.weight.copy_(qk(t.k_proj.weight, n_kv))
-                a.v_proj.weight.copy_(t.v_proj.weight)
-                a.o_proj.weight.copy_(t.o_proj.weight)
-                if config.bias:
-                    a.q_proj.bias.copy_(qk(t.q_proj.bias, config.n_heads))
-                    a.k_proj.bias.copy_(qk(t.k_proj.bias, n_kv))
-                    a.v_proj.bias.copy_(t.v_proj.bias)
-                    a.o_proj.bias.copy_(t.o_proj.bias)
-                ours.norm1.weight.copy_(theirs.input_layernorm.weight)
-                ours.norm2.weight.copy_(theirs.post_attention_layernorm.weight)
-                ours.mlp.gate.weight.copy_(theirs.mlp.gate_proj.weight)
-                ours.mlp.up.weight.copy_(theirs.mlp.up_proj.weight)
-                ours.mlp.down.weight.copy_(theirs.mlp.down_proj.weight)
-            model.norm_f.weight.copy_(src.norm.weight)
-            if not config.tie_embeddings:
-                model.lm_head.weight.copy_(hf_model.lm_head.weight)
-        return model
+        return gpt_from_hf_llama(hf_model, pairing=pairing)
 
 
 @dataclass
