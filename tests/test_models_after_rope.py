@@ -57,7 +57,7 @@ def test_sliding_window_logits_match_hf_mistral() -> None:
                         num_hidden_layers=2, intermediate_size=96, max_position_embeddings=128, sliding_window=W,
                         tie_word_embeddings=False, initializer_range=0.1, attn_implementation="eager")
     hf = transformers.MistralForCausalLM(cfg).eval()
-    llama_cfg = LlamaConfig(**{k: v for k, v in cfg.to_dict().items() if k in LlamaConfig().to_dict()})
+    llama_cfg = LlamaConfig(**{k: v for k, v in cfg.to_dict().items() if k in LlamaConfig().to_dict() and k != "model_type"})
     shell = transformers.LlamaForCausalLM(llama_cfg)
     shell.load_state_dict(hf.state_dict())
     idx = torch.randint(0, 97, (1, 30))
