@@ -15,7 +15,8 @@ from mlbook.viz import exp_after_rope as V
 
 @pytest.fixture(scope="module")
 def record() -> dict:
-    cfg = exp_config("after_rope", "full", seeds=[0, 1], lengths=[64, 128], depths=[1.0], n_eval=2, loss_windows=2,
+    cfg = exp_config("after_rope", "full", methods=list(E.METHODS), seeds=[0, 1], lengths=[64, 128], depths=[1.0],
+                     n_eval=2, loss_windows=2,
                      train={**TINY_TRAIN, "steps": 2}, model={"d_model": 32, "n_heads": 2, "n_layers": 4})
     return exp_record("after_rope", cfg, E.run(cfg, CPU, False))
 
@@ -67,6 +68,9 @@ def test_record_holds_every_method_and_seed_and_compares_paired_against_rope(rec
     for text in (E.format_table(record), E.comparison_table(record), E.claims_table(record), E.headline(record),
                  E.usage_table(record, "prope", "k")):
         assert text
+    rise = E.metric_per_seed(record, "hybrid", "rise")
+    assert rise == pytest.approx([row["past_L"] - row["in_range"] for row in r["results"]["hybrid"]], abs=1e-4)
+    assert len(E.slow_share(record, "rope", "k")) == 4 and all(v > 0 for v in E.slow_share(record))
     with pytest.raises(ValueError, match="metric must be"):
         E.metric_per_seed(record, "rope", "accuracy")
     with pytest.raises(ValueError, match="passkey length"):

@@ -44,9 +44,10 @@ from mlbook.experiments.data import PasskeyTask, corpus_tokens, random_windows, 
 from mlbook.experiments.registry import register
 from mlbook.experiments.train import TrainConfig, train
 from mlbook.transformer.models import GPT
+from mlbook.transformer.positional import frequency_ladder
 
 __all__ = ["METHODS", "LABELS", "PROBED", "method_settings", "pair_norms", "metric_per_seed", "comparisons",
-           "comparison_table", "format_table", "usage_table", "claims_table", "verdict_line", "headline"]
+           "comparison_table", "format_table", "slow_share", "usage_table", "claims_table", "verdict_line", "headline"]
 
 METHODS: tuple[str, ...] = ("rope", "nope", "partial", "prope", "hybrid", "local_global")
 LABELS: dict[str, str] = {
@@ -207,18 +208,21 @@ def _check_method(record: dict[str, Any], method: str) -> None:
 
 
 def metric_per_seed(record: dict[str, Any], method: str, metric: str) -> list[float]:
-    """One value per seed: "in_range" or "past_L" (nats/char), or "passkey@N" (share right at length N)."""
+    """One value per seed: "in_range" or "past_L" (nats/char), "rise" (past_L - in_range: how much the
+    loss rises past L, on the same windows), or "passkey@N" (share right at length N)."""
     _check_method(record, method)
     rows = record["results"]["results"][method]
     if metric in ("in_range", "past_L"):
         return [row[metric] for row in rows]
+    if metric == "rise":
+        return [round(row["past_L"] - row["in_range"], 4) for row in rows]
     if metric.startswith("passkey@"):
         lengths = record["results"]["lengths"]
         n = int(metric.split("@", 1)[1])
         if n not in lengths:
             raise ValueError(f"passkey length must be one of {lengths}, got {n}")
         return [row["passkey"][lengths.index(n)] for row in rows]
-    raise ValueError(f"metric must be 'in_range', 'past_L' or 'passkey@N', got {metric!r}")
+    raise ValueError(f"metric must be 'in_range', 'past_L', 'rise' or 'passkey@N', got {metric!r}")
 
 
 def comparisons(record: dict[str, Any], metric: str, against: str = "rope") -> dict[str, dict[str, Any]]:
@@ -261,7 +265,7 @@ def usage_table(record: dict[str, Any], method: str = "rope", which: str = "q") 
 def comparison_table(record: dict[str, Any]) -> str:
     """Markdown: every method against RoPE on every metric, paired mean difference [95% t-interval], verdict."""
     r = record["results"]
-    metrics = [("in_range", "loss < L"), ("past_L", "loss L..4L")] + [
+    metrics = [("in_range", "loss < L"), ("past_L", "loss L..4L"), ("rise", "rise past L")] + [
         (f"passkey@{n}", f"passkey at {n}") for n in r["lengths"]]
     lines = ["| method - RoPE | " + " | ".join(label for _, label in metrics) + " |",
              "|---|" + "---|" * len(metrics)]
@@ -274,6 +278,21 @@ def comparison_table(record: dict[str, Any]) -> str:
             cells.append(f"{pm(d, 2 if key.startswith('passkey') else 3)} {d['verdict']}")
         lines.append(f"| {LABELS[m]} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def slow_share(record: dict[str, Any], method: str = "rope", which: str = "q") -> list[float]:
+    """Per layer, the mean norm (over seeds) of the pairs that turn less than a quarter turn over the
+    trained length L (wavelength 2 pi / theta_i > 4L, theta_i of the full-width ladder, base 10,000) divided
+    by that of the faster pairs: below 1, the slow pairs carry less of q (or k) than the fast ones."""
+    if method not in PROBED:
+        raise ValueError(f"method must be one of {', '.join(PROBED)} (the probed models), got {method!r}")
+    if which not in ("q", "k"):
+        raise ValueError(f"which must be 'q' or 'k', got {which!r}")
+    r = record["results"]
+    d_head = record["config"]["model"]["d_model"] // record["config"]["model"]["n_heads"]
+    slow = (2 * torch.pi / frequency_ladder(d_head)) > 4 * r["train_len"]  # (d_head/2,) bool
+    t = torch.tensor([row["pair_norms"][which] for row in r["results"][method]], dtype=torch.float64).mean(0)
+    return [round((t[i, slow].mean() / t[i, ~slow].mean()).item(), 3) for i in range(t.shape[0])]
 
 
 def _sentence(cmp: dict[str, dict[str, Any]], better: str) -> tuple[list[str], list[str], list[str]]:
@@ -290,12 +309,12 @@ def _names(methods: list[str]) -> str:
 
 
 def verdict_line(record: dict[str, Any]) -> str:
-    """One sentence, against RoPE by the verdict rule: in-range loss, then loss past L."""
+    """One sentence, against RoPE by the verdict rule: in-range loss, then how much the loss rises past L."""
     r = record["results"]
     if len(r["seeds"]) < 2:
         return "This record has one seed, so it supports no verdict (the quick budget is a smoke test)."
     parts = []
-    for metric, what in (("in_range", "in range"), ("past_L", f"past L = {r['train_len']}")):
+    for metric, what in (("in_range", "in range"), ("rise", f"rise from there to past L = {r['train_len']}")):
         good, bad, same = _sentence(comparisons(record, metric), "lower")
         bits = []
         if good:
@@ -315,8 +334,9 @@ _CLAIMS: tuple[tuple[str, str, str, str], ...] = (
     ("prope", "in_range", "dropping the slowest 25% of frequencies costs nothing in range (Barbero et al.)",
      "indistinguishable"),
     ("partial", "in_range", "rotating 25% of the channels costs nothing in range (GPT-NeoX)", "indistinguishable"),
-    ("hybrid", "past_L", "a hybrid degrades less than RoPE past L", "lower"),
-    ("local_global", "past_L", "local RoPE + global NoPE degrades less than RoPE past L", "lower"),
+    ("nope", "rise", "without positions the loss barely rises past L (nothing to extrapolate)", "lower"),
+    ("hybrid", "rise", "a hybrid's loss rises less than RoPE's past L (Llama 4's argument for iRoPE)", "lower"),
+    ("local_global", "rise", "local RoPE + global NoPE rises less than RoPE past L", "lower"),
 )
 
 
@@ -345,8 +365,8 @@ def headline(record: dict[str, Any]) -> str:
     for m in r["methods"]:
         if m == "rope":
             continue
-        cells = [pm(comparisons(record, k)[m], 3) for k in ("in_range", "past_L")]
-        acc = pm(comparisons(record, f"passkey@{longest}")[m], 2)
-        per.append(f"{LABELS[m]}: in range {cells[0]}, past L {cells[1]}, passkey@{longest} {acc}")
+        cells = [pm(comparisons(record, k)[m], 3) for k in ("in_range", "rise")]
+        acc = pm(comparisons(record, f"passkey@{r['train_len']}")[m], 2)
+        per.append(f"{LABELS[m]}: in range {cells[0]}, rise past L {cells[1]}, passkey at L {acc}")
     lines.append(f"Method - RoPE, mean [95% t-interval] over {len(r['seeds'])} seeds (nats/char; passkey share):")
     return findings(lines[:1]) + "\n" + lines[1] + "\n" + findings(per)
