@@ -22,7 +22,8 @@ from mlbook.experiments import catalog, registry  # noqa: F401  (catalog registe
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = {"20_exp_permutation": "permutation", "21_exp_extrapolation": "extrapolation",
          "22_exp_context_extension": "context_extension", "23_exp_t5_length": "t5_length",
-         "24_exp_attention_sinks": "sinks", "25_exp_passkey": "passkey"}
+         "24_exp_attention_sinks": "sinks", "25_exp_passkey": "passkey",
+         "26_exp_after_rope": "after_rope"}
 VERDICT = re.compile(r"\*\*Verdict\.\*\* .*?(?=\n\n|\Z)", re.S)
 
 
