@@ -17,7 +17,7 @@ import torch
 from mlbook.transformer.validate import check_int
 
 __all__ = ["CharTokenizer", "TOKENIZER", "corpus_text", "corpus_tokens", "split_tokens", "random_windows",
-           "PasskeyTask"]
+           "PasskeyTask", "digit_accuracy", "passkey_and_text"]
 
 
 class CharTokenizer:
@@ -119,3 +119,29 @@ class PasskeyTask:
         targets = torch.full_like(ids[:, 1:], -100)  # (B, length - 1) ignore everything ...
         targets[:, -self.n_digits :] = ids[:, -self.n_digits :]  # ... but the digits of the answer
         return ids[:, :-1], targets
+
+
+def digit_accuracy(logits: torch.Tensor, targets: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Accuracy on the scored positions only (targets != -100), each row holding the same number
+    of them. Returns (all digits right per row (B,), right per digit (B, n_digits)), both float."""
+    scored = targets != -100  # (B, T)
+    n = int(scored[0].sum())
+    if n == 0 or not bool((scored.sum(1) == n).all()):
+        raise ValueError("every row must score the same, non-zero number of positions (the key's digits)")
+    pred = logits.argmax(-1)[scored].view(-1, n)  # (B, n)
+    right = (pred == targets[scored].view(-1, n)).float()  # (B, n)
+    return right.min(1).values, right
+
+
+def passkey_and_text(task: PasskeyTask, text: torch.Tensor, length: int, batch_size: int, every: int,
+                   key_rng: random.Random):  # type: ignore[no-untyped-def]
+    """Batches for `train`: every `every`-th step passkey samples at `length` (keys at random
+    depths, loss on the key's digits only), the other steps corpus windows (loss on every next
+    character). Experiments 6 and 7 train on it; Experiment 6 also fine-tunes on it at 4L, so the
+    fine-tune keeps the task."""
+    def batches(step: int, g: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+        if step % every == 0:
+            return task.batch(batch_size, length, key_rng)  # (B, length - 1): loss on the digits only
+        return random_windows(text, batch_size, length - 1, g)  # (B, length - 1): every next character
+
+    return batches

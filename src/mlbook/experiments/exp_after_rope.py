@@ -40,7 +40,7 @@ from mlbook.experiments.common import (
     pm,
     seeds_of,
 )
-from mlbook.experiments.data import PasskeyTask, corpus_tokens, random_windows, split_tokens
+from mlbook.experiments.data import PasskeyTask, corpus_tokens, digit_accuracy, passkey_and_text, split_tokens
 from mlbook.experiments.registry import register
 from mlbook.experiments.train import TrainConfig, train
 from mlbook.transformer.models import GPT
@@ -132,24 +132,11 @@ def pair_norms(model: GPT, x: torch.Tensor, device: torch.device) -> dict[str, l
     return out
 
 
-def _mixed_batches(task: PasskeyTask, text: torch.Tensor, length: int, batch_size: int, every: int,
-                   key_rng: random.Random):  # type: ignore[no-untyped-def]
-    """Every `every`-th step passkey samples at `length` (loss on the key's digits), else corpus windows."""
-    def batches(step: int, g: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
-        if step % every == 0:
-            return task.batch(batch_size, length, key_rng)  # (B, length - 1)
-        return random_windows(text, batch_size, length - 1, g)  # (B, length - 1)
-
-    return batches
-
-
 @torch.no_grad()
 def _passkey(model: GPT, x: torch.Tensor, y: torch.Tensor, device: torch.device) -> float:
     """Share of samples with every digit of the key right (teacher-forced argmax on the scored positions)."""
-    logits = model.eval()(x.to(device)).cpu()  # (n, T, V)
-    scored = y != -100  # (n, T)
-    pred = logits.argmax(-1)[scored].view(y.shape[0], -1)  # (n, digits)
-    return (pred == y[scored].view(y.shape[0], -1)).all(1).float().mean().item()
+    all_right, _ = digit_accuracy(model.eval()(x.to(device)).cpu(), y)  # (n,)
+    return all_right.mean().item()
 
 
 @register(
@@ -179,7 +166,7 @@ def run(cfg: dict[str, Any], device: torch.device, progress: bool) -> dict[str, 
         for method in cfg["methods"]:
             positional, extra = method_settings(method, n_layers, L)
             model = build_gpt(positional, cfg["model"], L, seed, **extra)
-            log = train(model, _mixed_batches(task, train_part, L, B, cfg["passkey_every"], random.Random(seed)),
+            log = train(model, passkey_and_text(task, train_part, L, B, cfg["passkey_every"], random.Random(seed)),
                         TrainConfig(seed=seed, **cfg["train"]), device, desc=f"after_rope/{method} seed {seed}",
                         progress=progress)
             model.eval()

@@ -44,7 +44,7 @@ from mlbook.experiments.common import (
     pm,
     seeds_of,
 )
-from mlbook.experiments.data import PasskeyTask, corpus_tokens, random_windows, split_tokens
+from mlbook.experiments.data import PasskeyTask, corpus_tokens, digit_accuracy, passkey_and_text, split_tokens
 from mlbook.experiments.registry import register
 from mlbook.experiments.train import TrainConfig, train
 from mlbook.transformer.models import GPT
@@ -113,18 +113,6 @@ def method_model(method: str, trained: dict[str, GPT], factor: float) -> GPT:
     return copy_with_rope(trained["rope"], rope)
 
 
-def digit_accuracy(logits: torch.Tensor, targets: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Accuracy on the scored positions only (targets != -100), each row holding the same number
-    of them. Returns (all digits right per row (B,), right per digit (B, n_digits)), both float."""
-    scored = targets != -100  # (B, T)
-    n = int(scored[0].sum())
-    if n == 0 or not bool((scored.sum(1) == n).all()):
-        raise ValueError("every row must score the same, non-zero number of positions (the key's digits)")
-    pred = logits.argmax(-1)[scored].view(-1, n)  # (B, n)
-    right = (pred == targets[scored].view(-1, n)).float()  # (B, n)
-    return right.min(1).values, right
-
-
 @torch.no_grad()
 def passkey_accuracy(model: GPT, x: torch.Tensor, y: torch.Tensor, device: torch.device) -> dict[str, float]:
     """All-digits and per-digit accuracy on passkey samples x, y (n, length - 1)."""
@@ -140,19 +128,6 @@ def _test_set(task: PasskeyTask, cfg: dict[str, Any]) -> dict[tuple[int, float],
         for depth in cfg["depths"]:
             out[(length, depth)] = task.batch(cfg["n_eval"], length, rng, depth)  # (n, length - 1) each
     return out
-
-
-def _mixed_batches(task: PasskeyTask, text: torch.Tensor, length: int, batch_size: int, every: int,
-                   key_rng: random.Random):  # type: ignore[no-untyped-def]
-    """Batches for `train`: every `every`-th step passkey samples at `length` (keys at random
-    depths, loss on the key's digits only), the other steps corpus windows (loss on every next
-    character). Used both to train at L and to fine-tune at 4L, so the fine-tune keeps the task."""
-    def batches(step: int, g: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
-        if step % every == 0:
-            return task.batch(batch_size, length, key_rng)  # (B, length - 1): loss on the digits only
-        return random_windows(text, batch_size, length - 1, g)  # (B, length - 1): every next character
-
-    return batches
 
 
 def _score(model: GPT, tests: dict, lm: tuple[torch.Tensor, torch.Tensor], cfg: dict[str, Any],
@@ -196,7 +171,7 @@ def run(cfg: dict[str, Any], device: torch.device, progress: bool) -> dict[str, 
         trained: dict[str, GPT] = {}
         for scheme in cfg["schemes"]:
             model = build_gpt(scheme, cfg["model"], L, seed)
-            batches = _mixed_batches(task, train_part, L, B, cfg["passkey_every"], random.Random(seed))
+            batches = passkey_and_text(task, train_part, L, B, cfg["passkey_every"], random.Random(seed))
             log = train(model, batches, TrainConfig(seed=seed, **cfg["train"]), device,
                         desc=f"passkey/{scheme} seed {seed}", progress=progress)
             every = cfg["passkey_every"]
@@ -212,7 +187,7 @@ def run(cfg: dict[str, Any], device: torch.device, progress: bool) -> dict[str, 
             tuned = model if method != "alibi" else build_gpt("alibi", cfg["model"], L, seed)
             if method == "alibi":
                 tuned.load_state_dict(trained["alibi"].state_dict())
-            ft = train(tuned, _mixed_batches(task, train_part, L_ft, cfg["finetune"]["batch_size"],
+            ft = train(tuned, passkey_and_text(task, train_part, L_ft, cfg["finetune"]["batch_size"],
                                              cfg["passkey_every"], random.Random(seed + 1000)),
                        TrainConfig(seed=seed + 1000, **cfg["finetune"]), device,
                        desc=f"passkey/{method} fine-tune seed {seed}", progress=progress)
