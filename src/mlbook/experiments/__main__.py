@@ -49,7 +49,10 @@ def main(argv: list[str] | None = None) -> int:
     print(json.dumps(record["results"], indent=1))
     where = "" if args.no_save else f" -> {result_path(args.name, args.budget)}"
     if not args.no_save:  # its picture beside it: the headline comparisons with their 95% intervals
-        where += f" and {write_beside(record, result_path(args.name, args.budget))}"
+        try:
+            where += f" and {write_beside(record, result_path(args.name, args.budget))}"
+        except (ValueError, OSError) as err:  # the record is saved already: say why there is no picture
+            print(f"warning: no PNG summary for {args.name}: {err}", file=sys.stderr)
     print(f"{args.name} ({args.budget}) on {record['device']} in {record['elapsed_s']} s{where}", file=sys.stderr)
     return 0
 

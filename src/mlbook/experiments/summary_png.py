@@ -105,6 +105,15 @@ def _passkey(mod: Any, record: dict[str, Any]) -> list[Panel]:
             for group, title in titles.items()]
 
 
+def _after_rope(mod: Any, record: dict[str, Any]) -> list[Panel]:
+    if "rope" not in record["results"]["methods"]:
+        return []  # a record without the RoPE baseline has nothing to compare against
+    L = record["results"]["train_len"]
+    return [(title, [(f"{mod.LABELS[m]} − RoPE", c) for m, c in mod.comparisons(record, metric).items()])
+            for metric, title in (("in_range", f"Loss below L = {L} (nats/char), paired difference"),
+                                  ("rise", "Rise of the loss past L (nats/char), paired difference"))]
+
+
 def _generic(mod: Any, record: dict[str, Any]) -> list[Panel]:
     """Any experiment module with a public `comparisons(record)`: a dict or a list of paired dicts,
     one panel per measure when they name one."""
@@ -126,6 +135,7 @@ _HEADLINES: dict[str, Callable[[Any, dict[str, Any]], list[Panel]]] = {
     "context_extension": _context_extension,
     "sinks": _sinks,
     "passkey": _passkey,
+    "after_rope": _after_rope,
 }
 
 
