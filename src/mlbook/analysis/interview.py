@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import torch
 
 from mlbook.analysis.absolute import pair_wavelengths
+from mlbook.analysis.after_rope import llama4_attention_scale
 from mlbook.analysis.production import kv_cache_bytes
 from mlbook.analysis.rope import rotate_at
 from mlbook.analysis.systems import format_bytes
@@ -225,12 +226,13 @@ def nope_query_scale(position: int, floor_scale: float = 8192.0, attn_scale: flo
     `attn_temperature_tuning` is set and the layer does not rotate). It is 1 for the first
     floor_scale - 1 positions and then grows with the log of the position in steps of floor_scale
     tokens: logits sharpen as the number of keys a global layer spreads its weight over grows.
-    Defaults: Llama-4-Scout's config (floor_scale 8192, attn_scale 0.1).
+    Defaults: Llama-4-Scout's config (floor_scale 8192, attn_scale 0.1). One position of
+    `mlbook.analysis.after_rope.llama4_attention_scale`, which holds the formula.
     """
     check_int("position", position, 0)
     floor_scale = check_positive_float("floor_scale", floor_scale)
     attn_scale = check_positive_float("attn_scale", attn_scale)
-    return 1.0 + attn_scale * math.log1p(math.floor((position + 1) / floor_scale))
+    return float(llama4_attention_scale([position], floor_scale, attn_scale).item())
 
 
 def top_weight(gap: float, n: int, *, log_scale_from: int | None = None) -> float:
