@@ -213,3 +213,14 @@ def test_live_context_scaling_has_every_knob(live, displayed):
     # like with like by default: dynamic NTK starts at n / L = s
     sliders = {c.description: c.value for c in w.children[0].children}
     assert sliders["dynamic: n / L"] == sliders["s = L'/L"] == 4.0
+
+
+def test_score_on_grid_matches_attention_score():
+    """The live figure's fast grid evaluation is the same sum as attention_score, to rounding."""
+    from mlbook.analysis.extension import fit_attention_score
+    from mlbook.viz.extension import _score_on_grid
+
+    fit = fit_attention_score(64, 10000.0, 512, 256, 1e-6, 1)
+    for n, step in [(1, 1.0), (7, 1.0), (2048, 1.0), (2048, 0.25)]:
+        exact = fit.score(np.arange(n) * step)
+        assert np.allclose(_score_on_grid(fit, n, step), exact, rtol=0, atol=1e-9 * max(1.0, np.abs(exact).max()))

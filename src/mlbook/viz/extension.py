@@ -18,6 +18,7 @@ Every number comes from `mlbook.analysis.extension` (and through it from
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any, Sequence
 
@@ -25,10 +26,11 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from mlbook.analysis.absolute import pair_wavelengths
+from mlbook.analysis.absolute import pair_frequencies, pair_wavelengths
 from mlbook.analysis.extension import (
     METHOD_LABELS,
     METHODS,
+    ScoreFit,
     angle_coverage,
     fit_attention_score,
     frequency_ratios,
@@ -319,17 +321,38 @@ def _envelope(y: np.ndarray, k: int) -> np.ndarray:
     return np.abs(y[:n]).reshape(-1, k).max(axis=1)
 
 
+def _score_on_grid(fit: ScoreFit, n: int, step: float) -> np.ndarray:
+    """fit.score(k * step) for k = 0 .. n-1, as one complex matrix product instead of n * d/2 complex exps.
+
+    With k = B q + r: a(k step) = Re sum_j [h_j e^{i B q step theta_j}] e^{i r step theta_j}, a (Q, d/2) @ (d/2, B)
+    product (B about sqrt(n)); the same float64 sum as `attention_score` up to rounding (~1e-13 here), about
+    twenty times faster at n = 65,536, which keeps the live figure's redraw at L = 4096, s = 16 interactive.
+    """
+    theta = pair_frequencies(fit.d_head, fit.base) * step  # (d/2,) phase per grid step
+    B = max(1, math.isqrt(max(n - 1, 0)) + 1)
+    Q = -(-n // B)
+    coarse = fit.h.astype(np.complex128) * np.exp(1j * (B * np.arange(Q, dtype=np.float64))[:, None] * theta)  # (Q, d/2)
+    fine = np.exp(1j * np.arange(B, dtype=np.float64)[:, None] * theta)  # (B, d/2)
+    return (coarse @ fine.T).real.reshape(-1)[:n]  # (n,)
+
+
+@functools.lru_cache(maxsize=32)
+def _cached_fit(d_head: int, base: float, original_max_len: int, n_points: int, ridge: float, seed: int) -> ScoreFit:
+    """The fit for one setting of the fit's knobs, kept so that moving s (or back) does not refit."""
+    return fit_attention_score(d_head, base, original_max_len, n_points, ridge, seed)
+
+
 def _score_fit(d_head: int, base: float, original_max_len: int, n_points: int, factor: float, ridge: float,
                seed: int, zoom: int = 48) -> go.Figure:
     factor = _check_factor(factor)
     L = original_max_len
-    fit = fit_attention_score(d_head, base, L, n_points, ridge, seed)
+    fit = _cached_fit(d_head, float(base), L, n_points, float(ridge), seed)
     hi = int(round(factor * L))
     block = max(1, hi // 1024)
-    ext = fit.score(np.arange(hi, dtype=np.float64))  # (sL,) extrapolation: a at integer distances
+    ext = _score_on_grid(fit, hi, 1.0)  # (sL,) extrapolation: a at integer distances
     env = _envelope(ext, block)
     x_env = (np.arange(len(env)) * block + block / 2).round(1)
-    interp_all = fit.score(np.arange(hi, dtype=np.float64) / factor)  # (sL,) a(m / s): what PI feeds the model
+    interp_all = _score_on_grid(fit, hi, 1.0 / factor)  # (sL,) a(m / s): what PI feeds the model
     interp = interp_all[::block]
     fig = make_subplots(
         rows=3, cols=1, vertical_spacing=0.09, row_heights=[0.38, 0.36, 0.26],
