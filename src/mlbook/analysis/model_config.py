@@ -43,7 +43,9 @@ from mlbook.transformer.hf import (
     HF_ROPE_TYPES,
     LEGACY_ROPE_TYPES,
     hf_head_dim,
+    hf_layer_types,
     hf_rope_type,
+    hf_rotating_layers,
     rope_scaling_from_hf,
 )
 from mlbook.transformer.positional import frequency_ladder
@@ -239,21 +241,14 @@ class LayerPlan:
 
 
 def layer_plan(config: Mapping[str, Any]) -> LayerPlan:
-    """Each layer's attention kind and window (`config_layer_types`), rotation and RoPE base.
+    """Each layer's attention kind and window (`transformer.hf.hf_layer_types`), rotation and RoPE base.
 
     no_rope_layers (Llama 4, SmolLM3): 1 = the layer rotates, 0 = NoPE. Gemma 3's
     rope_local_base_freq is the sliding layers' base, and transformers 4.57 applies rope_scaling
     only to the full layers' rotation.
     """
-    from mlbook.analysis.production import config_layer_types  # the KV calculator's module (its owner's)
-
-    kinds = config_layer_types(config)
-    n = len(kinds)
-    no_rope = config.get("no_rope_layers")
-    if no_rope is None and str(config.get("model_type", "")).startswith(("llama4", "smollm3")):
-        interval = int(config.get("no_rope_layer_interval", 4))
-        no_rope = [int((i + 1) % interval != 0) for i in range(n)]
-    rotates = tuple(bool(r) for r in no_rope) if no_rope is not None else (True,) * n
+    kinds = hf_layer_types(config)
+    rotates = hf_rotating_layers(config)
     local = config.get("rope_local_base_freq")
     base = float(config.get("rope_theta", 10000.0))
     caps = {"full_attention": None, "sliding_attention": config.get("sliding_window"),

@@ -24,6 +24,7 @@ from typing import Any, Mapping
 
 from mlbook.analysis.systems import format_bytes
 from mlbook.data.model_families import ModelFamily
+from mlbook.transformer.hf import hf_layer_types
 from mlbook.transformer.validate import check_choice, check_int, check_positive_float
 
 __all__ = [
@@ -229,39 +230,9 @@ def _text_config(config: Mapping[str, Any]) -> Mapping[str, Any]:
 
 
 def config_layer_types(config: Mapping[str, Any]) -> tuple[str, ...]:
-    """Each layer's kind from a `config.json` dict, as transformers 4.57 derives it.
-
-    `layer_types` when the config lists it (gpt-oss, recent Gemma and Qwen saves); otherwise, by
-    the key the family uses: Llama 4 `no_rope_layers` / `no_rope_layer_interval` (rotating layers
-    chunked, NoPE layers full); Gemma 3 and Cohere 2 `sliding_window_pattern` (layer i full when
-    (i + 1) % pattern == 0); Gemma 2 (sliding, full, alternating); Qwen2/Qwen3
-    `use_sliding_window` with `max_window_layers`; a bare `sliding_window` (Mistral): every layer.
-    """
-    c = _text_config(config)
-    n = check_int("num_hidden_layers", c.get("num_hidden_layers"), 1)
-    model_type = str(c.get("model_type", ""))
-    if c.get("layer_types") is not None:
-        kinds = tuple(c["layer_types"])
-        if len(kinds) != n:
-            raise ValueError(f"layer_types has {len(kinds)} entries but num_hidden_layers is {n}")
-        return kinds
-    if model_type.startswith("llama4"):
-        rope = c.get("no_rope_layers") or [int((i + 1) % int(c.get("no_rope_layer_interval", 4)) != 0)
-                                           for i in range(n)]
-        return tuple("chunked_attention" if r else "full_attention" for r in rope)
-    pattern = c.get("sliding_window_pattern", c.get("_sliding_window_pattern"))
-    if c.get("sliding_window") is None:
-        return ("full_attention",) * n
-    if pattern is not None:
-        return tuple("full_attention" if (i + 1) % int(pattern) == 0 else "sliding_attention" for i in range(n))
-    if model_type == "gemma2":
-        return tuple("sliding_attention" if (i + 1) % 2 else "full_attention" for i in range(n))
-    if "use_sliding_window" in c:
-        if not c["use_sliding_window"]:
-            return ("full_attention",) * n
-        first = int(c.get("max_window_layers", n))
-        return tuple("sliding_attention" if i >= first else "full_attention" for i in range(n))
-    return ("sliding_attention",) * n
+    """Each layer's kind from a `config.json` dict (a multimodal config's text_config is used), as
+    transformers 4.57 derives it: `mlbook.transformer.hf.hf_layer_types`, which holds the rules."""
+    return hf_layer_types(_text_config(config))
 
 
 def config_kv_plan(config: Mapping[str, Any], bytes_per_value: float = 2.0) -> KVCachePlan:

@@ -10,6 +10,8 @@ with a sentence saying which key and why. Nothing is dropped silently.
     rope_scaling_from_hf(config)      -> the `RopeScaling` alone (with the head's rotary width)
     gpt_config_from_hf(config)        -> a GPTConfig (Llama-layout decoders)
     gpt_from_hf_llama(hf_model)       -> a GPT holding a LlamaForCausalLM's weights, logits equal to its own
+    hf_rotating_layers(config)        -> per layer, whether it rotates (False: a NoPE layer)
+    hf_layer_types(config)            -> per layer, its attention kind ("full_attention", "sliding_attention", ...)
 
 How the `rope_scaling` keys map (transformers 4.57.6, ROPE_INIT_FUNCTIONS):
 
@@ -39,7 +41,7 @@ from torch import nn
 from mlbook.transformer.models import GPT, ROPE_OPTIONS, GPTConfig
 from mlbook.transformer.positional import convert_rotary_weights
 from mlbook.transformer.rope_scaling import RopeScaling
-from mlbook.transformer.validate import check_choice
+from mlbook.transformer.validate import check_choice, check_int
 
 __all__ = [
     "HF_ROPE_TYPES",
@@ -91,6 +93,67 @@ def hf_get(config: Any, key: str, default: Any = None) -> Any:
     """config[key] for a dict, getattr(config, key) for a config object; default when absent or None."""
     value = config.get(key) if isinstance(config, Mapping) else getattr(config, key, None)
     return default if value is None else value
+
+
+# families whose configs state NoPE layers by no_rope_layer_interval, 4 by default (Llama4TextConfig, SmolLM3Config)
+NOPE_INTERVAL_FAMILIES: tuple[str, ...] = ("llama4", "smollm3")
+
+
+def hf_rotating_layers(config: Any) -> tuple[bool, ...]:
+    """Per layer, whether it rotates its queries and keys, as transformers 4.57 derives it.
+
+    `no_rope_layers` when the config lists it (1 = the layer rotates, 0 = NoPE); otherwise, with
+    `no_rope_layer_interval` (or a Llama 4 / SmolLM3 config, whose default interval is 4), layer i is
+    NoPE when (i + 1) % interval == 0; otherwise every layer rotates.
+    """
+    n = check_int("num_hidden_layers", hf_get(config, "num_hidden_layers"), 1)
+    no_rope = hf_get(config, "no_rope_layers")
+    if no_rope:
+        if len(no_rope) != n:
+            raise ValueError(f"no_rope_layers has {len(no_rope)} entries but num_hidden_layers is {n}")
+        return tuple(bool(r) for r in no_rope)
+    interval = hf_get(config, "no_rope_layer_interval")
+    if interval is None and str(hf_get(config, "model_type", "")).startswith(NOPE_INTERVAL_FAMILIES):
+        interval = 4
+    if interval is None:
+        return (True,) * n
+    interval = check_int("no_rope_layer_interval", interval, 1)
+    return tuple((i + 1) % interval != 0 for i in range(n))
+
+
+def hf_layer_types(config: Any) -> tuple[str, ...]:
+    """Each layer's attention kind, as transformers 4.57 derives it.
+
+    `layer_types` when the config lists it (gpt-oss, recent Gemma and Qwen saves); otherwise, by
+    the key the family uses: Llama 4 (`hf_rotating_layers`: rotating layers chunked, NoPE layers
+    full); Gemma 3 and Cohere 2 `sliding_window_pattern` (layer i full when (i + 1) % pattern == 0);
+    Gemma 2 (sliding, full, alternating); Qwen2/Qwen3 `use_sliding_window` with `max_window_layers`;
+    a bare `sliding_window` (Mistral): every layer.
+    """
+    n = check_int("num_hidden_layers", hf_get(config, "num_hidden_layers"), 1)
+    model_type = str(hf_get(config, "model_type", ""))
+    kinds = hf_get(config, "layer_types")
+    if kinds is not None:
+        kinds = tuple(kinds)
+        if len(kinds) != n:
+            raise ValueError(f"layer_types has {len(kinds)} entries but num_hidden_layers is {n}")
+        return kinds
+    if model_type.startswith("llama4"):
+        return tuple("chunked_attention" if r else "full_attention" for r in hf_rotating_layers(config))
+    pattern = hf_get(config, "sliding_window_pattern", hf_get(config, "_sliding_window_pattern"))
+    if hf_get(config, "sliding_window") is None:
+        return ("full_attention",) * n
+    if pattern is not None:
+        return tuple("full_attention" if (i + 1) % int(pattern) == 0 else "sliding_attention" for i in range(n))
+    if model_type == "gemma2":
+        return tuple("sliding_attention" if (i + 1) % 2 else "full_attention" for i in range(n))
+    use = config.get("use_sliding_window") if isinstance(config, Mapping) else getattr(config, "use_sliding_window", None)
+    if use is not None:
+        if not use:
+            return ("full_attention",) * n
+        first = int(hf_get(config, "max_window_layers", n))
+        return tuple("sliding_attention" if i >= first else "full_attention" for i in range(n))
+    return ("sliding_attention",) * n
 
 
 def _has(config: Any, key: str) -> bool:
@@ -269,15 +332,12 @@ def _architecture_options(config: Any) -> dict[str, Any]:
     for key in ("attention_chunk_size", "attn_temperature_tuning", "sliding_window_pattern"):
         if hf_get(config, key):
             refuse.append(key)
-    no_rope = hf_get(config, "no_rope_layers")
-    interval = hf_get(config, "no_rope_layer_interval")
-    if no_rope is None and interval:  # Llama 4 and SmolLM3: layer i is NoPE when (i + 1) % interval == 0
-        no_rope = [int((i + 1) % int(interval) != 0) for i in range(int(hf_get(config, "num_hidden_layers")))]
-    if no_rope and not all(no_rope):  # transformers: 1 = this layer rotates, 0 = NoPE
+    rotates = hf_rotating_layers(config)
+    if not all(rotates):
         if "nope_layers" not in _GPT_FIELDS:
             refuse.append("no_rope_layers")
         else:
-            out["nope_layers"] = tuple(i for i, r in enumerate(no_rope) if not r)
+            out["nope_layers"] = tuple(i for i, r in enumerate(rotates) if not r)
     layer_types = hf_get(config, "layer_types")
     window = hf_get(config, "sliding_window")
     uses_window = window is not None and hf_get(config, "use_sliding_window", True)
@@ -296,7 +356,7 @@ def _architecture_options(config: Any) -> dict[str, Any]:
         if "layer_types" not in _GPT_FIELDS:
             refuse.append("sliding_window")
         else:  # Mistral's layout: every layer slides
-            out["layer_types"] = ("sliding_attention",) * int(hf_get(config, "num_hidden_layers"))
+            out["layer_types"] = hf_layer_types(config)
             out["sliding_window"] = int(window)
     local_base = hf_get(config, "rope_local_base_freq")
     if local_base is not None and "sliding_attention" in out.get("layer_types", ()):
