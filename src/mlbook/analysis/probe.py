@@ -44,6 +44,7 @@ import torch
 import torch.nn.functional as F
 
 from mlbook.analysis.rope import pairing_permutation
+from mlbook.experiments.common import rotary_pair_norms
 from mlbook.transformer.hf import hf_head_dim, hf_rotary_dim, rope_options_from_hf
 from mlbook.transformer.positional import ROPE_PAIRINGS, RotaryEmbedding, frequency_ladder
 from mlbook.transformer.rope_scaling import RopeScaling
@@ -562,8 +563,7 @@ def pair_norms(capture: RotaryCapture, config: Any) -> PairNorms:
     r = 2 * wavelengths.shape[0]  # rotated channels
 
     def norms(x: torch.Tensor) -> np.ndarray:  # (H, T, d_head) -> (H, P)
-        a, b = x[..., : r // 2], x[..., r // 2 : r]  # (H, T, P) each: the two coordinates of every pair
-        return torch.sqrt(a.double() ** 2 + b.double() ** 2).mean(dim=-2).numpy()  # (H, P)
+        return rotary_pair_norms(x.double(), r).mean(dim=-2).numpy()  # (H, P)
 
     return PairNorms(np.stack([norms(q) for q in capture.q_pre]), np.stack([norms(k) for k in capture.k_pre]),
                      wavelengths, trained_length(config))

@@ -4,6 +4,8 @@ the statistics of a comparison across seeds.
 Experiments import from here, never from a sibling experiment. The statistics are deliberately
 simple and stated once (VERDICT_RULE is the sentence every experiment page prints):
 
+    rotary_pair_norms(x, r)  norm of each rotary pair of q or k in the half layout (pair i = channels
+                      i and i + r/2), the frequency-usage probe of Barbero et al. (2025)
     mean_sd(v)        mean and sample standard deviation (ddof = 1) over seeds
     paired(a, b)      per-seed differences d_s = a_s - b_s on the same seeds and the same text,
                       their mean, sd and 95% t-interval mean ± t_{0.975, n-1} sd / sqrt(n)
@@ -35,6 +37,7 @@ __all__ = [
     "copy_with_rope",
     "train_lm",
     "last_mean",
+    "rotary_pair_norms",
     "unigram_loss",
     "nested_windows",
     "per_position_loss",
@@ -152,6 +155,22 @@ def binned(curve: torch.Tensor | Sequence[float], width: int) -> dict[str, list[
     loss = c[:T].view(-1, width).mean(1)  # (T / width,)
     centres = torch.arange(T).view(-1, width).double().mean(1)  # (T / width,)
     return {"position": [round(v, 1) for v in centres.tolist()], "loss": [round(v, 4) for v in loss.tolist()]}
+
+
+def rotary_pair_norms(x: torch.Tensor, rotary_dim: int) -> torch.Tensor:
+    """Norm of each rotary pair of a query or key tensor in the half layout: (..., d_head) -> (..., r/2),
+
+        n_i = sqrt(x_i^2 + x_{i + r/2}^2),   i = 0 .. r/2 - 1,  r = rotary_dim <= d_head,
+
+    pair 0 the fastest. Rotation turns each pair without changing its length, so the norms are the same
+    before and after it. Barbero et al. (2025), "Round and Round We Go", average them over tokens to see
+    which frequencies a trained model uses. Computed in x's dtype (cast first for more precision).
+    """
+    check_int("rotary_dim", rotary_dim, 2)
+    if rotary_dim % 2 or rotary_dim > x.shape[-1]:
+        raise ValueError(f"rotary_dim must be even and at most the last dimension {x.shape[-1]}, got {rotary_dim}")
+    half = rotary_dim // 2
+    return (x[..., :half] ** 2 + x[..., half:rotary_dim] ** 2).sqrt()  # (..., r/2)
 
 
 def mean_sd(values: Iterable[float | None]) -> dict[str, Any]:

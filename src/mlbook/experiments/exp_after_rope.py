@@ -38,6 +38,7 @@ from mlbook.experiments.common import (
     paired,
     per_position_loss,
     pm,
+    rotary_pair_norms,
     seeds_of,
 )
 from mlbook.experiments.data import PasskeyTask, corpus_tokens, digit_accuracy, passkey_and_text, split_tokens
@@ -126,8 +127,7 @@ def pair_norms(model: GPT, x: torch.Tensor, device: torch.device) -> dict[str, l
     for i in range(len(model.blocks)):
         for name in ("q", "k"):
             t = got[(i, name)].float()  # (B, T, n * d_head)
-            t = t.view(*t.shape[:2], -1, d_head)[..., :r]  # (B, T, n, r)
-            norm = (t[..., : r // 2] ** 2 + t[..., r // 2 :] ** 2).sqrt()  # (B, T, n, r/2)
+            norm = rotary_pair_norms(t.view(*t.shape[:2], -1, d_head), r)  # (B, T, n, r/2)
             out[name].append([round(v, 4) for v in norm.mean((0, 1, 2)).tolist()])
     return out
 
