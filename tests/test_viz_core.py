@@ -475,3 +475,19 @@ def test_compact_rounds_rows_with_gaps_and_keeps_the_gaps() -> None:
     out = _compact_obj(rows, 3)
     assert out[0] == [1.23, None, -0.000123] and out[1] == [None, None]
     assert np.asarray(out[2]).tolist() == [2.0, 3.14]
+
+
+def test_one_torch_thread_restores_the_thread_count():
+    """Live redraws build on one torch thread (small tensors; a busy CPU parks worker threads) and leave
+    the kernel's own setting as it was, also when the build raises."""
+    import torch
+
+    from mlbook.viz.core import one_torch_thread
+
+    before = torch.get_num_threads()
+    with one_torch_thread():
+        assert torch.get_num_threads() == 1
+    assert torch.get_num_threads() == before
+    with pytest.raises(RuntimeError), one_torch_thread():
+        raise RuntimeError("a build that fails")
+    assert torch.get_num_threads() == before
