@@ -22,12 +22,14 @@ from torch import nn
 
 import mlbook.exercises as E
 from mlbook.analysis.absolute import offset_matrix
+from mlbook.analysis.after_rope import windowed_kv_bytes
 from mlbook.analysis.learned import expected_row_updates
 from mlbook.analysis.relative import swin_index
 from mlbook.analysis.rope import pairing_permutation
 from mlbook.analysis.sinks import cache_contents
 from mlbook.exercises import common
 from mlbook.transformer import positional as P
+from mlbook.transformer.multimodal import mrope_position_ids
 from mlbook.transformer.rope_scaling import yarn_bands
 
 
@@ -109,9 +111,12 @@ ANSWERS: dict[str, Callable[[Callable], object]] = {
     "rope_drill: RotaryEmbedding": lambda tr: E.check_rope_drill(P.rotate_half, _apply, _rope_returning(tr)),
     "alibi_drill: slopes": lambda tr: E.check_alibi_drill(lambda H: tr(P.alibi_slopes(H)), P.alibi_bias),
     "alibi_drill: bias": lambda tr: E.check_alibi_drill(P.alibi_slopes, lambda H, q, k: tr(P.alibi_bias(H, q, k))),
+    "mrope_ids": lambda tr: E.check_mrope_ids(lambda layout: tr(mrope_position_ids(layout))),
+    "windowed_cache": lambda tr: E.check_windowed_cache(lambda *a: tr(windowed_kv_bytes(*a))),
 }
 TENSOR_ANSWERS = [name for name in ANSWERS if name not in (
-    "equivariance", "ntk_base", "yarn_band", "sink_slots", "largest_offset", "kv_cache_bytes", "attention_flops")]
+    "equivariance", "ntk_base", "yarn_band", "sink_slots", "largest_offset", "kv_cache_bytes", "attention_flops",
+    "windowed_cache")]
 
 
 def _each_tensor(f: Callable[[torch.Tensor], object]) -> Callable[[object], object]:
@@ -326,7 +331,7 @@ def test_a_near_miss_prints_two_different_numbers(capsys, checker, fn, pattern):
 # Numbers: numpy numbers and 0-d tensors are numbers; bools, strings, half-precision counts are not
 # ---------------------------------------------------------------------------
 
-NUMBER_CHECKERS = ["equivariance", "ntk_base", "largest_offset", "kv_cache_bytes"]
+NUMBER_CHECKERS = ["equivariance", "ntk_base", "largest_offset", "kv_cache_bytes", "windowed_cache"]
 NUMBER_FORMS = {
     "numpy float64": lambda v: np.float64(v),
     "numpy int64 (whole numbers)": lambda v: np.int64(v) if float(v) == int(v) else np.float64(v),

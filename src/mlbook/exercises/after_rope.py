@@ -12,7 +12,16 @@ from typing import Any, Callable
 import torch
 
 from mlbook.analysis.after_rope import windowed_kv_bytes
-from mlbook.exercises.common import call_answer, guarded, verdict
+from mlbook.exercises.common import (
+    call_answer,
+    describe,
+    error_text,
+    failure,
+    guarded,
+    number_answer,
+    tensor_answer,
+    verdict,
+)
 from mlbook.transformer.multimodal import mrope_position_ids
 
 __all__ = ["check_mrope_ids", "check_windowed_cache"]
@@ -25,15 +34,30 @@ _LAYOUTS: tuple[list[Any], ...] = (
 )
 
 
-def _ids(value: object) -> list[list[int]] | None:
-    """The reader's (3, T) answer as three lists of ints, or None."""
-    try:
-        t = torch.as_tensor(value)
-    except (TypeError, ValueError, RuntimeError):
-        return None
-    if t.dim() != 2 or t.shape[0] != 3 or t.dtype.is_floating_point and not torch.equal(t, t.round()):
-        return None
-    return t.long().tolist()
+def _ids(value: object, call: str) -> tuple[torch.Tensor | None, str | None]:
+    """The reader's (3, T) answer as an int64 tensor, as (ids, None); else (None, a sentence naming the mistake).
+
+    Three lists of ints are accepted as well as a tensor (any integer or whole-valued float dtype, any device)."""
+    if isinstance(value, list) and value and all(isinstance(row, list) for row in value):
+        try:
+            value = torch.tensor(value)
+        except (TypeError, ValueError, RuntimeError) as exc:
+            return None, (f"Return a (3, T) tensor of integer ids; {call} returned {describe(value)} that "
+                          f"torch.tensor cannot read ({error_text(exc)}).")
+    t, problem = tensor_answer(value, call, "a (3, T) torch.Tensor of integer ids")
+    if problem is not None:
+        return None, problem
+    if t.dim() != 2 or t.shape[0] != 3:
+        return None, (f"{call} has shape {tuple(t.shape)}; it must be (3, T): one row per axis (time, height, "
+                      "width), one column per token.")
+    if t.dtype == torch.bool:
+        return None, f"{call} has dtype torch.bool; position ids are integers (torch.long)."
+    if t.is_floating_point():
+        if not bool(torch.isfinite(t).all()):
+            return None, f"{call} contains NaN or infinity; position ids are whole numbers (torch.long)."
+        if not torch.equal(t, t.round()):
+            return None, f"{call} has fractional ids; position ids are whole numbers (torch.long)."
+    return t.long(), None
 
 
 def _image_advances_by_tokens(layout: list[Any]) -> list[list[int]]:
@@ -57,14 +81,15 @@ def check_mrope_ids(fn: Callable[[list], object]) -> bool:
     layout: ints (runs of text tokens) and (t, h, w) tuples (images, frame by frame, row by row).
     """
     for layout in _LAYOUTS:
+        want = mrope_position_ids(layout).tolist()
         value, err = call_answer(fn, layout)
         where = f"for layout {layout}"
         if err is not None:
-            return verdict(False, f"fn({layout}) raised {err}.")
-        got = _ids(value)
-        if got is None:
-            return verdict(False, f"Return a (3, T) tensor (or three lists) of integer ids {where}; got {value!r:.80}.")
-        want = mrope_position_ids(layout).tolist()
+            return verdict(False, failure(f"fn({layout})", err) + ".")
+        ids, problem = _ids(value, f"fn({layout})")
+        if problem is not None:
+            return verdict(False, problem)
+        got = ids.tolist()
         if got == want:
             continue
         if len(got[0]) != len(want[0]):
@@ -99,15 +124,14 @@ def check_windowed_cache(fn: Callable[..., object]) -> bool:
     """Check fn(types, window, context_len, n_kv_heads, d_head, bytes_per_value) -> bytes of one request's
     KV cache: global ("full_attention") layers hold every token, any other layer the last `window`."""
     for types, window, C, h, d, b in _STACKS:
+        want = windowed_kv_bytes(types, window, C, h, d, b)
         value, err = call_answer(fn, types, window, C, h, d, b)
         where = f"for {len(types)} layers ({types.count('full_attention')} global), window {window}, context {C:,}"
         if err is not None:
-            return verdict(False, f"Your function raised {err} {where}.")
-        try:
-            got = int(value)  # type: ignore[call-overload]
-        except (TypeError, ValueError):
-            return verdict(False, f"Return a number of bytes {where}; got {value!r:.80}.")
-        want = windowed_kv_bytes(types, window, C, h, d, b)
+            return verdict(False, failure("Your function", err) + f" {where}.")
+        got, problem = number_answer(value, f"Your function ({where})", "a number of bytes (an int or a float)")
+        if problem is not None:
+            return verdict(False, problem)
         if got == want:
             continue
         per = 2 * h * d * b  # bytes per layer and token, keys and values
