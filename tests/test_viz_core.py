@@ -459,7 +459,7 @@ def test_every_section_live_figure_is_declared_with_live_figure():
     through `live_figure`: each has `.knobs` and `.build`."""
     import importlib
 
-    for name in ("absolute", "alibi", "extension", "learned", "relative", "rope", "sinks", "systems"):
+    for name in ("absolute", "after_rope", "alibi", "extension", "learned", "relative", "rope", "sinks", "systems"):
         module = importlib.import_module(f"mlbook.viz.{name}")
         lives = [getattr(module, n) for n in module.__all__ if n.startswith("live_")]
         assert lives, name
