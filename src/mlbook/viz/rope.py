@@ -83,6 +83,7 @@ BAND_PAIRS: tuple[int, ...] = (0, 8, 16, 24, 31)  # five pairs of d_head = 64
 PAIRING_D_HEADS: tuple[int, ...] = (4, 8, 12, 16)
 ERROR_PAIRS: tuple[int, ...] = (0, 1, 8, 16, 31)
 _TEMPLATE = "plotly_white"
+HEATMAP_MAX_COLUMNS = 512  # positions drawn in the live angle heatmap (T up to 1,024)
 
 
 def band_pairs(d_head: int) -> tuple[int, ...]:
@@ -278,8 +279,12 @@ def _bands(d_head: int, T: int, base: float, pairs: Sequence[int] | None = None)
              hovertemplate=f"pair {i}<br>m = %{{x}}<br>sin(m θ) = %{{y}}<extra></extra>")
         for n, i in enumerate(pairs)
     ]
+    # past 512 positions the heatmap keeps every k-th one: a plot under 1,000 px wide cannot show more columns,
+    # and the fast pairs' mod-2π pattern is aliased noise either way (the curves above keep every position)
+    k = -(-T // HEATMAP_MAX_COLUMNS)
     data.append(dict(
-        type="heatmap", z=round_array(bands.angle_mod, 2), x=m, y=list(range(d_head // 2)), zmin=0, zmax=2 * math.pi,
+        type="heatmap", z=round_array(bands.angle_mod[:, ::k], 2), x=m[::k], y=list(range(d_head // 2)),
+        zmin=0, zmax=2 * math.pi,
         colorscale=SEQUENTIAL, xaxis="x2", yaxis="y2",
         colorbar=dict(title=dict(text="angle (rad)"), tickvals=[0, math.pi / 2, math.pi, 3 * math.pi / 2, 2 * math.pi],
                       ticktext=["0", "π/2", "π", "3π/2", "2π"], len=0.46, y=0.0, yanchor="bottom"),
