@@ -455,11 +455,11 @@ def test_live_figure_rejects_a_bad_declaration():
 
 
 def test_every_section_live_figure_is_declared_with_live_figure():
-    """The book's live figures (not the production page's, which has its own owner) are declared
-    through `live_figure`: each has `.knobs` and `.build`."""
+    """Every section's live figures are declared through `live_figure`: each has `.knobs` and `.build`."""
     import importlib
 
-    for name in ("absolute", "after_rope", "alibi", "extension", "learned", "relative", "rope", "sinks", "systems"):
+    for name in ("absolute", "after_rope", "alibi", "extension", "learned", "production", "relative", "rope", "sinks",
+                 "systems"):
         module = importlib.import_module(f"mlbook.viz.{name}")
         lives = [getattr(module, n) for n in module.__all__ if n.startswith("live_")]
         assert lives, name

@@ -1,13 +1,14 @@
 """Figures for section 5 (in production): the KV-cache calculator and the cache of real model families.
 
 Each figure has one private build function behind two forms: `fig_*` (a plotly slider over a
-short grid, static site) and `live_*` (ipywidgets sliders over every knob, live kernel). Sizes
+short grid, static site) and `live_*` (ipywidgets sliders over every knob, live kernel, declared
+with `core.live_figure`). Sizes
 come from `mlbook.analysis.production`; the families from `mlbook.data.model_families`.
 """
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Sequence
 
 import numpy as np
 import plotly.graph_objects as go
@@ -16,13 +17,14 @@ from mlbook.analysis.interview import format_bytes
 from mlbook.analysis.production import family_kv_plan, kv_cache_bytes, kv_cache_options
 from mlbook.data.model_families import MODEL_FAMILIES, ModelFamily, positional_summary
 from mlbook.transformer.validate import check_choice
-from mlbook.viz.core import LINE_COLORS, grid_slider, light_figure, live_sliders
+from mlbook.viz.core import LINE_COLORS, choice_knob, grid_slider, int_knob, light_figure, live_figure
 
 __all__ = [
     "ACCELERATOR_BYTES",
     "KV_LAYOUTS",
     "kv_layout",
     "fig_kv_cache",
+    "CONTEXTS",
     "live_kv_cache",
     "CACHE_FAMILIES",
     "family_cache_bytes",
@@ -34,6 +36,7 @@ __all__ = [
 
 ACCELERATOR_BYTES = 80 * 2**30  # one "80 GB" accelerator (A100 80GB, H100 80GB hold 80 GiB), for scale
 _CONTEXTS = 2 ** np.arange(10, 21)  # 1,024 .. 1,048,576 tokens
+CONTEXTS: tuple[int, ...] = tuple(int(c) for c in _CONTEXTS)  # the live sliders' context lengths
 
 
 # The static slider's steps: the options of a 32-head, d_head 128 model (`kv_cache_options`), largest first.
@@ -112,30 +115,18 @@ def fig_kv_cache(
     return grid_slider(_kv_for_layout, "layout", values, active=values.index(layout), label="cache layout", fixed=fixed)
 
 
-def live_kv_cache(
-    n_layers: int = 32, n_kv_heads: int = 32, d_head: int = 128, bytes_per_value: float = 2.0,
-    context_len: int = 131072, batch: int = 1, *,
-    caption: str = "KV cache for the chosen layers, KV heads, d_head, bytes per value, context and batch.",
-    alt: str = "Log-log line of KV-cache size against context length, with a dashed 7B-class reference and a marker.",
-) -> Any:
-    """Live KV-cache calculator: all six knobs. Wrap in `show_live`."""
-    import ipywidgets as widgets
-
-    style = {"description_width": "initial"}
-    return live_sliders(
-        _kv_cache, caption=caption, alt=alt,
-        n_layers=widgets.IntSlider(value=n_layers, min=1, max=128, description="layers", style=style,
-                                   continuous_update=False),
-        n_kv_heads=widgets.SelectionSlider(options=[1, 2, 4, 8, 16, 32, 64, 128], value=n_kv_heads,
-                                           description="KV heads", style=style, continuous_update=False),
-        d_head=widgets.SelectionSlider(options=[64, 80, 96, 128, 256], value=d_head, description="d_head",
-                                       style=style, continuous_update=False),
-        bytes_per_value=widgets.SelectionSlider(options=[0.25, 0.5, 1.0, 2.0, 4.0], value=bytes_per_value,
-                                                description="bytes per value", style=style, continuous_update=False),
-        context_len=widgets.SelectionSlider(options=[(f"{int(c):,}", int(c)) for c in _CONTEXTS], value=context_len,
-                                            description="context (tokens)", style=style, continuous_update=False),
-        batch=widgets.IntSlider(value=batch, min=1, max=256, description="batch", style=style, continuous_update=False),
-    )
+@live_figure(int_knob("n_layers", 32, 1, 128, 1, "layers"),
+             choice_knob("n_kv_heads", 32, (1, 2, 4, 8, 16, 32, 64, 128), "KV heads"),
+             choice_knob("d_head", 128, (64, 80, 96, 128, 256), "d_head"),
+             choice_knob("bytes_per_value", 2.0, (0.25, 0.5, 1.0, 2.0, 4.0), "bytes per value"),
+             choice_knob("context_len", 131072, CONTEXTS, "context (tokens)"),
+             int_knob("batch", 1, 1, 256, 1, "batch"),
+             caption="KV cache for the chosen layers, KV heads, d_head, bytes per value, context and batch.",
+             alt="Log-log line of KV-cache size against context length, with a dashed 7B-class reference and a marker.")
+def live_kv_cache(n_layers: int, n_kv_heads: int, d_head: int, bytes_per_value: float, context_len: int,
+                  batch: int) -> go.Figure:
+    """Live KV-cache calculator: all six knobs."""
+    return _kv_cache(n_layers, n_kv_heads, d_head, bytes_per_value, context_len, batch)
 
 
 # ---------------------------------------------------------------------------
@@ -212,24 +203,14 @@ def fig_family_kv(context_len: int = 131072, *, bytes_per_value: float = 2.0,
                        fixed={"bytes_per_value": bytes_per_value})
 
 
-def live_family_kv(
-    context_len: int = 131072, bytes_per_value: float = 2.0, *,
-    caption: str = "KV cache of each family's checkpoint for the chosen context and bytes per value.",
-    alt: str = ("Horizontal bars of KV-cache size per model family, log scale: multi-head in orange, grouped-query "
-                "or latent in blue, models with windowed layers in pink."),
-) -> Any:
-    """Live form of `fig_family_kv`: context length and bytes per value. Wrap in `show_live`."""
-    import ipywidgets as widgets
-
-    return live_sliders(
-        _family_kv, caption=caption, alt=alt,
-        context_len=widgets.SelectionSlider(options=[(f"{int(c):,}", int(c)) for c in _CONTEXTS], value=context_len,
-                                            description="context (tokens)", continuous_update=False,
-                                            style={"description_width": "initial"}),
-        bytes_per_value=widgets.SelectionSlider(options=[0.25, 0.5, 1.0, 2.0], value=bytes_per_value,
-                                                description="bytes per value", continuous_update=False,
-                                                style={"description_width": "initial"}),
-    )
+@live_figure(choice_knob("context_len", 131072, CONTEXTS, "context (tokens)"),
+             choice_knob("bytes_per_value", 2.0, (0.25, 0.5, 1.0, 2.0), "bytes per value"),
+             caption="KV cache of each family's checkpoint for the chosen context and bytes per value.",
+             alt=("Horizontal bars of KV-cache size per model family, log scale: multi-head in orange, grouped-query "
+                  "or latent in blue, models with windowed layers in pink."))
+def live_family_kv(context_len: int, bytes_per_value: float) -> go.Figure:
+    """Live form of `fig_family_kv`: context length and bytes per value."""
+    return _family_kv(context_len, bytes_per_value)
 
 
 # ---------------------------------------------------------------------------
