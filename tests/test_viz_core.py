@@ -491,3 +491,13 @@ def test_one_torch_thread_restores_the_thread_count():
     with pytest.raises(RuntimeError), one_torch_thread():
         raise RuntimeError("a build that fails")
     assert torch.get_num_threads() == before
+
+
+def test_gaps_in_float_arrays_are_written_as_null():
+    """NaN and inf in a trace array reach the JSON as null (plotly.js draws a gap), without plotly's
+    slow decode-and-re-encode pass."""
+    from mlbook.viz.core import _figure_dict, _json_for_script
+
+    fig = go.Figure(go.Heatmap(z=np.array([[0.123456, np.nan], [np.inf, -1.0]])))
+    text = _json_for_script(_figure_dict(fig, 3))
+    assert '"z":[[0.123,null],[null,-1.0]]' in text

@@ -167,7 +167,13 @@ def _compact_obj(obj: Any, digits: int) -> Any:
         return {k: _compact_obj(v, digits) for k, v in obj.items()}
     if isinstance(obj, np.ndarray):
         if obj.dtype.kind == "f":
-            return _round_sig(obj, digits)
+            out = _round_sig(obj, digits)
+            finite = np.isfinite(out)
+            if finite.all():
+                return out
+            # gaps (NaN, inf) as None now: the JSON is the same (null), but plotly's encoder, finding
+            # "NaN" in its output, would decode and re-encode the whole figure (most of a redraw)
+            return np.where(finite, out, None).tolist()
         if obj.dtype.kind in "iub":
             return obj
         return [_compact_obj(v, digits) for v in obj.tolist()]
