@@ -109,34 +109,12 @@ def test_score_mod_overhead_divides_by_flex_without_a_score_mod() -> None:
     assert "forward only" in summary and summary.splitlines()[-1].split() == ["1,024", "2.00x"]
 
 
-def test_rope_floors_from_the_committed_record() -> None:
-    """Both floors straight from the record's two ratio dicts: fused/clone and fused/copy_into."""
-    record = load_record("rope_apply", "full")
-    if record is None:
-        pytest.skip("no committed full record for rope_apply")
-    floors = VS.rope_floors(record)
-    cases = record["results"]["cases"]
-    assert len(floors) == len(cases)
-    for f, c in zip(floors, cases):
-        assert f["fused_over_clone"] == c["ratio_to_copy"]["fused"]
-        assert f["fused_over_copy_into"] == c["ratio_to_copy_into"]["fused"]
-        assert f["clone_over_copy_into"] == c["ratio_to_copy_into"]["copy"]
-    table = VS.rope_floor_table(record)
-    into = [f["fused_over_copy_into"] for f in floors if f["dtype"] == "float32"]
-    assert f"{min(into):.2f}-{max(into):.2f}x copy_into (in-place floor)" in table
-
-
-def test_rope_floors_without_ratio_to_copy_into() -> None:
-    floors = VS.rope_floors(_rope_record())  # older records: derived from ratio_to_copy
-    assert floors[0]["fused_over_copy_into"] == pytest.approx(1.1 / 0.5)
-    assert floors[0]["clone_over_copy_into"] == pytest.approx(2.0)
-
-
 def _rope_record() -> dict:
     cases = []
     for dtype in ("float32", "bfloat16"):
         for mb in (8.0, 32.0):
-            ratios = {"copy": 1.0, "copy_into": 0.5, "readable": 5.0 if dtype == "float32" else 7.0, "fused": 1.1, "hf": 5.5}
+            ratios = {"copy": 1.0, "copy_into": 0.5, "readable": 5.0 if dtype == "float32" else 7.0, "fused": 1.1,
+                      "fused_into": 0.65, "hf": 5.5}
             cases.append({"dtype": dtype, "pairing": "half", "shape": [1, 32, 512, 128], "mb_per_tensor": mb,
                           "times": {v: {"median_ms": r * mb} for v, r in ratios.items()}, "ratio_to_copy": ratios,
                           "max_abs_diff_fused_vs_readable": 0.0})
@@ -151,11 +129,14 @@ def test_rope_benchmark_figure_dropdown_and_table() -> None:
     buttons = fig.layout.updatemenus[0].buttons
     assert [b.label for b in buttons] == ["float32/half", "bfloat16/half"]
     vis = [b.args[0]["visible"] for b in buttons]
-    assert vis[0] != vis[1] and sum(vis[0]) == sum(vis[1]) == 4
+    assert vis[0] != vis[1] and sum(vis[0]) == sum(vis[1]) == 5
+    into = [t for t in fig.data if t.name == VS.ROPE_LABELS["fused_into"]]
+    assert [list(t.y) for t in into] == [[0.65, 0.65], [0.65, 0.65]]  # the in-place kernel is drawn too
     readable = [t for t in fig.data if t.name == VS.ROPE_LABELS["readable"]]
     assert [list(t.y) for t in readable] == [[5.0, 5.0], [7.0, 7.0]]  # the picker shows different data
     table = VS.rope_table(_rope_record())
     assert "1.10x" in table and "compile float32/half: 9.5 s (cold cache)" in table
+    assert "fused_into" in table.splitlines()[1] and "0.65x" in table
     assert "fused kernel unavailable for bfloat16/half: RuntimeError: no compiler" in table
 
 
@@ -180,3 +161,8 @@ def test_figures_from_committed_records(name: str) -> None:
     fig = {"rope_apply": VS.fig_rope_benchmark, "attention_position": VS.fig_attention_benchmark,
            "live_sliders": VS.fig_slider_benchmark}[name](record)
     assert len(fig.data) > 0
+
+
+def test_a_wrong_slider_record_names_the_tool_that_makes_it() -> None:
+    with pytest.raises(ValueError, match=r"tools/bench_sliders\.py"):
+        VS.slider_table({"name": "rope_apply", "results": {}})

@@ -18,6 +18,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from mlbook.analysis.systems import attention_flops, position_cost
+from mlbook.benchmarks.registry import BOOK_RECORDS
 from mlbook.viz.core import LINE_COLORS, choice_knob, int_knob, light_figure, live_figure
 
 __all__ = [
@@ -33,9 +34,6 @@ __all__ = [
     "ROPE_LABELS",
     "fig_rope_benchmark",
     "rope_table",
-    "rope_summary",
-    "rope_floors",
-    "rope_floor_table",
     "fig_slider_benchmark",
     "slider_table",
 ]
@@ -46,7 +44,9 @@ _T_GRID = np.unique(np.round(np.logspace(np.log10(128), np.log10(131072), 33)).a
 
 def _check_record(record: Any, name: str) -> dict[str, Any]:
     if not isinstance(record, dict) or record.get("name") != name or "results" not in record:
-        raise ValueError(f"record must be a saved '{name}' benchmark record (mlbook.benchmarks.load_record('{name}'))")
+        made_by = f"; {BOOK_RECORDS[name]} makes it" if name in BOOK_RECORDS else ""
+        raise ValueError(f"record must be a saved '{name}' benchmark record "
+                         f"(mlbook.benchmarks.load_record('{name}'){made_by})")
     return record["results"]
 
 
@@ -338,69 +338,14 @@ ROPE_LABELS: dict[str, str] = {
     "copy_into": "copy into a preallocated buffer",
     "readable": "apply_rotary, readable (eager)",
     "fused": "apply_rotary, fused (compiled)",
+    "fused_into": "fused, into preallocated buffers (compiled)",
     "hf": "Hugging Face apply_rotary_pos_emb",
 }
-
-
-def rope_summary(record: dict[str, Any]) -> str:
-    """Per dtype/pairing at its largest size in a saved record: each implementation's time as a
-    multiple of the copy, and whether the fused kernel meets the goal."""
-    res = _check_record(record, "rope_apply")
-    largest_of: dict[tuple[str, str], float] = {}
-    for c in res["cases"]:
-        key = (c["dtype"], c["pairing"])
-        largest_of[key] = max(largest_of.get(key, 0.0), c["mb_per_tensor"])
-    lines = []
-    for c in res["cases"]:
-        largest = largest_of[(c["dtype"], c["pairing"])]
-        if c["mb_per_tensor"] != largest:
-            continue
-        r = c["ratio_to_copy"]
-        parts = [f"{ {'readable': 'readable', 'fused': 'fused', 'hf': 'Hugging Face'}[v]} {r[v]:.2f}x"
-                 for v in ("readable", "fused", "hf") if v in r]
-        lines.append(f"{c['dtype']}/{c['pairing']}, {largest:g} MB: " + ", ".join(parts) + " the copy")
-        if "fused" in r:
-            lines.append(f"    goal {res['goal_ratio']:g}x {'met' if r['fused'] <= res['goal_ratio'] else 'not met'}; "
-                         f"fused is {r['fused'] / r['copy_into']:.2f}x a copy into a preallocated buffer")
-    return "\n".join(lines)
-
-
-def rope_floors(record: dict[str, Any]) -> list[dict[str, Any]]:
-    """Per case of a saved 'rope_apply' record, the fused kernel against both floors:
-
-        clone_over_copy_into   q.clone(), k.clone() over a copy into preallocated buffers: what a fresh
-                               allocation adds (page faults on a CPU; about 1 on a GPU whose caching
-                               allocator hands back a block it already holds)
-        fused_over_clone       the fair floor for an out-of-place kernel, which also returns new tensors
-        fused_over_copy_into   the floor for an in-place kernel, which writes into existing buffers
-    From the record's ratio_to_copy_into where present, else ratio_to_copy / ratio_to_copy['copy_into']."""
-    res = _check_record(record, "rope_apply")
-    out = []
-    for c in res["cases"]:
-        to_copy = c["ratio_to_copy"]
-        to_into = c.get("ratio_to_copy_into") or {v: r / to_copy["copy_into"] for v, r in to_copy.items()}
-        if "fused" not in to_copy:
-            continue
-        out.append({"dtype": c["dtype"], "pairing": c["pairing"], "mb_per_tensor": c["mb_per_tensor"],
-                    "clone_over_copy_into": to_into["copy"], "fused_over_clone": to_copy["fused"],
-                    "fused_over_copy_into": to_into["fused"]})
-    return out
-
-
-def rope_floor_table(record: dict[str, Any]) -> str:
-    """`rope_floors` as a table, then per dtype the range of the fused kernel's ratio to each floor."""
-    floors = rope_floors(record)
-    rows = [[f"{f['dtype']}/{f['pairing']}", f"{f['mb_per_tensor']:g} MB", f"{f['clone_over_copy_into']:.2f}x",
-             f"{f['fused_over_clone']:.2f}x", f"{f['fused_over_copy_into']:.2f}x"] for f in floors]
-    lines = ["the fused kernel against both floors (medians)",
-             _table(["dtype/pairing", "q size", "clone / copy_into", "fused / clone", "fused / copy_into"], rows)]
-    for dtype in dict.fromkeys(f["dtype"] for f in floors):
-        mine = [f for f in floors if f["dtype"] == dtype]
-        clone = [f["fused_over_clone"] for f in mine]
-        into = [f["fused_over_copy_into"] for f in mine]
-        lines.append(f"{dtype}: fused is {min(clone):.2f}-{max(clone):.2f}x clone (out-of-place floor), "
-                     f"{min(into):.2f}-{max(into):.2f}x copy_into (in-place floor)")
-    return "\n".join(lines)
+_ROPE_COLORS: dict[str, str] = {"copy_into": LINE_COLORS[4], "readable": LINE_COLORS[1], "fused": LINE_COLORS[0],
+                                "fused_into": LINE_COLORS[3], "hf": LINE_COLORS[5]}
+# Each fused kernel's ratio to its own floor (out-of-place against the clone, in place against copy_into)
+# is `mlbook.benchmarks.rope.floor_ratios` / `floor_report`; the figure and table here show every
+# implementation against the clone, copy_into among them.
 
 
 def fig_rope_benchmark(record: dict[str, Any]) -> go.Figure:
@@ -413,17 +358,17 @@ def fig_rope_benchmark(record: dict[str, Any]) -> go.Figure:
     for k, combo in enumerate(combos):
         cases = [c for c in res["cases"] if f"{c['dtype']}/{c['pairing']}" == combo]
         x = [f"{c['mb_per_tensor']:g} MB" for c in cases]
-        for j, v in enumerate(ROPE_LABELS):
+        for v in ROPE_LABELS:
             if v not in cases[0]["ratio_to_copy"]:
                 continue
             y = [c["ratio_to_copy"][v] for c in cases]
-            fig.add_bar(x=x, y=y, name=ROPE_LABELS[v], marker_color=LINE_COLORS[[4, 1, 0, 5][j]],
+            fig.add_bar(x=x, y=y, name=ROPE_LABELS[v], marker_color=_ROPE_COLORS[v],
                         visible=k == 0, text=[f"{r:.2f}x" for r in y], textposition="outside",
                         hovertemplate=f"{ROPE_LABELS[v]}<br>%{{x}} per tensor<br>%{{y:.3f}} × the copy<extra></extra>")
             owners.append(combo)
     fig.add_hline(y=1.0, line_color="black", line_width=1.5)
     fig.add_hline(y=res["goal_ratio"], line_color=LINE_COLORS[2], line_dash="dash")
-    ratios = [r for c in res["cases"] for r in c["ratio_to_copy"].values()]
+    ratios = [c["ratio_to_copy"][v] for c in res["cases"] for v in ("copy", *ROPE_LABELS) if v in c["ratio_to_copy"]]
     buttons = [dict(label=combo, method="update", args=[{"visible": [o == combo for o in owners]},
                                                         {"title.text": _rope_title(record, combo)}])
                for combo in combos]
@@ -432,7 +377,8 @@ def fig_rope_benchmark(record: dict[str, Any]) -> go.Figure:
         barmode="group", xaxis_title="size of q (and of k)",
         yaxis=dict(type="log", title="time / time of q.clone(), k.clone() (log)",
                    range=[np.log10(min(ratios) / 1.5), np.log10(max(ratios) * 2)]),
-        annotations=[dict(text=f"solid: the copy (1x); dashed: the goal ({res['goal_ratio']:g}x)", xref="paper",
+        annotations=[dict(text=(f"solid: the copy (1x); dashed: the goal ({res['goal_ratio']:g}x); the in-place "
+                                "kernel's floor is the copy into a buffer"), xref="paper",
                           yref="paper", x=0, y=1.02, xanchor="left", yanchor="bottom", showarrow=False,
                           font=dict(size=12))],
         legend=dict(orientation="h", y=-0.2, x=0),
@@ -452,7 +398,7 @@ def rope_table(record: dict[str, Any]) -> str:
     """Per case of a saved record: the copy's median time and every implementation's time as a
     multiple of it; then compile times and the fused kernel's agreement with the readable path."""
     res = _check_record(record, "rope_apply")
-    variants = [v for v in ("copy_into", "readable", "fused", "hf") if any(v in c["ratio_to_copy"] for c in res["cases"])]
+    variants = [v for v in ROPE_LABELS if any(v in c["ratio_to_copy"] for c in res["cases"])]
     rows = []
     for c in res["cases"]:
         cells = [f"{c['dtype']}/{c['pairing']}", f"{c['mb_per_tensor']:g} MB", _ms(c["times"]["copy"]["median_ms"])]
@@ -465,9 +411,11 @@ def rope_table(record: dict[str, Any]) -> str:
             lines.append(f"fused kernel unavailable for {key}: {comp['error']}")
         else:
             lines.append(f"compile {key}: {comp['compile_s']:.1f} s ({'cold' if res['compile_cold'] else 'warm'} cache)")
-    diffs = [c["max_abs_diff_fused_vs_readable"] for c in res["cases"] if c["max_abs_diff_fused_vs_readable"] is not None]
-    if diffs:
-        lines.append(f"fused vs readable: max abs difference {max(diffs):.1e}")
+    for v in ("fused", "fused_into"):
+        diffs = [c[f"max_abs_diff_{v}_vs_readable"] for c in res["cases"]
+                 if c.get(f"max_abs_diff_{v}_vs_readable") is not None]
+        if diffs:
+            lines.append(f"{v} vs readable: max abs difference {max(diffs):.1e}")
     return "\n".join(lines)
 
 
