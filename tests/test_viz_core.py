@@ -501,3 +501,14 @@ def test_gaps_in_float_arrays_are_written_as_null():
     fig = go.Figure(go.Heatmap(z=np.array([[0.123456, np.nan], [np.inf, -1.0]])))
     text = _json_for_script(_figure_dict(fig, 3))
     assert '"z":[[0.123,null],[null,-1.0]]' in text
+
+
+def test_plotly_mimetype_is_the_decoded_json():
+    """The live bundle's plotly mimetype, built from the figure directly, equals decoding the figure's JSON."""
+    from mlbook.viz.core import _figure_dict, _json_for_script, _plain_json
+
+    fig = go.Figure([go.Heatmap(z=np.array([[0.5, np.nan], [1.0, 2.0]]), x=np.arange(2)),
+                     go.Scatter(x=[1, 2], y=[np.float64(0.25), None], name="a<b>")])
+    d = _figure_dict(fig, 4)
+    text = _json_for_script(d)
+    assert _plain_json(d, text) == json.loads(text)
