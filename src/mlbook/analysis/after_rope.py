@@ -16,6 +16,7 @@ import torch
 
 from mlbook.data.model_families import ModelFamily, family
 from mlbook.transformer.attention import causal_mask
+from mlbook.transformer.hf import every_nth
 from mlbook.transformer.latent import mha_cache_values, mla_cache_values
 from mlbook.transformer.multimodal import apply_mrope, mrope_position_ids
 from mlbook.transformer.positional import RotaryEmbedding, frequency_ladder
@@ -90,9 +91,8 @@ def nope_layers_every(n_layers: int, interval: int) -> tuple[int, ...]:
     int((i + 1) % no_rope_layer_interval != 0) (Llama4TextConfig, SmolLM3Config; interval 4 in both):
     layers 3, 7, 11, ... are NoPE. The result is `GPTConfig.nope_layers`.
     """
-    check_int("n_layers", n_layers, 1)
     check_int("interval", interval, 1)
-    return tuple(i for i in range(n_layers) if (i + 1) % interval == 0)
+    return tuple(i for i, rotates in enumerate(every_nth(n_layers, interval, False, True)) if not rotates)
 
 
 def llama4_attention_scale(positions: torch.Tensor | Sequence[int], floor_scale: float = 8192.0,
@@ -176,10 +176,8 @@ def layer_types(n_layers: int, local_per_global: int) -> tuple[str, ...]:
     Gemma 2 and gpt-oss (1), Gemma 3 (5, its sliding_window_pattern 6), Cohere's Command R7B (3): layer i is
     global when (i + 1) % (local_per_global + 1) == 0. Pass the result to `GPTConfig.layer_types`.
     """
-    check_int("n_layers", n_layers, 1)
     check_int("local_per_global", local_per_global, 0)
-    k = local_per_global + 1
-    return tuple("full_attention" if (i + 1) % k == 0 else "sliding_attention" for i in range(n_layers))
+    return every_nth(n_layers, local_per_global + 1, "full_attention", "sliding_attention")
 
 
 def windowed_kv_bytes(types: Sequence[str], window: int | None, context_len: int, n_kv_heads: int, d_head: int,

@@ -27,6 +27,7 @@ from typing import Any
 
 import torch
 
+from mlbook.transformer.hf import every_nth
 from mlbook.transformer.positional import alibi_slopes
 
 __all__ = [
@@ -99,16 +100,9 @@ class ModelFamily:
         return alibi_slopes(self.n_heads) if self.scheme == "alibi" else None
 
 
-def every_nth(n_layers: int, n: int, kind: str, other: str, *, first: bool = False) -> tuple[str, ...]:
-    """Per-layer kinds with `kind` at every n-th layer and `other` elsewhere, as configs state them:
-    layers n-1, 2n-1, ... (first=False: Gemma's sliding_window_pattern, Llama 4's and SmolLM3's
-    NoPE interval, gpt-oss's alternation) or layers 0, n, 2n, ... (first=True: ModernBERT's
-    global_attn_every_n_layers)."""
-    return tuple(kind if (i % n == 0 if first else (i + 1) % n == 0) else other for i in range(n_layers))
-
-
 def _every_nth_index(n_layers: int, n: int) -> tuple[int, ...]:
-    return tuple(i for i in range(n_layers) if (i + 1) % n == 0)
+    """Indices of layers n-1, 2n-1, ... (`every_nth`'s rule): the NoPE layers of an interval-n hybrid."""
+    return tuple(i for i, hit in enumerate(every_nth(n_layers, n, True, False)) if hit)
 
 
 MODEL_FAMILIES: tuple[ModelFamily, ...] = (

@@ -10,6 +10,7 @@ with a sentence saying which key and why. Nothing is dropped silently.
     rope_scaling_from_hf(config)      -> the `RopeScaling` alone (with the head's rotary width)
     gpt_config_from_hf(config)        -> a GPTConfig (Llama-layout decoders)
     gpt_from_hf_llama(hf_model)       -> a GPT holding a LlamaForCausalLM's weights, logits equal to its own
+    every_nth(n_layers, n, kind, other) -> per layer, `kind` at every n-th layer: the interval rule configs use
     hf_rotating_layers(config)        -> per layer, whether it rotates (False: a NoPE layer)
     hf_layer_types(config)            -> per layer, its attention kind ("full_attention", "sliding_attention", ...)
 
@@ -95,6 +96,16 @@ def hf_get(config: Any, key: str, default: Any = None) -> Any:
     return default if value is None else value
 
 
+def every_nth(n_layers: int, n: int, kind: Any, other: Any, *, first: bool = False) -> tuple[Any, ...]:
+    """Per-layer values with `kind` at every n-th layer and `other` elsewhere, as configs state them:
+    layers n-1, 2n-1, ... (first=False: Gemma 3's and Cohere 2's sliding_window_pattern, Gemma 2's and
+    gpt-oss's alternation with n = 2, Llama 4's and SmolLM3's no_rope_layer_interval) or layers 0, n,
+    2n, ... (first=True: ModernBERT's global_attn_every_n_layers)."""
+    check_int("n_layers", n_layers, 1)
+    check_int("n", n, 1)
+    return tuple(kind if (i % n == 0 if first else (i + 1) % n == 0) else other for i in range(n_layers))
+
+
 # families whose configs state NoPE layers by no_rope_layer_interval, 4 by default (Llama4TextConfig, SmolLM3Config)
 NOPE_INTERVAL_FAMILIES: tuple[str, ...] = ("llama4", "smollm3")
 
@@ -117,8 +128,7 @@ def hf_rotating_layers(config: Any) -> tuple[bool, ...]:
         interval = 4
     if interval is None:
         return (True,) * n
-    interval = check_int("no_rope_layer_interval", interval, 1)
-    return tuple((i + 1) % interval != 0 for i in range(n))
+    return every_nth(n, check_int("no_rope_layer_interval", interval, 1), False, True)
 
 
 def hf_layer_types(config: Any) -> tuple[str, ...]:
@@ -144,9 +154,9 @@ def hf_layer_types(config: Any) -> tuple[str, ...]:
     if hf_get(config, "sliding_window") is None:
         return ("full_attention",) * n
     if pattern is not None:
-        return tuple("full_attention" if (i + 1) % int(pattern) == 0 else "sliding_attention" for i in range(n))
+        return every_nth(n, int(pattern), "full_attention", "sliding_attention")
     if model_type == "gemma2":
-        return tuple("sliding_attention" if (i + 1) % 2 else "full_attention" for i in range(n))
+        return every_nth(n, 2, "full_attention", "sliding_attention")
     use = config.get("use_sliding_window") if isinstance(config, Mapping) else getattr(config, "use_sliding_window", None)
     if use is not None:
         if not use:
