@@ -387,8 +387,9 @@ def _score_fit(d_head: int, base: float, original_max_len: int, n_points: int, f
     fig.add_scatter(x=m, y=fine, mode="markers", name="a(m / s) at fractional distances",
                     marker=dict(size=5, color=LINE_COLORS[0], symbol="diamond"), row=3, col=1,
                     hovertemplate="m = %{x}<br>a(m/s) = %{y:.3f}<extra></extra>")
-    for row in (1, 2):
-        fig.add_vline(x=L, line_dash="dash", line_color="grey", row=row, col=1)
+    fig.update_layout(shapes=[dict(type="line", x0=L, x1=L, xref=xref, y0=0, y1=1, yref=f"{yref} domain",
+                                   line=dict(color="grey", dash="dash"))
+                              for xref, yref in (("x", "y"), ("x2", "y2"))])  # add_vline: ~13 ms each
     fig.add_annotation(x=L, y=1.0, xref="x", yref="y domain", text=f"L = {_fmt_len(L)}", showarrow=False,
                        xanchor="left", yanchor="top", font=dict(size=11))
     fig.update_yaxes(type="log", range=[-2.5, 5.5], title_text="|a(m)| (log)", row=1, col=1)
