@@ -14,6 +14,7 @@ from typing import NamedTuple, Sequence
 
 import torch
 
+from mlbook.analysis.production import kv_cache_plan
 from mlbook.data.model_families import ModelFamily, family
 from mlbook.transformer.attention import causal_mask
 from mlbook.transformer.hf import every_nth
@@ -186,19 +187,16 @@ def windowed_kv_bytes(types: Sequence[str], window: int | None, context_len: int
     at most `window` (a sliding layer never looks further back; a chunked layer never past its chunk).
 
     Per layer and token a cache holds n_kv_heads * 2 d_head values (`transformer.latent.mha_cache_values`),
-    so the total is (n_global * C + n_local * min(C, W)) * 2 * n_kv_heads * d_head * bytes_per_value.
+    so the total is (n_global * C + n_local * min(C, W)) * 2 * n_kv_heads * d_head * bytes_per_value:
+    the KV calculator's `analysis.production.kv_cache_plan` with one window W for both local kinds.
     """
-    check_int("context_len", context_len, 0)
-    n_global = sum(t == "full_attention" for t in types)  # any other kind (sliding, chunked) is local
-    n_local = len(types) - n_global
-    if n_local and window is None:
+    types = tuple(types)
+    if window is None and any(t != "full_attention" for t in types):
         raise ValueError("the stack has local layers, so it needs a window (tokens each local layer keeps)")
-    check_positive_float("bytes_per_value", bytes_per_value)
-    per_layer_token = mha_cache_values(1, n_kv_heads, d_head) * bytes_per_value  # keys and values, one layer
-    tokens = n_global * context_len  # global layers keep every token
-    if n_local:
-        tokens += n_local * min(context_len, check_int("window", window, 1))  # local layers keep the last W
-    return int(round(tokens * per_layer_token))
+    plan = kv_cache_plan(len(types), n_kv_heads, d_head, layer_types=types,
+                         sliding_window=window if "sliding_attention" in types else None,
+                         chunk_size=window if "chunked_attention" in types else None, bytes_per_value=bytes_per_value)
+    return plan.bytes(context_len)
 
 
 def model_kv_bytes(model: LocalGlobal | str, context_len: int, *, all_global: bool = False,
