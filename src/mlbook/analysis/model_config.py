@@ -45,6 +45,7 @@ from mlbook.transformer.hf import (
     hf_head_dim,
     hf_layer_types,
     hf_rope_type,
+    hf_rotary_dim,
     hf_rotating_layers,
     rope_scaling_from_hf,
 )
@@ -89,8 +90,7 @@ def rotary_width(config: Mapping[str, Any]) -> int:
     key), else int(head_dim * partial_rotary_factor) as transformers computes it."""
     if config.get("qk_rope_head_dim") and config.get("kv_lora_rank"):
         return int(config["qk_rope_head_dim"])
-    factor = float(config.get("partial_rotary_factor", config.get("rotary_pct", 1.0)) or 1.0)
-    return int(hf_head_dim(config) * factor)
+    return hf_rotary_dim(config)
 
 
 def _rope_view(config: Mapping[str, Any]) -> dict[str, Any]:
