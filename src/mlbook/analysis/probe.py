@@ -43,6 +43,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from mlbook.analysis.model_config import context_lengths
 from mlbook.analysis.rope import pairing_permutation
 from mlbook.experiments.common import rotary_pair_norms
 from mlbook.transformer.hf import hf_head_dim, hf_rotary_dim, rope_options_from_hf
@@ -236,10 +237,10 @@ def encode_text(text: str, tokenizer: Any | None, *, vocab_size: int, max_tokens
 
 
 def trained_length(config: Any) -> int:
-    """The context length the model was trained at: rope_scaling's original_max_position_embeddings
-    when the config has one (a scaled config raises max_position_embeddings), else max_position_embeddings."""
-    scaling = getattr(config, "rope_scaling", None) or {}
-    return int(scaling.get("original_max_position_embeddings") or config.max_position_embeddings)
+    """The context length the model was trained at, read as `mlbook.analysis.model_config.context_lengths`
+    reads it: rope_scaling's original_max_position_embeddings, else the top-level one (Phi-3's LongRoPE),
+    else initial_context_length (gpt-oss), else max_position_embeddings."""
+    return context_lengths(config if isinstance(config, Mapping) else config.to_dict()).original
 
 
 @dataclass(frozen=True)
