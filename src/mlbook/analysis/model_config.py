@@ -7,7 +7,7 @@ extending a context:
 
     wavelengths   lambda_i = 2 pi / theta_i in tokens, shortest and longest, trained and scaled, and how
                   many pairs never complete a turn within the trained length
-    bands         per scaling method: YaRN's keep / blend / interpolate (`yarn_ramp`, honouring
+    bands         per scaling method: YaRN's keep / blend / interpolate (`yarn_bands`, honouring
                   `truncate`), Llama 3.1's keep / blend / divide by wavelength, linear's all-divided,
                   LongRoPE's per-pair factors
     factors       the attention factor on cos and sin, the context ratio and whether
@@ -18,7 +18,7 @@ extending a context:
                   calculator; this module only reads it)
 
 Everything is computed by the library: the frequencies by `mlbook.transformer.hf.rope_scaling_from_hf`
-(the same keys, read the same way, as transformers 4.57), the bands by `rope_scaling.yarn_ramp`.
+(the same keys, read the same way, as transformers 4.57), the bands by `rope_scaling.yarn_bands`.
 
 The pitfalls readers hit have their own functions: `read_rope_type` (legacy "type", names an
 older or other library uses), `context_lengths` (max_position_embeddings already multiplied, or
@@ -37,6 +37,7 @@ from typing import Any, Mapping
 
 import torch
 
+from mlbook.analysis.absolute import pair_wavelengths
 from mlbook.analysis.after_rope import llama4_attention_scale
 from mlbook.analysis.systems import format_bytes
 from mlbook.transformer.hf import (
@@ -50,7 +51,7 @@ from mlbook.transformer.hf import (
     rope_scaling_from_hf,
 )
 from mlbook.transformer.positional import frequency_ladder
-from mlbook.transformer.rope_scaling import yarn_ramp
+from mlbook.transformer.rope_scaling import yarn_bands
 from mlbook.transformer.validate import check_choice
 
 __all__ = [
@@ -191,7 +192,7 @@ def _inv_freq(config: Mapping[str, Any], seq_len: int | None) -> tuple[torch.Ten
 def scaling_bands(config: Mapping[str, Any]) -> dict[str, Any]:
     """How the config's scaling treats each frequency pair (pairs counted over the rotary width).
 
-    yarn: keep (r_i = 0), blend, interpolate (r_i = 1) from `yarn_ramp` with the config's betas and
+    yarn: keep (r_i = 0), blend, interpolate (r_i = 1) from `yarn_bands` with the config's betas and
     truncate; llama3: keep (lambda_i < L / high_freq_factor), divide (lambda_i > L /
     low_freq_factor), blend between; linear: every pair divided; longrope: the short and long
     factors' ranges; dynamic and none: no fixed bands.
@@ -202,14 +203,12 @@ def scaling_bands(config: Mapping[str, Any]) -> dict[str, Any]:
     scaling = rope_scaling_from_hf(_rope_view(config))
     n = d // 2
     if kind == "yarn":
-        ramp = yarn_ramp(d, base, original_max_len=scaling.original_max_len, beta_fast=scaling.beta_fast,
-                         beta_slow=scaling.beta_slow, truncate=scaling.truncate).tolist()
-        keep = [i for i, r in enumerate(ramp) if r <= 0.0]
-        interp = [i for i, r in enumerate(ramp) if r >= 1.0]
-        return {"method": "yarn", "pairs": n, "keep": len(keep), "blend": n - len(keep) - len(interp),
-                "interpolate": len(interp)}
+        bands = yarn_bands(d, base, scaling.original_max_len, scaling.beta_fast, scaling.beta_slow,
+                           truncate=scaling.truncate)
+        return {"method": "yarn", "pairs": n, "keep": len(bands.keep), "blend": len(bands.blend),
+                "interpolate": len(bands.interpolate)}
     if kind == "llama3":
-        wavelength = (2 * math.pi / frequency_ladder(d, base).double()).tolist()
+        wavelength = pair_wavelengths(d, base).tolist()
         L = scaling.original_max_len
         keep = sum(w < L / scaling.high_freq_factor for w in wavelength)
         divide = sum(w > L / scaling.low_freq_factor for w in wavelength)

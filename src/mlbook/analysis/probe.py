@@ -32,7 +32,6 @@ from __future__ import annotations
 import contextlib
 import copy
 import importlib.resources
-import math
 import os
 import sys
 from collections.abc import Iterator, Mapping
@@ -43,11 +42,12 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from mlbook.analysis.absolute import pair_wavelengths
 from mlbook.analysis.model_config import context_lengths
 from mlbook.analysis.rope import pairing_permutation
 from mlbook.experiments.common import rotary_pair_norms
 from mlbook.transformer.hf import hf_head_dim, hf_rotary_dim, rope_options_from_hf
-from mlbook.transformer.positional import ROPE_PAIRINGS, RotaryEmbedding, frequency_ladder
+from mlbook.transformer.positional import ROPE_PAIRINGS, RotaryEmbedding
 from mlbook.transformer.rope_scaling import RopeScaling
 from mlbook.transformer.validate import check_choice, check_int, env_flag
 
@@ -300,8 +300,7 @@ def positional_settings(config: Any) -> PositionalSettings:
 
 def _trained_wavelengths(config: Any) -> np.ndarray:
     """(r/2,) 2 pi / theta_i in tokens of the rotated pairs, as trained: base rope_theta, no rope_scaling."""
-    ladder = frequency_ladder(hf_rotary_dim(config), float(config.rope_theta)).double()  # (r/2,) over the r turning channels
-    return (2 * math.pi / ladder).numpy()
+    return pair_wavelengths(hf_rotary_dim(config), float(config.rope_theta))  # (r/2,) over the r turning channels
 
 
 def rotary_from_config(config: Any, *, pairing: str = "half") -> RotaryEmbedding:

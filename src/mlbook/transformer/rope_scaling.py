@@ -204,12 +204,13 @@ class YarnBands:
 
 def yarn_bands(
     d_head: int = 128, base: float = 10000.0, original_max_len: int = 8192, beta_fast: float = 32.0,
-    beta_slow: float = 1.0,
+    beta_slow: float = 1.0, *, truncate: bool = True,
 ) -> YarnBands:
     """Which RoPE pairs YaRN keeps, blends and interpolates: the ramp of `yarn_ramp` and each pair's
     turns within L, turns_i = L theta_i / (2 pi). Defaults: the paper's beta_fast = 32, beta_slow = 1
-    for d_head = 128, base 10,000, L = 8192 (Peng et al., 2023)."""
-    ramp = yarn_ramp(d_head, base, original_max_len=original_max_len, beta_fast=beta_fast, beta_slow=beta_slow)
+    for d_head = 128, base 10,000, L = 8192 (Peng et al., 2023); truncate as in `yarn_ramp`."""
+    ramp = yarn_ramp(d_head, base, original_max_len=original_max_len, beta_fast=beta_fast, beta_slow=beta_slow,
+                     truncate=truncate)
     theta = frequency_ladder(d_head, base).double()  # (d/2,) unscaled theta_i
     turns = original_max_len * theta / (2 * math.pi)  # (d/2,) L theta_i / 2 pi
     return YarnBands(d_head, float(base), original_max_len, beta_fast, beta_slow,
