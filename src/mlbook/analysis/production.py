@@ -25,6 +25,7 @@ from typing import Any, Mapping
 from mlbook.analysis.systems import format_bytes
 from mlbook.data.model_families import ModelFamily
 from mlbook.transformer.hf import hf_layer_types
+from mlbook.transformer.latent import mha_cache_values, mla_cache_values
 from mlbook.transformer.validate import check_choice, check_int, check_positive_float
 
 __all__ = [
@@ -59,7 +60,7 @@ def kv_cache_bytes(
     bytes_per_value = check_positive_float("bytes_per_value", bytes_per_value)
     check_int("context_len", context_len, 0)
     check_int("batch", batch, 0)
-    per_token = 2 * n_layers * n_kv_heads * d_head * bytes_per_value
+    per_token = mha_cache_values(n_layers, n_kv_heads, d_head) * bytes_per_value  # K and V: 2 n_layers n_kv_heads d_head
     return int(round(per_token * context_len * batch))
 
 
@@ -203,11 +204,13 @@ def kv_cache_plan(
         check_int("kv_lora_rank", kv_lora_rank, 1)
         if qk_rope_head_dim is None:
             raise ValueError("latent attention caches the rotary key too: give qk_rope_head_dim with kv_lora_rank")
-        values = kv_lora_rank + check_int("qk_rope_head_dim", qk_rope_head_dim, 0)
+        values = mla_cache_values(1, kv_lora_rank, qk_rope_head_dim)  # one layer: latent + shared rotary key
     else:
         if qk_rope_head_dim is not None:
             raise ValueError("qk_rope_head_dim is a latent-attention width: give kv_lora_rank as well, or neither")
-        values = 2 * check_int("n_kv_heads", n_kv_heads, 1) * check_int("d_head", d_head, 1)
+        check_int("n_kv_heads", n_kv_heads, 1)
+        check_int("d_head", d_head, 1)
+        values = mha_cache_values(1, n_kv_heads, d_head)  # one layer: 2 n_kv_heads d_head
     parts = tuple(LayerCache(k, kinds.count(k), values, caps[k]) for k in LAYER_KINDS if k in kinds)
     return KVCachePlan(parts, bytes_per_value, kv_lora_rank is not None)
 
