@@ -15,6 +15,8 @@ server is aborted and recorded. Per page:
 * no request left localhost; notebook pages link to Colab and to their .ipynb, and show
   their setup cell collapsed behind a toggle;
 * the page's HTML plus its own data (everything it loads outside `_static/`) < 2 MB;
+* speed (`test_page_speed_in_browser`): DOMContentLoaded within 2 s, and each plotly slider's
+  steps, applied as the slider applies them, take under 100 ms each at the median;
 * after a click on the theme switch the page is dark and every figure stays readable: no
   white plot on the dark page unless it sits on a deliberate light card, and captions and
   plot text keep a contrast ratio of at least 4.5:1 with what is behind them.
@@ -463,6 +465,59 @@ def test_page_in_browser(page: str, server: str, browser: Any) -> None:
         print(f"\n[page weight] {page}: {weight / 1024:.0f} KiB ({detail}); {len(plots)} plot(s), "
               f"{clicks} control click(s), {math['n_math']} maths")
         assert weight < PAGE_BUDGET_BYTES, f"{page}: {weight / 1e6:.2f} MB of HTML+data exceeds the 2 MB budget"
+    finally:
+        tab.close()
+
+
+# ---------------------------------------------------------------------------
+# Speed: each page's DOMContentLoaded, each static slider step
+# ---------------------------------------------------------------------------
+
+STEP_BUDGET_MS = 100.0  # median time of one slider step, applied as the slider applies it
+DCL_BUDGET_MS = 2000.0  # DOMContentLoaded from the local server
+
+JS_DCL = """() => { const n = performance.getEntriesByType('navigation')[0];
+  return n.domContentLoadedEventEnd - n.startTime; }"""
+
+# Every step of the figure's first slider as a click applies it (Plotly[step.method](gd, ...step.args)),
+# each timed until the next frame is drawn; the step the slider started on comes last.
+JS_TIME_STEPS = """async (id) => {
+  const gd = document.getElementById(id), sl = gd.layout.sliders[0], ms = [];
+  const frame = () => new Promise(r => requestAnimationFrame(() => setTimeout(r, 0)));
+  const order = sl.steps.map((_, i) => i).filter(i => i !== (sl.active || 0));
+  order.push(sl.active || 0);
+  for (const i of order) {
+    const st = sl.steps[i], t0 = performance.now();
+    await Plotly[st.method](gd, ...st.args);
+    await frame();
+    ms.push(performance.now() - t0);
+  }
+  return ms;
+}"""
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("page", _site_pages() or ["book/intro.html"])
+def test_page_speed_in_browser(page: str, server: str, browser: Any) -> None:
+    """DOMContentLoaded under 2 s, and every static slider's median step under 100 ms (every figure
+    with a slider on the page, each named in the failure with its median and slowest step)."""
+    import statistics
+
+    tab = Tab(browser)
+    try:
+        _load(tab, f"{server}/{page}")
+        dcl = tab.js(JS_DCL)
+        slow = []
+        for p in tab.js(JS_PLOTS):
+            if p["sliders"] and p["drawn"]:
+                ms = tab.js(JS_TIME_STEPS, p["id"])
+                med = statistics.median(ms)
+                print(f"\n[slider] {page} #{p['id']}: {len(ms)} steps, median {med:.0f} ms, max {max(ms):.0f} ms")
+                if med >= STEP_BUDGET_MS:
+                    slow.append(f"#{p['id']} median {med:.0f} ms (max {max(ms):.0f} ms, {len(ms)} steps)")
+        print(f"\n[load] {page}: DOMContentLoaded {dcl:.0f} ms")
+        assert dcl < DCL_BUDGET_MS, f"{page}: DOMContentLoaded after {dcl:.0f} ms (budget {DCL_BUDGET_MS:.0f} ms)"
+        assert not slow, f"{page}: slider steps over {STEP_BUDGET_MS:.0f} ms (median): " + "; ".join(slow)
     finally:
         tab.close()
 
