@@ -1,0 +1,262 @@
+/* The book's figures follow the reader's theme and screen; a few accessibility repairs of the
+   theme's markup. Loaded (deferred) after plotly.js on every page of the static site.
+
+   * Dark mode (pydata-sphinx-theme's data-theme="dark" on <html>): every plotly figure is
+     drawn with a transparent paper and plot area, light text, dim grid lines and dark legend
+     and control backgrounds. Saturated colours (data, colour scales) stay as they are; greys
+     (text, axes, black lines) are mirrored in lightness. Switching the theme redraws the
+     figures from their original specification (Plotly.react), so switching back is exact.
+   * Narrow screens (a plot under 600 px wide): smaller fonts and margins, the legend as one
+     horizontal block under the plot, and titles or subplot titles that still run into each
+     other broken over two lines, measured after drawing.
+   * Accessibility: a scrollable output gets tabindex=0 and a name (keyboard users can scroll
+     it); buttons whose aria-label hides their visible text lose the aria-label; the citation
+     list's deprecated doc-biblioentry role becomes listitem. */
+(function () {
+  "use strict";
+  const NARROW_PX = 600;
+  const DARK = {text: "#ced6dd", grid: "#3a4250", back: "#1f242b", paper: "rgba(0,0,0,0)"};
+
+  // ---- colours -------------------------------------------------------------------------
+  const probe = document.createElement("span");
+  const cache = new Map();
+  function rgba(c) {  // any CSS colour -> [r, g, b, a] (null if not a colour)
+    if (typeof c !== "string") return null;
+    if (cache.has(c)) return cache.get(c);
+    let out = null;
+    probe.style.color = "";
+    probe.style.color = c;
+    if (probe.style.color) {
+      document.body.appendChild(probe);
+      const m = getComputedStyle(probe).color.match(/rgba?\(([^)]+)\)/);
+      probe.remove();
+      if (m) {
+        const p = m[1].split(/[ ,/]+/).filter(Boolean).map(Number);
+        out = [p[0], p[1], p[2], p.length > 3 ? p[3] : 1];
+      }
+    }
+    cache.set(c, out);
+    return out;
+  }
+  function hsl([r, g, b]) {
+    r /= 255; g /= 255; b /= 255;
+    const mx = Math.max(r, g, b), mn = Math.min(r, g, b), l = (mx + mn) / 2;
+    const s = mx === mn ? 0 : (l > 0.5 ? (mx - mn) / (2 - mx - mn) : (mx - mn) / (mx + mn));
+    return [s, l];
+  }
+  const css = ([r, g, b, a]) => `rgba(${Math.round(r)},${Math.round(g)},${Math.round(b)},${a})`;
+
+  // A colour for dark mode, by the role its key gives it.
+  function darkColour(key, parentKey, value) {
+    const c = rgba(value);
+    if (!c) return value;
+    const [s, l] = hsl(c);
+    if (key === "paper_bgcolor" || key === "plot_bgcolor" || key === "bgcolor" && parentKey === "scene") {
+      return l > 0.6 ? DARK.paper : value;
+    }
+    if (/bgcolor$/.test(key) || parentKey === "fill" || key === "fillcolor" && s < 0.15 && l > 0.8) {
+      return l > 0.6 ? css([31, 36, 43, c[3]]) : value;  // legend, buttons, slider rail, table cells
+    }
+    if (/^(grid|zeroline|line|border|tick)color$/.test(key) && l > 0.75) return css([58, 66, 80, c[3]]);
+    if (s < 0.5 && l < 0.45) {  // dark greys and slate text: mirror the lightness
+      const k = (1 - l) / Math.max(l, 0.02);
+      const lift = v => 255 - (255 - v) / Math.max(k, 1);
+      const out = c.slice(0, 3).map(lift);
+      const target = Math.max(0.75, 1 - l);
+      const [, l2] = hsl(out);
+      const scale = l2 > 0 ? target / l2 : 1;
+      return css([...out.map(v => Math.min(255, v * scale)), c[3]]);
+    }
+    return value;
+  }
+
+  function darken(node, parentKey) {  // a deep copy with dark-mode colours
+    if (Array.isArray(node)) {
+      if (parentKey === "colorscale" || parentKey === "colorway") return node;
+      const colours = /colou?r$/.test(parentKey || "");
+      return node.map(v => (typeof v === "string" ? (colours ? darkColour(parentKey, null, v) : v) : darken(v, parentKey)));
+    }
+    if (node && typeof node === "object") {
+      const out = {};
+      for (const [k, v] of Object.entries(node)) {
+        if (k === "colorscale" || k === "colorway" || k === "z" || k === "x" || k === "y" || k === "customdata") out[k] = v;
+        else if (typeof v === "string" && /colou?r$/.test(k)) out[k] = darkColour(k, parentKey, v);
+        else if (Array.isArray(v) && /colou?r$/.test(k)) out[k] = v.map(c => (typeof c === "string" ? darkColour(k, parentKey, c) : c));
+        else out[k] = darken(v, k);
+      }
+      return out;
+    }
+    return node;
+  }
+
+  // ---- narrow screens ------------------------------------------------------------------
+  function narrowLayout(layout) {
+    const L = Object.assign({}, layout);
+    const font = Object.assign({}, L.font || {});
+    font.size = Math.min(font.size || 12, 10);
+    L.font = font;
+    const m = Object.assign({}, L.margin || {});
+    m.l = Math.min(m.l === undefined ? 80 : m.l, 48);
+    m.r = Math.min(m.r === undefined ? 80 : m.r, 12);
+    L.margin = m;
+    if (L.title) {
+      const t = typeof L.title === "string" ? {text: L.title} : Object.assign({}, L.title);
+      t.font = Object.assign({}, t.font || {}, {size: Math.min((t.font && t.font.size) || 17, 13)});
+      L.title = t;
+    }
+    if (Array.isArray(L.annotations)) {
+      L.annotations = L.annotations.map(a => Object.assign({}, a, {font: Object.assign({}, a.font || {}, {size: Math.min((a.font && a.font.size) || 12, 10)})}));
+    }
+    for (const k of Object.keys(L)) {
+      if (/^[xy]axis\d*$/.test(k) && L[k] && typeof L[k] === "object") {
+        const ax = Object.assign({}, L[k]);
+        if (ax.title) {
+          const t = typeof ax.title === "string" ? {text: ax.title} : Object.assign({}, ax.title);
+          t.font = Object.assign({}, t.font || {}, {size: Math.min((t.font && t.font.size) || 12, 10)});
+          ax.title = t;
+        }
+        ax.tickfont = Object.assign({}, ax.tickfont || {}, {size: Math.min((ax.tickfont && ax.tickfont.size) || 12, 9)});
+        L[k] = ax;
+      }
+    }
+    if (L.showlegend !== false) {
+      // One horizontal block under everything else the figure hangs below its plot area.
+      L.legend = Object.assign({}, L.legend || {}, {orientation: "h", x: 0, xanchor: "left", yanchor: "top",
+        font: Object.assign({}, (L.legend && L.legend.font) || {}, {size: 9})});
+      if (L.legend.y === undefined || L.legend.y > -0.1) L.legend.y = (L.sliders && L.sliders.length) ? -0.45 : -0.22;
+    }
+    return L;
+  }
+
+  // After drawing: break overlapping titles and subplot titles over two lines.
+  function breakText(text) {
+    if (typeof text !== "string" || text.includes("<br")) return null;
+    const words = text.split(" ");
+    if (words.length < 2) return null;
+    let best = 1, bestDiff = Infinity;
+    for (let i = 1; i < words.length; i++) {
+      const d = Math.abs(words.slice(0, i).join(" ").length - words.slice(i).join(" ").length);
+      if (d < bestDiff) { bestDiff = d; best = i; }
+    }
+    return words.slice(0, best).join(" ") + "<br>" + words.slice(best).join(" ");
+  }
+  function boxes(gd, sel) {
+    return Array.from(gd.querySelectorAll(sel)).map(e => e.getBoundingClientRect()).filter(r => r.width > 0);
+  }
+  const hit = (a, b) => Math.min(a.right, b.right) - Math.max(a.left, b.left) > 1 && Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top) > 1;
+  function untangle(gd) {
+    const P = window.Plotly, upd = {};
+    const anns = gd.layout.annotations || [];
+    const annBoxes = Array.from(gd.querySelectorAll(".annotation")).map(e => e.getBoundingClientRect());
+    const titleBox = boxes(gd, ".g-gtitle text");
+    const others = boxes(gd, ".legendtext, [class*='title'] text, .g-gtitle text");
+    anns.forEach((a, i) => {
+      const b = annBoxes[i];
+      if (!b) return;
+      const crowded = annBoxes.some((o, j) => j !== i && hit(b, o)) || titleBox.some(t => hit(b, t))
+        || b.left < gd.getBoundingClientRect().left - 1 || b.right > gd.getBoundingClientRect().right + 1;
+      const t = crowded && breakText(a.text);
+      if (t) upd[`annotations[${i}].text`] = t;
+    });
+    const title = gd.layout.title;
+    const tb = titleBox[0];
+    if (tb && (tb.width > gd.getBoundingClientRect().width - 20 || others.some(o => o !== tb && hit(tb, o) && !(o.left === tb.left && o.top === tb.top)))) {
+      const t = breakText(typeof title === "string" ? title : title && title.text);
+      if (t) { upd["title.text"] = t; upd["margin.t"] = Math.max((gd.layout.margin && gd.layout.margin.t) || 80, 90); }
+    }
+    if (Object.keys(upd).length) return P.relayout(gd, upd);
+    return null;
+  }
+
+  // ---- drawing -------------------------------------------------------------------------
+  const isDark = () => document.documentElement.dataset.theme === "dark";
+  const isNarrow = gd => (gd.clientWidth || window.innerWidth) < NARROW_PX;
+  const clone = o => (o === undefined ? o : JSON.parse(JSON.stringify(o)));
+
+  function adapted(gd) {
+    const spec = gd._mlbookSpec;
+    let data = spec.data, layout = spec.layout, frames = spec.frames;
+    const dark = isDark(), narrow = isNarrow(gd);
+    if (dark) {
+      data = darken(data, "data"); layout = darken(layout, "layout"); frames = darken(frames, "frames");
+      // plotly draws an active or hovered menu button near-white whatever the theme: the
+      // pickers stay light chips with dark text.
+      if (Array.isArray(layout.updatemenus)) {
+        layout.updatemenus = layout.updatemenus.map(m => Object.assign({}, m, {bgcolor: "#e6e9ee", bordercolor: "#8b949e",
+          font: Object.assign({}, m.font || {}, {color: "#1f2328"})}));
+      }
+    }
+    if (narrow) layout = narrowLayout(layout);
+    gd._mlbookState = `${dark}|${narrow}`;
+    return {data: clone(data), layout: clone(layout), frames: clone(frames)};
+  }
+
+  function hook(P) {
+    if (!P || P._mlbookHooked) return;
+    P._mlbookHooked = true;
+    const newPlot = P.newPlot;
+    P.newPlot = function (gd, spec, ...rest) {
+      const el = typeof gd === "string" ? document.getElementById(gd) : gd;
+      if (el && el.classList && el.classList.contains("mlbook-plotly") && spec && spec.data && !rest.length) {
+        el._mlbookSpec = {data: clone(spec.data), layout: clone(spec.layout || {}), frames: clone(spec.frames || []),
+                          config: spec.config};
+        const a = adapted(el);
+        return newPlot.call(this, el, Object.assign({}, spec, a)).then(g => (isNarrow(el) ? untangle(el) || g : g));
+      }
+      return newPlot.call(this, gd, spec, ...rest);
+    };
+  }
+
+  function restyleAll() {
+    for (const gd of document.querySelectorAll(".mlbook-plotly")) {
+      if (!gd._mlbookSpec || !gd._fullLayout) continue;
+      const want = `${isDark()}|${isNarrow(gd)}`;
+      if (gd._mlbookState === want) continue;
+      const a = adapted(gd);
+      window.Plotly.react(gd, {data: a.data, layout: a.layout, frames: a.frames, config: gd._mlbookSpec.config})
+        .then(() => (isNarrow(gd) ? untangle(gd) : null));
+    }
+  }
+
+  // ---- accessibility repairs -----------------------------------------------------------
+  function repair() {
+    for (const e of document.querySelectorAll('[role="doc-biblioentry"]')) e.setAttribute("role", "listitem");
+    // The switch's icons carry titles ("Light", "Dark") that axe reads as visible text the
+    // button's name ("Color mode") lacks; the icons are decoration, the name says it all.
+    for (const e of document.querySelectorAll(".theme-switch-button svg")) {
+      e.setAttribute("aria-hidden", "true");
+      e.removeAttribute("aria-labelledby");
+      e.removeAttribute("role");
+      for (const t of e.querySelectorAll("title")) t.remove();
+    }
+    for (const e of document.querySelectorAll("button[aria-label], summary[aria-label], a[aria-label]")) {
+      const seen = (e.innerText || "").replace(/\s+/g, " ").trim();
+      if (seen && !e.getAttribute("aria-label").toLowerCase().includes(seen.toLowerCase())) e.removeAttribute("aria-label");
+    }
+    scrollables();
+  }
+  function scrollables() {
+    const sel = ".cell_output .output, .cell_output pre, .output pre, div.highlight pre, .table-wrapper, .pst-scrollable-table-container, pre";
+    for (const e of document.querySelectorAll(sel)) {
+      if (e.hasAttribute("tabindex")) continue;
+      const st = getComputedStyle(e);
+      const scrolls = (/(auto|scroll)/.test(st.overflowX) && e.scrollWidth > e.clientWidth + 1)
+        || (/(auto|scroll)/.test(st.overflowY) && e.scrollHeight > e.clientHeight + 1);
+      if (!scrolls || e.querySelector("a[href], button, input, select, textarea, [tabindex]")) continue;
+      e.setAttribute("tabindex", "0");
+      if (!e.hasAttribute("role")) e.setAttribute("role", "region");
+      if (!e.hasAttribute("aria-label")) e.setAttribute("aria-label", e.closest(".cell_output") ? "Cell output (scrollable)" : "Code (scrollable)");
+    }
+  }
+
+  hook(window.Plotly);
+  new MutationObserver(restyleAll).observe(document.documentElement, {attributes: true, attributeFilter: ["data-theme"]});
+  let resizeTimer = null;
+  window.addEventListener("resize", () => {
+    clearTimeout(resizeTimer);
+    resizeTimer = setTimeout(() => { restyleAll(); scrollables(); }, 200);
+  });
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", repair);
+  else repair();
+  window.addEventListener("load", repair);
+})();
