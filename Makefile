@@ -30,7 +30,7 @@ define pytest_allow_empty
 endef
 
 .PHONY: help venv book test test-lib test-notebooks colab-check site-strict outputs-check outputs test-browser \
-        chromium screenshot setup-cells bench bench-lib bench-book cache-check clean lab pdf test-pdf
+        chromium axe screenshot setup-cells bench bench-lib bench-book cache-check clean lab pdf test-pdf
 
 help:
 	@echo "make book         create .venv, install, execute every notebook, build the site into $(SITE)"
@@ -133,8 +133,19 @@ outputs-check: site-strict
 outputs: $(STAMP) cache-check
 	$(BIN)/python tools/notebook_outputs.py refresh --results $(RESULTS) $(NOTEBOOKS)
 
-test-browser: $(STAMP) chromium
-	MLBOOK_CHROMIUM=$(CHROMIUM) $(BIN)/python -m pytest tests/test_site.py -m browser -s -p no:cacheprovider
+# axe-core (the accessibility audit of tests/test_site_a11y.py) from the npm registry, pinned;
+# installed once under _build/axe, read from disk by the browser test: nothing fetched at run time.
+AXE_VERSION := 4.14.1
+AXE_JS      := _build/axe/node_modules/axe-core/axe.min.js
+$(AXE_JS):
+	@command -v npm >/dev/null || { echo "error: npm is missing (apt-get install -y npm)"; exit 1; }
+	npm install --no-audit --no-fund --no-save --prefix _build/axe axe-core@$(AXE_VERSION)
+	@test -f $@
+
+axe: $(AXE_JS)
+
+test-browser: $(STAMP) chromium axe
+	MLBOOK_CHROMIUM=$(CHROMIUM) MLBOOK_AXE=$(CURDIR)/$(AXE_JS) $(BIN)/python -m pytest tests/test_site.py tests/test_site_a11y.py -m browser -s -p no:cacheprovider
 
 # Each notebook runs twice, once per reader path: live in the Colab check, static in the site build.
 # On 2 cores: the two virtual environments are installed side by side, and the library tests

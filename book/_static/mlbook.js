@@ -97,11 +97,14 @@
     L.font = font;
     const m = Object.assign({}, L.margin || {});
     m.l = Math.min(m.l === undefined ? 80 : m.l, 48);
-    m.r = Math.min(m.r === undefined ? 80 : m.r, 12);
+    // a slider's last tick label is centred on the plot's right edge: room for half of it
+    m.r = Math.min(m.r === undefined ? 80 : m.r, (L.sliders && L.sliders.length) ? 28 : 12);
     L.margin = m;
     if (L.title) {
       const t = typeof L.title === "string" ? {text: L.title} : Object.assign({}, L.title);
       t.font = Object.assign({}, t.font || {}, {size: Math.min((t.font && t.font.size) || 17, 13)});
+      // at the top of the figure: fit() moves everything else down if it runs into it
+      Object.assign(t, {yref: "container", y: 1, yanchor: "top", pad: Object.assign({}, t.pad || {}, {t: 6})});
       L.title = t;
     }
     if (Array.isArray(L.annotations)) {
@@ -120,52 +123,112 @@
       }
     }
     if (L.showlegend !== false) {
-      // One horizontal block under everything else the figure hangs below its plot area.
-      L.legend = Object.assign({}, L.legend || {}, {orientation: "h", x: 0, xanchor: "left", yanchor: "top",
-        font: Object.assign({}, (L.legend && L.legend.font) || {}, {size: 9})});
-      if (L.legend.y === undefined || L.legend.y > -0.1) L.legend.y = (L.sliders && L.sliders.length) ? -0.45 : -0.22;
+      // One horizontal block at the bottom of the figure, under the slider and axis titles
+      // that hang below the plot area; fit() makes the figure taller by the legend's height.
+      L.legend = Object.assign({}, L.legend || {}, {orientation: "h", x: 0, xanchor: "left", xref: "container",
+        y: 0, yanchor: "bottom", yref: "container", font: Object.assign({}, (L.legend && L.legend.font) || {}, {size: 9})});
+    }
+    if (Array.isArray(L.sliders)) {
+      L.sliders = L.sliders.map(sl => Object.assign({}, sl, {font: Object.assign({}, sl.font || {}, {size: 9}),
+        currentvalue: Object.assign({}, sl.currentvalue || {}, {font: Object.assign({}, (sl.currentvalue && sl.currentvalue.font) || {}, {size: 10})})}));
+    }
+    if (Array.isArray(L.updatemenus)) {
+      // a row of buttons is wider than a phone: one dropdown each
+      L.updatemenus = L.updatemenus.map(m => Object.assign({}, m, {type: "dropdown", direction: "down",
+        font: Object.assign({}, m.font || {}, {size: 9})}));
     }
     return L;
   }
 
   // After drawing: break overlapping titles and subplot titles over two lines.
-  function breakText(text) {
-    if (typeof text !== "string" || text.includes("<br")) return null;
-    const words = text.split(" ");
+  function breakText(text) {  // the longest line of a title broken at its middle space
+    if (typeof text !== "string") return null;
+    const lines = text.split(/<br\s*\/?>/i);
+    let at = 0;
+    lines.forEach((l, i) => { if (l.replace(/<[^>]+>/g, "").length > lines[at].replace(/<[^>]+>/g, "").length) at = i; });
+    const words = lines[at].split(" ");
     if (words.length < 2) return null;
     let best = 1, bestDiff = Infinity;
     for (let i = 1; i < words.length; i++) {
       const d = Math.abs(words.slice(0, i).join(" ").length - words.slice(i).join(" ").length);
       if (d < bestDiff) { bestDiff = d; best = i; }
     }
-    return words.slice(0, best).join(" ") + "<br>" + words.slice(best).join(" ");
-  }
-  function boxes(gd, sel) {
-    return Array.from(gd.querySelectorAll(sel)).map(e => e.getBoundingClientRect()).filter(r => r.width > 0);
+    lines[at] = words.slice(0, best).join(" ") + "<br>" + words.slice(best).join(" ");
+    return lines.join("<br>");
   }
   const hit = (a, b) => Math.min(a.right, b.right) - Math.max(a.left, b.left) > 1 && Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top) > 1;
-  function untangle(gd) {
-    const P = window.Plotly, upd = {};
-    const anns = gd.layout.annotations || [];
-    const annBoxes = Array.from(gd.querySelectorAll(".annotation")).map(e => e.getBoundingClientRect());
-    const titleBox = boxes(gd, ".g-gtitle text");
-    const others = boxes(gd, ".legendtext, [class*='title'] text, .g-gtitle text");
-    anns.forEach((a, i) => {
-      const b = annBoxes[i];
-      if (!b) return;
-      const crowded = annBoxes.some((o, j) => j !== i && hit(b, o)) || titleBox.some(t => hit(b, t))
-        || b.left < gd.getBoundingClientRect().left - 1 || b.right > gd.getBoundingClientRect().right + 1;
-      const t = crowded && breakText(a.text);
-      if (t) upd[`annotations[${i}].text`] = t;
-    });
-    const title = gd.layout.title;
-    const tb = titleBox[0];
-    if (tb && (tb.width > gd.getBoundingClientRect().width - 20 || others.some(o => o !== tb && hit(tb, o) && !(o.left === tb.left && o.top === tb.top)))) {
-      const t = breakText(typeof title === "string" ? title : title && title.text);
-      if (t) { upd["title.text"] = t; upd["margin.t"] = Math.max((gd.layout.margin && gd.layout.margin.t) || 80, 90); }
+  function shrink(font, box, room) {
+    const size = (font && font.size) || 12;
+    return Math.max(8, Math.floor(size * Math.min(1, (room - 4) / box.width)));
+  }
+  // After a narrow draw: the legend gets room of its own at the bottom; a title or subplot
+  // title that runs into other text or off the figure is broken over two lines, or made smaller.
+  function fit(gd, pass) {
+    const P = window.Plotly, upd = {}, fl = gd._fullLayout;
+    if (!fl || pass > 3) return null;
+    const svg = gd.querySelector(".main-svg").getBoundingClientRect();
+    const inside = b => b.left >= svg.left - 1 && b.right <= svg.right + 1;
+    const texts = Array.from(gd.querySelectorAll(".legendtext, .g-gtitle text, [class*='title'] text, .annotation-text, "
+      + ".slider-label, .slider-current-value, .updatemenu-item-text"));
+    const against = (el) => {  // the texts el runs into
+      const b = el.getBoundingClientRect();
+      return texts.filter(o => !el.contains(o) && !o.contains(el) && !el.parentNode.contains(o) && hit(b, o.getBoundingClientRect()));
+    };
+    let grow = 0, growTop = 0;
+    const legend = gd.querySelector(".legend");
+    if (pass === 0 && legend && fl.showlegend) grow += Math.ceil(legend.getBoundingClientRect().height) + 10;
+    if (legend && fl.showlegend && pass > 0) {  // still in the way of something: more room below
+      for (const t of legend.querySelectorAll(".legendtext")) {
+        for (const o of against(t)) grow = Math.max(grow, Math.ceil(o.getBoundingClientRect().bottom - t.getBoundingClientRect().top) + 6);
+      }
     }
-    if (Object.keys(upd).length) return P.relayout(gd, upd);
-    return null;
+    // legend entries wider than the figure: two lines
+    for (const t of gd.querySelectorAll(".legendtext")) {
+      if (inside(t.getBoundingClientRect())) continue;
+      const d = t.closest(".traces") && t.closest(".traces").__data__;
+      const tr = d && d[0] && d[0].trace;
+      const name = tr && breakText(tr.name);
+      if (tr && name && tr.index !== undefined) { (upd._names = upd._names || []).push([tr.index, name]); }
+    }
+    const anns = gd.layout.annotations || [];
+    Array.from(gd.querySelectorAll(".annotation")).forEach((el, i) => {
+      const idx = el.hasAttribute("data-index") ? Number(el.getAttribute("data-index")) : i;
+      const a = anns[idx], tx = el.querySelector(".annotation-text");
+      if (!a || !tx || (inside(tx.getBoundingClientRect()) && !against(tx).length)) return;
+      const t = pass < 2 && breakText(a.text);
+      if (t) upd[`annotations[${idx}].text`] = t;
+      else upd[`annotations[${idx}].font.size`] = Math.max(8, ((a.font && a.font.size) || 10) - 2);
+    });
+    const titleEl = gd.querySelector(".g-gtitle text");
+    if (titleEl) {
+      const title = gd.layout.title, text = typeof title === "string" ? title : title && title.text;
+      const tb = titleEl.getBoundingClientRect();
+      if (!inside(tb)) {
+        const t = pass < 2 && breakText(text);
+        if (t) { upd["title.text"] = t; growTop += 16; }
+        else upd["title.font.size"] = shrink(title && title.font, tb, svg.width);
+      } else {
+        for (const o of against(titleEl)) growTop = Math.max(growTop, Math.ceil(tb.bottom - o.getBoundingClientRect().top) + 6);
+      }
+    }
+    for (const k of Object.keys(fl)) {  // axis titles wider than the figure: two lines
+      if (!/^xaxis\d*$/.test(k)) continue;
+      const el = gd.querySelector(`.g-${k.replace("axis", "")}title text`);
+      const ax = gd.layout[k] || {}, text = ax.title && (typeof ax.title === "string" ? ax.title : ax.title.text);
+      if (!el || inside(el.getBoundingClientRect())) continue;
+      const t = pass < 2 && breakText(text);
+      if (t) { upd[`${k}.title.text`] = t; grow += 14; }
+      else upd[`${k}.title.font.size`] = 8;
+    }
+    if (grow) { upd["margin.b"] = fl.margin.b + grow; }
+    if (growTop) { upd["margin.t"] = fl.margin.t + growTop; }
+    if (grow || growTop) upd.height = fl.height + grow + growTop;
+    const names = upd._names;
+    delete upd._names;
+    if (!Object.keys(upd).length && !names) return null;
+    let step = Object.keys(upd).length ? P.relayout(gd, upd) : Promise.resolve();
+    if (names) step = step.then(() => P.restyle(gd, {name: names.map(n => n[1])}, names.map(n => n[0])));
+    return step.then(() => fit(gd, pass + 1));
   }
 
   // ---- drawing -------------------------------------------------------------------------
@@ -201,7 +264,7 @@
         el._mlbookSpec = {data: clone(spec.data), layout: clone(spec.layout || {}), frames: clone(spec.frames || []),
                           config: spec.config};
         const a = adapted(el);
-        return newPlot.call(this, el, Object.assign({}, spec, a)).then(g => (isNarrow(el) ? untangle(el) || g : g));
+        return newPlot.call(this, el, Object.assign({}, spec, a)).then(g => (isNarrow(el) ? fit(el, 0) || g : g));
       }
       return newPlot.call(this, gd, spec, ...rest);
     };
@@ -214,7 +277,7 @@
       if (gd._mlbookState === want) continue;
       const a = adapted(gd);
       window.Plotly.react(gd, {data: a.data, layout: a.layout, frames: a.frames, config: gd._mlbookSpec.config})
-        .then(() => (isNarrow(gd) ? untangle(gd) : null));
+        .then(() => (isNarrow(gd) ? fit(gd, 0) : null));
     }
   }
 
