@@ -276,7 +276,8 @@ def figure_html(fig_json: Mapping[str, Any], *, caption: str, alt: str, div_id: 
                 data: str | None = None) -> str:
     """The `text/html` form of a figure: <figure> + caption + a script that draws it.
 
-    The script calls `Plotly.newPlot` when the DOM is ready. On the static site the
+    The script calls `Plotly.newPlot` once the DOM is ready, in a task of its own (not inside the
+    DOMContentLoaded handler, so a page with many figures is readable before they are all drawn). On the static site the
     page already loads `_static/plotly/plotly.min.js`; live (Colab) it falls back to the
     CDN, through require.js where a classic notebook front-end has it. `data` is
     `_json_for_script(fig_json)` when the caller already has it (encoding is most of a redraw).
@@ -307,7 +308,10 @@ def figure_html(fig_json: Mapping[str, Any], *, caption: str, alt: str, div_id: 
         f"config:{cfg}}});}}"
         "function go(){if(window.Plotly){draw(window.Plotly);}"
         f"{loader}"
-        "if(document.readyState==='loading'){document.addEventListener('DOMContentLoaded',go);}"
+        # each figure draws in a task of its own after DOMContentLoaded, so the page's text is ready
+        # (and DOMContentLoaded ends) before the figures are drawn one by one
+        "if(document.readyState==='loading'){document.addEventListener('DOMContentLoaded',"
+        "function(){setTimeout(go,0);});}"
         "else{go();}})();"
     )
     return (
