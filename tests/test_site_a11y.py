@@ -121,7 +121,7 @@ def test_figures_on_a_phone(page: str, server: str, browser: Any) -> None:
     try:
         _load(tab, f"{server}/{page}")
         ids = tab.js("() => Array.from(document.querySelectorAll('figure.mlbook-figure .mlbook-plotly')).map(e => e.id)")
-        tab.page.add_style_tag(content=".bd-header, .bd-header-article { visibility: hidden !important; }")  # screenshots only
+        tab.page.add_style_tag(content=".bd-header, .bd-header-article, .skip-link { visibility: hidden !important; }")  # screenshots only
         out = SHOTS / page.replace("/", "__").removesuffix(".html")
         out.mkdir(parents=True, exist_ok=True)
         problems = []

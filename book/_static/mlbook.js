@@ -140,6 +140,58 @@
     return L;
   }
 
+  // Panels side by side (one row of subplots) stacked into one column on a phone: each panel
+  // gets the full width and its share of a taller figure; subplot titles and other annotations
+  // placed in paper coordinates over a panel move with it, and so do heatmap colour bars.
+  function stackPanels(L, data, frames) {
+    const xs = Object.keys(L).filter(k => /^xaxis\d*$/.test(k) && L[k] && Array.isArray(L[k].domain));
+    if (xs.length < 2 || xs.length > 4) return null;
+    const yOf = k => { const a = L[k].anchor; return a && a !== "free" ? a.replace("y", "yaxis") : null; };
+    const ys = xs.map(yOf);
+    if (ys.some(y => !y || !L[y] || L[y].overlaying)) return null;
+    const dom = y => (Array.isArray(L[y].domain) ? L[y].domain : [0, 1]);
+    const y0 = dom(ys[0]);
+    if (ys.some(y => Math.abs(dom(y)[0] - y0[0]) > 1e-6 || Math.abs(dom(y)[1] - y0[1]) > 1e-6)) return null;
+    const order = xs.map((k, i) => [k, ys[i]]).sort((p, q) => L[p[0]].domain[0] - L[q[0]].domain[0]);
+    for (let i = 1; i < order.length; i++) if (L[order[i][0]].domain[0] < L[order[i - 1][0]].domain[1] - 1e-6) return null;
+    const n = order.length, gap = 0.16 / n * 2;
+    const old = {}, slot = {};
+    order.forEach(([xk, yk], i) => {
+      old[xk] = L[xk].domain.slice();
+      const top = 1 - i / n - (i ? gap / 2 : 0), bottom = 1 - (i + 1) / n + (i < n - 1 ? gap / 2 : 0);
+      slot[xk] = [bottom, top];
+      L[xk] = Object.assign({}, L[xk], {domain: [0, 1]});
+      L[yk] = Object.assign({}, L[yk], {domain: [bottom, top]});
+    });
+    const move = a => {  // an annotation in paper coordinates over a panel follows it
+      if (!a || (a.xref || "paper") !== "paper" || (a.yref || "paper") !== "paper" || typeof a.x !== "number") return a;
+      const xk = order.map(o => o[0]).find(k => a.x >= old[k][0] - 0.02 && a.x <= old[k][1] + 0.02);
+      if (!xk) return a;
+      const [d0, d1] = old[xk], [s0, s1] = slot[xk];
+      const y = typeof a.y === "number" ? s0 + (a.y - y0[0]) / (y0[1] - y0[0]) * (s1 - s0) : a.y;
+      return Object.assign({}, a, {x: (a.x - d0) / (d1 - d0), y});
+    };
+    if (Array.isArray(L.annotations)) L.annotations = L.annotations.map(move);
+    for (const f of frames || []) if (f.layout && Array.isArray(f.layout.annotations)) f.layout.annotations = f.layout.annotations.map(move);
+    const bar = t => {
+      const xk = (t.xaxis || "x").replace("x", "xaxis");
+      if (!slot[xk] || !["heatmap", "contour", "histogram2d"].includes(t.type)) return t;
+      const [s0, s1] = slot[xk];
+      return Object.assign({}, t, {colorbar: Object.assign({}, t.colorbar || {}, {y: (s0 + s1) / 2, yanchor: "middle", len: (s1 - s0) * 0.95, x: 1.02})});
+    };
+    for (let i = 0; i < data.length; i++) data[i] = bar(data[i]);
+    for (const f of frames || []) {  // a frame that sets its own colour bar gets the same place
+      if (!Array.isArray(f.data)) continue;
+      f.data = f.data.map((t, j) => {
+        const base = data[f.traces ? f.traces[j] : j] || {};
+        if (!t || !t.colorbar) return t;
+        return Object.assign({}, t, {colorbar: bar(Object.assign({type: base.type, xaxis: base.xaxis}, t)).colorbar});
+      });
+    }
+    L.height = Math.round((L.height || 450) * (n === 2 ? 1.6 : 0.8 * n));
+    return L;
+  }
+
   // After drawing: break overlapping titles and subplot titles over two lines.
   function breakText(text) {  // the longest line of a title broken at its middle space
     if (typeof text !== "string") return null;
@@ -249,7 +301,11 @@
           font: Object.assign({}, m.font || {}, {color: "#1f2328"})}));
       }
     }
-    if (narrow) layout = narrowLayout(layout);
+    if (narrow) {
+      layout = narrowLayout(layout);
+      data = clone(data); frames = clone(frames);
+      stackPanels(layout, data, frames);
+    }
     gd._mlbookState = `${dark}|${narrow}`;
     return {data: clone(data), layout: clone(layout), frames: clone(frames)};
   }
