@@ -338,11 +338,11 @@
   }
 
   // ---- accessibility repairs -----------------------------------------------------------
-  function repair() {
-    for (const e of document.querySelectorAll('[role="doc-biblioentry"]')) e.setAttribute("role", "listitem");
+  function names() {
     // The switch's icons carry titles ("Light", "Dark") that axe reads as visible text the
     // button's name ("Color mode") lacks; the icons are decoration, the name says it all.
     for (const e of document.querySelectorAll(".theme-switch-button svg")) {
+      if (e.getAttribute("aria-hidden") === "true" && !e.querySelector("title")) continue;
       e.setAttribute("aria-hidden", "true");
       e.removeAttribute("aria-labelledby");
       e.removeAttribute("role");
@@ -352,7 +352,17 @@
       const seen = (e.innerText || "").replace(/\s+/g, " ").trim();
       if (seen && !e.getAttribute("aria-label").toLowerCase().includes(seen.toLowerCase())) e.removeAttribute("aria-label");
     }
+  }
+  function repair() {
+    for (const e of document.querySelectorAll('[role="doc-biblioentry"]')) e.setAttribute("role", "listitem");
+    names();
     scrollables();
+    // Font Awesome swaps the theme switch's icons in late: repair their names again then.
+    for (const b of document.querySelectorAll(".theme-switch-button, .search-button-field")) {
+      if (b._mlbookWatched) continue;
+      b._mlbookWatched = true;
+      new MutationObserver(names).observe(b, {childList: true, subtree: true, attributes: true, attributeFilter: ["aria-label"]});
+    }
   }
   function scrollables() {
     const sel = ".cell_output .output, .cell_output pre, .output pre, div.highlight pre, .table-wrapper, .pst-scrollable-table-container, pre";
