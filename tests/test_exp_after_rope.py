@@ -80,7 +80,8 @@ def test_record_holds_every_method_and_seed_and_compares_paired_against_rope(rec
 def test_figures_build_from_the_record(record: dict) -> None:
     fig = V.fig_after_rope_lengths(record)
     assert len(fig.data) == 2 * len(E.METHODS)
-    assert len(V.fig_after_rope_lengths(record, "hybrid").data) == 4
+    hybrid = V.fig_after_rope_lengths(record, "hybrid")
+    assert len(hybrid.data) == 2 * len(E.METHODS) and sum(bool(t.visible) for t in hybrid.data) == 4
     assert V.fig_pair_usage(record, "prope", "q").data[0].z is not None
     with pytest.raises(ValueError, match="method must be"):
         V.fig_pair_usage(record, "nope")

@@ -29,10 +29,12 @@ def fig_after_rope_lengths(record: dict[str, Any], method: str = "all") -> go.Fi
     if method != "all" and method not in r["methods"]:
         raise ValueError(f"method must be 'all' or one of {', '.join(r['methods'])}, got {method!r}")
     shown = r["methods"] if method == "all" else ["rope"] + ([method] if method != "rope" else [])
+    # every method's traces are always there (a slider needs the same traces at every value); the
+    # ones not picked are hidden
     L = r["train_len"]
     fig = make_subplots(rows=1, cols=2, subplot_titles=("loss by position", "passkey, all digits"),
                         horizontal_spacing=0.14)
-    for m in shown:
+    for m in r["methods"]:
         i = r["methods"].index(m)
         rows = r["results"][m]
         n_bins = len(rows[0]["loss_by_quarter_L"])
@@ -43,7 +45,7 @@ def fig_after_rope_lengths(record: dict[str, Any], method: str = "all") -> go.Fi
         for col, xs, stats in ((1, x, loss), (2, r["lengths"], acc)):
             fig.add_trace(go.Scatter(
                 x=xs, y=[s["mean"] for s in stats], mode="lines+markers", name=r["labels"][m], legendgroup=m,
-                showlegend=col == 1, line=style, marker=dict(symbol=i),
+                showlegend=col == 1, line=style, marker=dict(symbol=i), visible=m in shown,
                 error_y={"type": "data", "array": [s["sd"] or 0.0 for s in stats], "visible": True},
             ), row=1, col=col)
     fig.add_vline(x=L, line=dict(color="grey", dash="dot"), row=1, col=1)
