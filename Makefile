@@ -30,7 +30,7 @@ define pytest_allow_empty
 endef
 
 .PHONY: help venv book test test-lib test-notebooks colab-check site-strict outputs-check outputs test-browser \
-        chromium axe screenshot setup-cells bench bench-lib bench-book cache-check clean lab pdf test-pdf
+        chromium axe screenshot setup-cells bench bench-lib bench-book cache-check clean lab pdf test-pdf test-speed
 
 help:
 	@echo "make book         create .venv, install, execute every notebook, build the site into $(SITE)"
@@ -145,7 +145,11 @@ $(AXE_JS):
 axe: $(AXE_JS)
 
 test-browser: $(STAMP) chromium axe
-	MLBOOK_CHROMIUM=$(CHROMIUM) MLBOOK_AXE=$(CURDIR)/$(AXE_JS) $(BIN)/python -m pytest tests/test_site.py tests/test_site_a11y.py -m browser -s -p no:cacheprovider
+	MLBOOK_CHROMIUM=$(CHROMIUM) MLBOOK_AXE=$(CURDIR)/$(AXE_JS) $(BIN)/python -m pytest tests/test_site.py tests/test_site_a11y.py -m "browser and not speed" -s -p no:cacheprovider
+
+# Static slider steps timed in the browser (median under 100 ms each): on a quiet machine, after `make book`.
+test-speed: $(STAMP) chromium
+	MLBOOK_CHROMIUM=$(CHROMIUM) $(BIN)/python -m pytest tests/test_site.py -m speed -s -p no:cacheprovider
 
 # Each notebook runs twice, once per reader path: live in the Colab check, static in the site build.
 # On 2 cores: the two virtual environments are installed side by side, and the library tests
