@@ -63,6 +63,15 @@ def _inject_axe(tab: Tab) -> None:
     tab.page.add_script_tag(path=str(AXE))
 
 
+def _settle(tab: Tab) -> None:
+    """After the theme switch: the pointer and focus leave the switch, so its tooltip (half
+    faded in, which axe would measure at half contrast) goes away, and the figures redraw."""
+    tab.page.mouse.move(1, 1)
+    tab.js("() => document.activeElement && document.activeElement.blur()")
+    tab.page.wait_for_function("() => !document.querySelector('.tooltip.show')", timeout=5_000)
+    tab.page.wait_for_timeout(300)
+
+
 def audit(tab: Tab) -> list[dict[str, Any]]:
     """axe-core's violations on the loaded page (WCAG 2 A and AA rules)."""
     _inject_axe(tab)
@@ -98,7 +107,7 @@ def test_page_accessible(page: str, server: str, browser: Any) -> None:
         _load(tab, f"{server}/{page}")
         light = audit(tab)
         _switch_to_dark(tab, page)
-        tab.page.wait_for_timeout(300)  # the figures' relayout to the dark template
+        _settle(tab)
         dark = tab.js(JS_AXE, AXE_TAGS)
         msg = []
         if light:
@@ -160,7 +169,7 @@ def _report(pages: list[str]) -> None:
                 _load(tab, f"{base}/{page}")
                 res = {"light": audit(tab)}
                 _switch_to_dark(tab, page)
-                tab.page.wait_for_timeout(300)
+                _settle(tab)
                 res["dark"] = tab.js(JS_AXE, AXE_TAGS)
             finally:
                 tab.close()

@@ -319,7 +319,11 @@
       if (el && el.classList && el.classList.contains("mlbook-plotly") && spec && spec.data && !rest.length) {
         el._mlbookSpec = {data: clone(spec.data), layout: clone(spec.layout || {}), frames: clone(spec.frames || []),
                           config: spec.config};
-        const a = adapted(el);
+        // light and wide: the figure as written (plotly may fill in the objects it is given,
+        // so the kept copy is a separate clone); otherwise an adapted copy
+        const plain = !isDark() && !isNarrow(el);
+        if (plain) el._mlbookState = "false|false";
+        const a = plain ? {} : adapted(el);
         return newPlot.call(this, el, Object.assign({}, spec, a)).then(g => (isNarrow(el) ? fit(el, 0) || g : g));
       }
       return newPlot.call(this, gd, spec, ...rest);
