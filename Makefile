@@ -138,7 +138,8 @@ outputs: $(STAMP) cache-check
 AXE_VERSION := 4.14.1
 AXE_JS      := _build/axe/node_modules/axe-core/axe.min.js
 $(AXE_JS):
-	@command -v npm >/dev/null || { echo "error: npm is missing (apt-get install -y npm)"; exit 1; }
+	@command -v npm >/dev/null || { [ "$$(id -u)" -eq 0 ] && apt-get update && DEBIAN_FRONTEND=noninteractive \
+	  apt-get install -y --no-install-recommends npm; } || { echo "error: npm is missing: apt-get install -y npm"; exit 1; }
 	npm install --no-audit --no-fund --no-save --prefix _build/axe axe-core@$(AXE_VERSION)
 	@test -f $@
 
