@@ -30,7 +30,7 @@ define pytest_allow_empty
 endef
 
 .PHONY: help venv book test test-lib test-notebooks colab-check site-strict outputs-check outputs test-browser \
-        chromium axe screenshot setup-cells bench bench-lib bench-book cache-check clean lab pdf test-pdf test-speed
+        chromium axe screenshot setup-cells bench bench-lib bench-book cache-check clean lab pdf test-pdf test-speed test-phone
 
 help:
 	@echo "make book         create .venv, install, execute every notebook, build the site into $(SITE)"
@@ -146,7 +146,12 @@ $(AXE_JS):
 axe: $(AXE_JS)
 
 test-browser: $(STAMP) chromium axe
-	MLBOOK_CHROMIUM=$(CHROMIUM) MLBOOK_AXE=$(CURDIR)/$(AXE_JS) $(BIN)/python -m pytest tests/test_site.py tests/test_site_a11y.py -m "browser and not speed" -s -p no:cacheprovider
+	MLBOOK_CHROMIUM=$(CHROMIUM) MLBOOK_AXE=$(CURDIR)/$(AXE_JS) $(BIN)/python -m pytest tests/test_site.py tests/test_site_a11y.py -m "browser and not speed and not phone" -s -p no:cacheprovider
+
+# Every figure at 390 px: no text boxes overlap (screenshots in _build/phone/). Not in `make test` yet:
+# the figures of the current build still overlap on 18 pages (issue 19).
+test-phone: $(STAMP) chromium
+	MLBOOK_CHROMIUM=$(CHROMIUM) $(BIN)/python -m pytest tests/test_site_a11y.py -m phone -s -p no:cacheprovider
 
 # Static slider steps timed in the browser (median under 100 ms each): on a quiet machine, after `make book`.
 test-speed: $(STAMP) chromium
@@ -163,13 +168,12 @@ test-speed: $(STAMP) chromium
 test:
 	$(MAKE) --no-print-directory -j2 -O test-lib $(COLAB_STAMP)
 	OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(MAKE) --no-print-directory -j2 -O colab-check outputs-check
-	$(MAKE) --no-print-directory -j2 -O test-browser pdf
-	$(MAKE) --no-print-directory test-pdf
+	$(MAKE) --no-print-directory test-browser
 
 # --- the PDF edition ---------------------------------------------------------------
 # Every page of the built site printed by Debian's chromium (print media, maths typeset, figures
 # at their default state, code and outputs) and merged by pypdf, bookmarks and links between
-# pages included: tools/pdf_book.py. No TeX. `make test` prints it beside the browser check.
+# pages included: tools/pdf_book.py. No TeX. Not in `make test` (its 15-minute budget): `make pdf test-pdf`.
 PDF       := _build/pdf/book.pdf
 PDF_STAMP := $(VENV)/.mlbook-pdf-installed
 $(PDF_STAMP): $(STAMP)

@@ -124,6 +124,7 @@ def _phone_pages() -> list[str]:
 
 
 @pytest.mark.browser
+@pytest.mark.phone
 @pytest.mark.parametrize("page", _phone_pages())
 def test_figures_on_a_phone(page: str, server: str, browser: Any) -> None:
     tab = Tab(browser, width=PHONE["width"], height=PHONE["height"])
