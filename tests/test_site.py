@@ -392,6 +392,8 @@ def _switch_to_dark(tab: Tab, page: str) -> None:
     button = tab.page.locator(".theme-switch-button:visible").first
     for _ in range(3):
         if tab.js("() => document.documentElement.dataset.theme") == "dark":
+            # mlbook.js redraws the figures for the theme (Plotly.react, asynchronous): let it finish
+            tab.page.wait_for_timeout(1500)
             return
         button.click()
     assert tab.js("() => document.documentElement.dataset.theme") == "dark", f"{page}: the theme switch never gave dark mode"

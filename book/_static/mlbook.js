@@ -294,6 +294,8 @@
     const dark = isDark(), narrow = isNarrow(gd);
     if (dark) {
       data = darken(data, "data"); layout = darken(layout, "layout"); frames = darken(frames, "frames");
+      // text without a colour of its own takes plotly's dark default: give the figure light text
+      if (!(layout.font && layout.font.color)) layout.font = Object.assign({}, layout.font || {}, {color: "#d0d7de"});
       // plotly draws an active or hovered menu button near-white whatever the theme: the
       // pickers stay light chips with dark text.
       if (Array.isArray(layout.updatemenus)) {
