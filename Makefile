@@ -133,7 +133,7 @@ outputs-check: site-strict
 outputs: $(STAMP) cache-check
 	$(BIN)/python tools/notebook_outputs.py refresh --results $(RESULTS) $(NOTEBOOKS)
 
-# axe-core (the accessibility audit of tests/test_site_a11y.py) from the npm registry, pinned;
+# axe-core (the accessibility audit in tests/test_site.py's page test) from the npm registry, pinned;
 # installed once under _build/axe, read from disk by the browser test: nothing fetched at run time.
 AXE_VERSION := 4.14.1
 AXE_JS      := _build/axe/node_modules/axe-core/axe.min.js
@@ -145,8 +145,15 @@ $(AXE_JS):
 
 axe: $(AXE_JS)
 
+# Every page once, all checks in that load (tests/test_site.py), pages spread over BROWSER_WORKERS
+# xdist workers (each with its own Chromium: most of a page's time is waiting on the browser);
+# then each page's load time, weight and clicks from _build/browser-report/.
+BROWSER_WORKERS ?= 2
 test-browser: $(STAMP) chromium axe
-	MLBOOK_CHROMIUM=$(CHROMIUM) MLBOOK_AXE=$(CURDIR)/$(AXE_JS) $(BIN)/python -m pytest tests/test_site.py tests/test_site_a11y.py -m "browser and not speed and not phone" -s -p no:cacheprovider
+	rm -rf _build/browser-report
+	MLBOOK_CHROMIUM=$(CHROMIUM) MLBOOK_AXE=$(CURDIR)/$(AXE_JS) $(BIN)/python -m pytest tests/test_site.py \
+	  -m "browser and not speed" -n $(BROWSER_WORKERS) -p no:cacheprovider
+	@cat _build/browser-report/*.txt 2>/dev/null | sort
 
 # Every figure at 390 px: no text boxes overlap (screenshots in _build/phone/). Not in `make test` yet:
 # the figures of the current build still overlap on 18 pages (issue 19).

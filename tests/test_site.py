@@ -19,7 +19,16 @@ server is aborted and recorded. Per page:
   steps, applied as the slider applies them, take under 100 ms each at the median;
 * after a click on the theme switch the page is dark and every figure stays readable: no
   white plot on the dark page unless it sits on a deliberate light card, and captions and
-  plot text keep a contrast ratio of at least 4.5:1 with what is behind them.
+  plot text keep a contrast ratio of at least 4.5:1 with what is behind them;
+* an axe-core audit (the WCAG 2 A and AA rules: tags wcag2a, wcag2aa, wcag21a, wcag21aa)
+  finds zero violations, in light mode as the page loads and again in dark mode. axe-core is
+  the npm package pinned in the Makefile (`make axe` installs it under _build/axe;
+  `MLBOOK_AXE` overrides the path): nothing is fetched at run time.
+
+Every check runs in one load of the page (the audit and the reader's checks share it), and
+the pages are spread over pytest-xdist workers (`make test-browser`). Each page's load time,
+weight and control clicks go to `_build/browser-report/` (one line per page), which
+`make test-browser` prints at the end.
 
 `python tests/test_site.py screenshot PAGE ELEMENT_ID OUT.png [--dark]` takes the README's
 picture (`make screenshot`).
@@ -41,6 +50,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 SITE = Path(os.environ.get("MLBOOK_SITE", ROOT / "_build" / "html"))
 CHROMIUM = os.environ.get("MLBOOK_CHROMIUM", "/usr/bin/chromium")
+AXE = Path(os.environ.get("MLBOOK_AXE", ROOT / "_build" / "axe" / "node_modules" / "axe-core" / "axe.min.js"))
+AXE_TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
+REPORT = ROOT / "_build" / "browser-report"
 PAGE_BUDGET_BYTES = 2 * 1024 * 1024
 TIMEOUT_MS = 30_000
 LOCAL_HOSTS = {"127.0.0.1", "localhost"}
@@ -415,6 +427,49 @@ def _check_readable(tab: Tab, page: str) -> None:
         assert f["plot_text_contrast"] >= MIN_CONTRAST, f"{where}: plot text contrast {f['plot_text_contrast']:.1f} < {MIN_CONTRAST}"
 
 
+JS_AXE = """(tags) => axe.run(document, {runOnly: {type: 'tag', values: tags}, resultTypes: ['violations']})
+  .then(r => r.violations.map(v => ({id: v.id, impact: v.impact, help: v.help,
+     nodes: v.nodes.map(n => ({target: n.target.join(' '), summary: (n.failureSummary || '').slice(0, 300)}))})))"""
+
+
+def inject_axe(tab: Tab) -> None:
+    if not AXE.is_file():
+        pytest.fail(f"axe-core not found at {AXE}: run `make axe` (npm install of the pinned axe-core)")
+    if not tab.js("() => typeof window.axe === 'object'"):
+        tab.page.add_script_tag(path=str(AXE))
+
+
+def settle(tab: Tab) -> None:
+    """After the theme switch: the pointer and focus leave the switch, so its tooltip (half
+    faded in, which axe would measure at half contrast) goes away, and the figures redraw."""
+    tab.page.mouse.move(1, 1)
+    tab.js("() => document.activeElement && document.activeElement.blur()")
+    tab.page.wait_for_function("() => !document.querySelector('.tooltip.show')", timeout=5_000)
+    tab.page.wait_for_timeout(300)
+
+
+def audit(tab: Tab) -> list[dict[str, Any]]:
+    """axe-core's violations on the loaded page (WCAG 2 A and AA rules)."""
+    inject_axe(tab)
+    return tab.js(JS_AXE, AXE_TAGS)
+
+
+def describe(violations: list[dict[str, Any]]) -> str:
+    lines = []
+    for v in violations:
+        lines.append(f"  {v['id']} ({v['impact']}, {len(v['nodes'])} element(s)): {v['help']}")
+        for n in v["nodes"][:4]:
+            lines.append(f"    {n['target']}: {n['summary'].splitlines()[-1] if n['summary'] else ''}")
+    return "\n".join(lines)
+
+
+def _report_line(page: str, line: str) -> None:
+    """One line per page in _build/browser-report/ (a file per xdist worker), printed by make."""
+    REPORT.mkdir(parents=True, exist_ok=True)
+    with open(REPORT / f"{os.environ.get('PYTEST_XDIST_WORKER', 'main')}.txt", "a", encoding="utf-8") as f:
+        f.write(f"{page}: {line}\n")
+
+
 # ---------------------------------------------------------------------------
 # The check, once per page
 # ---------------------------------------------------------------------------
@@ -423,13 +478,17 @@ def _check_readable(tab: Tab, page: str) -> None:
 @pytest.mark.browser
 @pytest.mark.parametrize("page", _site_pages() or ["book/intro.html"])
 def test_page_in_browser(page: str, server: str, browser: Any) -> None:
+    """Everything the module docstring lists, in one load of the page: the reader's checks and
+    the axe-core audit in light mode (as the page loads) and in dark mode."""
     tab = Tab(browser)
     try:
         _load(tab, f"{server}/{page}")
-        print(f"\n[load] {page}: DOMContentLoaded {tab.js(JS_DCL):.0f} ms (budget checked by the speed test)")
+        dcl = tab.js(JS_DCL)
         plots = tab.js(JS_PLOTS)
         undrawn = [p["id"] for p in plots if not p["drawn"]]
         assert not undrawn, f"{page}: plotly figures not drawn: {undrawn}"
+        light = audit(tab)
+        assert not light, f"{page}, light mode: axe-core violations\n{describe(light)}"
 
         for fig in tab.js(JS_FIGURES):
             assert fig["caption"], f"{page}: figure #{fig['id']} has no caption"
@@ -457,16 +516,19 @@ def test_page_in_browser(page: str, server: str, browser: Any) -> None:
 
         _check_readable(tab, page)
         _switch_to_dark(tab, page)
+        settle(tab)
         _check_readable(tab, page)
+        dark = audit(tab)
+        assert not dark, f"{page}, dark mode: axe-core violations\n{describe(dark)}"
 
-        tab.page.wait_for_timeout(300)  # let late console messages and requests arrive
         assert not tab.offsite_requests, f"{page}: requests left localhost: {sorted(set(tab.offsite_requests))}"
         assert not tab.console_errors, f"{page}: console errors:\n" + "\n".join(tab.console_errors)
 
         weight, parts = _page_weight(page, tab.local_requests)
         detail = ", ".join(f"{k} {v / 1024:.0f} KiB" for k, v in sorted(parts.items()))
-        print(f"\n[page weight] {page}: {weight / 1024:.0f} KiB ({detail}); {len(plots)} plot(s), "
-              f"{clicks} control click(s), {math['n_math']} maths")
+        _report_line(page, f"DOMContentLoaded {dcl:.0f} ms (budget checked by the speed test); {weight / 1024:.0f} KiB "
+                           f"({detail}); {len(plots)} plot(s), {clicks} control click(s), {math['n_math']} maths; "
+                           "axe-core: 0 violations light and dark")
         assert weight < PAGE_BUDGET_BYTES, f"{page}: {weight / 1e6:.2f} MB of HTML+data exceeds the 2 MB budget"
     finally:
         tab.close()

@@ -1,15 +1,13 @@
-"""The built site for readers who need accessible pages, and for readers on a phone.
+"""The built site for readers on a phone, and the accessibility audit as a report.
 
-Browser tests (`-m browser`, run by `make test-browser` beside tests/test_site.py, whose
-server, Chromium and page fixtures they share):
+The axe-core audit of every page (zero violations, light and dark) is part of
+tests/test_site.py's page test, which loads each page once for all its checks. Here, with
+its server, Chromium and page fixtures:
 
-* every page passes an axe-core audit (the WCAG 2 A and AA rules: tags wcag2a, wcag2aa,
-  wcag21a, wcag21aa) with zero violations, in light mode and again after the theme switch
-  has made it dark. axe-core is the npm package pinned in the Makefile (`make axe` installs
-  it under _build/axe; `MLBOOK_AXE` overrides the path): nothing is fetched at run time.
-* at a phone's width (390 px) every plotly figure is drawn without overlapping text: the
-  bounding boxes of its title, axis titles, annotations (subplot titles), legend entries and
-  slider or picker labels do not intersect, and none runs off the figure's sides. Each figure's screenshot is saved under _build/phone/ for a look.
+* (`-m phone`, `make test-phone`) at a phone's width (390 px) every plotly figure is drawn
+  without overlapping text: the bounding boxes of its title, axis titles, annotations
+  (subplot titles), legend entries and slider or picker labels do not intersect, and none
+  runs off the figure's sides. Each figure's screenshot is saved under _build/phone/.
 
 `python tests/test_site_a11y.py audit [PAGE ...]` prints the violation counts per rule, light
 and dark, without failing (for before/after comparisons).
@@ -17,7 +15,6 @@ and dark, without failing (for before/after comparisons).
 
 from __future__ import annotations
 
-import os
 import sys
 from collections import Counter
 from pathlib import Path
@@ -26,18 +23,14 @@ from typing import Any
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_site import SITE, Tab, _load, _site_pages, _switch_to_dark, browser, server  # noqa: E402,F401
+from test_site import (  # noqa: E402,F401
+    AXE_TAGS, JS_AXE, SITE, Tab, _load, _site_pages, _switch_to_dark, audit, browser, server, settle,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
-AXE = Path(os.environ.get("MLBOOK_AXE", ROOT / "_build" / "axe" / "node_modules" / "axe-core" / "axe.min.js"))
-AXE_TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
 PHONE = {"width": 390, "height": 844}
 SHOTS = ROOT / "_build" / "phone"
 OVERLAP_PX = 1.0  # boxes may touch; they may not overlap by more than this in both directions
-
-JS_AXE = """(tags) => axe.run(document, {runOnly: {type: 'tag', values: tags}, resultTypes: ['violations']})
-  .then(r => r.violations.map(v => ({id: v.id, impact: v.impact, help: v.help,
-     nodes: v.nodes.map(n => ({target: n.target.join(' '), summary: (n.failureSummary || '').slice(0, 300)}))})))"""
 
 # The text of a drawn plotly figure a reader must be able to read: its title, axis titles,
 # annotations (subplot titles are annotations) and legend entries, as page-coordinate boxes.
@@ -57,36 +50,6 @@ JS_TEXT_BOXES = """(id) => { const gd = document.getElementById(id), out = [];
           clipped: out.filter(b => b.x0 < svg.left - 1 || b.x1 > svg.right + 1).map(b => `${b.kind} ${JSON.stringify(b.text)}`)}; }"""
 
 
-def _inject_axe(tab: Tab) -> None:
-    if not AXE.is_file():
-        pytest.fail(f"axe-core not found at {AXE}: run `make axe` (npm install of the pinned axe-core)")
-    tab.page.add_script_tag(path=str(AXE))
-
-
-def _settle(tab: Tab) -> None:
-    """After the theme switch: the pointer and focus leave the switch, so its tooltip (half
-    faded in, which axe would measure at half contrast) goes away, and the figures redraw."""
-    tab.page.mouse.move(1, 1)
-    tab.js("() => document.activeElement && document.activeElement.blur()")
-    tab.page.wait_for_function("() => !document.querySelector('.tooltip.show')", timeout=5_000)
-    tab.page.wait_for_timeout(300)
-
-
-def audit(tab: Tab) -> list[dict[str, Any]]:
-    """axe-core's violations on the loaded page (WCAG 2 A and AA rules)."""
-    _inject_axe(tab)
-    return tab.js(JS_AXE, AXE_TAGS)
-
-
-def _describe(violations: list[dict[str, Any]]) -> str:
-    lines = []
-    for v in violations:
-        lines.append(f"  {v['id']} ({v['impact']}, {len(v['nodes'])} element(s)): {v['help']}")
-        for n in v["nodes"][:4]:
-            lines.append(f"    {n['target']}: {n['summary'].splitlines()[-1] if n['summary'] else ''}")
-    return "\n".join(lines)
-
-
 def overlaps(boxes: list[dict[str, Any]], tol: float = OVERLAP_PX) -> list[tuple[str, str]]:
     """Pairs of text boxes that intersect by more than `tol` pixels in both directions."""
     bad = []
@@ -97,26 +60,6 @@ def overlaps(boxes: list[dict[str, Any]], tol: float = OVERLAP_PX) -> list[tuple
             if dx > tol and dy > tol:
                 bad.append((f"{a['kind']} {a['text']!r}", f"{b['kind']} {b['text']!r}"))
     return bad
-
-
-@pytest.mark.browser
-@pytest.mark.parametrize("page", _site_pages() or ["book/intro.html"])
-def test_page_accessible(page: str, server: str, browser: Any) -> None:
-    tab = Tab(browser)
-    try:
-        _load(tab, f"{server}/{page}")
-        light = audit(tab)
-        _switch_to_dark(tab, page)
-        _settle(tab)
-        dark = tab.js(JS_AXE, AXE_TAGS)
-        msg = []
-        if light:
-            msg.append(f"{page}, light mode: axe-core violations\n{_describe(light)}")
-        if dark:
-            msg.append(f"{page}, dark mode: axe-core violations\n{_describe(dark)}")
-        assert not msg, "\n".join(msg)
-    finally:
-        tab.close()
 
 
 def _phone_pages() -> list[str]:
@@ -170,7 +113,7 @@ def _report(pages: list[str]) -> None:
                 _load(tab, f"{base}/{page}")
                 res = {"light": audit(tab)}
                 _switch_to_dark(tab, page)
-                _settle(tab)
+                settle(tab)
                 res["dark"] = tab.js(JS_AXE, AXE_TAGS)
             finally:
                 tab.close()
