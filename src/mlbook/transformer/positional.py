@@ -25,7 +25,8 @@ import torch
 from torch import nn
 
 from mlbook.transformer.validate import (
-    check_bool, check_choice, check_even_d, check_int, check_positive_float, check_real, check_rotary_inputs,
+    check_bucket_config, check_choice, check_even_d, check_head_rows, check_int, check_positive_float, check_real,
+    check_rope_scaling, check_rotary_dim, check_rotary_inputs, check_tensor,
 )
 
 if TYPE_CHECKING:  # for the type hint only: rope_scaling.py imports this file
@@ -141,25 +142,8 @@ def relative_position_bucket(
 
     relative_position: integer tensor of any shape. Returns int64 bucket ids of that shape.
     """
-    if not isinstance(relative_position, torch.Tensor):
-        raise TypeError(f"relative_position must be a torch.Tensor, got {type(relative_position).__name__}")
-    if relative_position.is_floating_point() or relative_position.is_complex():
-        raise TypeError(f"relative_position must hold integers, got dtype {relative_position.dtype}")
-    check_bool("bidirectional", bidirectional)
-    check_int("num_buckets", num_buckets, 1)
-    per_direction = num_buckets // 2 if bidirectional else num_buckets
-    exact = per_direction // 2
-    if exact < 1:
-        raise ValueError(
-            f"num_buckets={num_buckets} is too few: need at least {4 if bidirectional else 2} "
-            f"({'bidirectional' if bidirectional else 'causal'}) so that distance 0 has an exact bucket"
-        )
-    check_int("max_distance", max_distance, 1)
-    if max_distance <= exact:
-        raise ValueError(
-            f"max_distance must be greater than the exact range ({exact} = num_buckets // "
-            f"{4 if bidirectional else 2}), got {max_distance}"
-        )
+    check_tensor("relative_position", relative_position, integer=True)
+    per_direction, exact = check_bucket_config(num_buckets, max_distance, bidirectional)  # B and e
     n = -relative_position.long()  # (...) query - key, > 0 for past keys
     offset = torch.zeros_like(n)  # (...)
     if bidirectional:
@@ -183,8 +167,7 @@ class RelativePositionBias(nn.Module):
     def __init__(self, n_heads: int, num_buckets: int = 32, max_distance: int = 128, bidirectional: bool = True) -> None:
         super().__init__()
         self.n_heads = check_int("n_heads", n_heads, 1)
-        # validates num_buckets and max_distance once, at construction
-        relative_position_bucket(torch.zeros(1, dtype=torch.long), bidirectional, num_buckets, max_distance)
+        check_bucket_config(num_buckets, max_distance, bidirectional)
         self.num_buckets, self.max_distance, self.bidirectional = num_buckets, max_distance, bidirectional
         self.table = nn.Embedding(num_buckets, n_heads)  # (num_buckets, H)
 
@@ -334,22 +317,14 @@ class RotaryEmbedding(nn.Module):
         self.d_head = check_even_d("d_head", d_head)
         self.base = check_positive_float("base", base, above=1.0)
         self.pairing = check_choice("pairing", pairing, ROPE_PAIRINGS)
-        self.partial_rotary_factor = check_real("partial_rotary_factor", partial_rotary_factor, minimum=0.0, maximum=1.0)
-        self.rotary_dim = int(d_head * self.partial_rotary_factor)  # r: the channels that turn, as Hugging Face rounds
-        if self.rotary_dim < 2 or self.rotary_dim % 2:
-            raise ValueError(f"partial_rotary_factor={partial_rotary_factor} rotates int({d_head} * "
-                             f"{partial_rotary_factor}) = {self.rotary_dim} channels; that must be even and >= 2")
+        self.rotary_dim = check_rotary_dim(d_head, partial_rotary_factor)  # r = int(f d_head): the channels that turn
+        self.partial_rotary_factor = float(partial_rotary_factor)
         self.drop_lowest = check_real("drop_lowest", drop_lowest, minimum=0.0, below=1.0)
+        self.rope_scaling = check_rope_scaling(rope_scaling)
         if rope_scaling is None:
             inv_freq, self.attention_factor = frequency_ladder(self.rotary_dim, self.base), 1.0  # (r/2,) theta_i
-        elif callable(getattr(rope_scaling, "frequencies", None)):  # a RopeScaling (its module imports this one)
-            inv_freq, self.attention_factor = rope_scaling.frequencies(self.rotary_dim, self.base)  # (r/2,) scaled
         else:
-            raise TypeError(
-                f"rope_scaling must be a RopeScaling (mlbook.transformer.rope_scaling), e.g. "
-                f"RopeScaling('linear', factor=2.0), or None; got {type(rope_scaling).__name__} ({rope_scaling!r})"
-            )
-        self.rope_scaling = rope_scaling
+            inv_freq, self.attention_factor = rope_scaling.frequencies(self.rotary_dim, self.base)  # (r/2,) scaled
         # the scaling's name and factor, for reading and repr: "none" and 1.0 without one
         self.scaling, self.factor = ("none", 1.0) if rope_scaling is None else (rope_scaling.name, rope_scaling.factor)
         self.register_buffer("inv_freq", self.without_lowest(inv_freq), persistent=False)  # (r/2,) float32
@@ -415,9 +390,7 @@ class RotaryEmbedding(nn.Module):
 
     def rotate(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
         """Rotate x (..., T, d_head) as if its T rows sit at positions offset .. offset + T - 1."""
-        if not isinstance(x, torch.Tensor):
-            raise TypeError(f"x must be a torch.Tensor of shape (..., T, d_head={self.d_head}), got {type(x).__name__}")
-        if x.dim() < 2 or x.shape[-1] != self.d_head:
+        if check_tensor("x", x).dim() < 2 or x.shape[-1] != self.d_head:
             raise ValueError(f"x must have shape (..., T, d_head={self.d_head}), got {tuple(x.shape)}")
         cos, sin = self(x.shape[-2], offset)  # (T, r) each
         return self.apply_tables(x, cos, sin)  # (..., T, d_head)
@@ -431,16 +404,8 @@ def convert_rotary_weights(weight: torch.Tensor, n_heads: int, to: str) -> torch
     with to="half". Rotated scores q . k are unchanged, because both q and k channels move by
     the same permutation and each pair keeps its frequency. A bias (n_heads * d_head,) works too.
     """
-    if not isinstance(weight, torch.Tensor):
-        raise TypeError(f"weight must be a torch.Tensor, got {type(weight).__name__}")
     check_choice("to", to, ROPE_PAIRINGS)
-    check_int("n_heads", n_heads, 1)
-    rows = weight.shape[0]
-    if rows % n_heads != 0 or (rows // n_heads) % 2 != 0:
-        raise ValueError(
-            f"weight has {rows} output rows, which is not n_heads ({n_heads}) times an even d_head"
-        )
-    d_head = rows // n_heads
+    d_head = check_head_rows("weight", weight, n_heads)
     half = torch.arange(d_head // 2)  # (d/2,)
     to_interleaved = torch.stack([half, half + d_head // 2], dim=-1).flatten()  # (d,) new row r <- old row
     perm = to_interleaved if to == "interleaved" else torch.argsort(to_interleaved)  # (d,)

@@ -17,7 +17,8 @@ from typing import Sequence
 import torch
 
 __all__ = ["check_int", "check_positive_float", "check_real", "check_bool", "check_choice", "check_even_d",
-           "check_rotary_inputs", "check_token_ids", "check_device", "env_int", "env_flag", "env_folder"]
+           "check_tensor", "check_rotary_inputs", "check_rotary_dim", "check_rope_scaling", "check_head_rows", "check_bucket_config",
+           "check_token_ids", "check_device", "env_int", "env_flag", "env_folder"]
 
 
 def check_int(name: str, value: object, minimum: int) -> int:
@@ -74,6 +75,61 @@ def check_even_d(name: str, value: object) -> int:
     if value % 2 != 0:  # type: ignore[operator]
         raise ValueError(f"{name} must be even (dimensions are rotated or encoded in pairs), got {value}")
     return value  # type: ignore[return-value]
+
+
+def check_tensor(name: str, value: object, *, integer: bool = False) -> torch.Tensor:
+    """A torch.Tensor; with integer=True one holding integers (not float, complex or bool)."""
+    if not isinstance(value, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(value).__name__}")
+    if integer and (value.is_floating_point() or value.is_complex() or value.dtype == torch.bool):
+        raise TypeError(f"{name} must hold integers, got dtype {value.dtype}")
+    return value
+
+
+def check_bucket_config(num_buckets: object, max_distance: object, bidirectional: object) -> tuple[int, int]:
+    """T5 bucket settings; returns (buckets per direction, exact buckets): exact >= 1 and
+    max_distance past the exact range, so that distance 0 has a bucket and the log range is not empty."""
+    check_bool("bidirectional", bidirectional)
+    check_int("num_buckets", num_buckets, 1)
+    per_direction = num_buckets // 2 if bidirectional else num_buckets  # type: ignore[operator]
+    exact = per_direction // 2
+    if exact < 1:
+        raise ValueError(f"num_buckets={num_buckets} is too few: need at least {4 if bidirectional else 2} "
+                         f"({'bidirectional' if bidirectional else 'causal'}) so that distance 0 has an exact bucket")
+    check_int("max_distance", max_distance, 1)
+    if max_distance <= exact:  # type: ignore[operator]
+        raise ValueError(f"max_distance must be greater than the exact range ({exact} = num_buckets // "
+                         f"{4 if bidirectional else 2}), got {max_distance}")
+    return per_direction, exact
+
+
+def check_rotary_dim(d_head: int, partial_rotary_factor: object) -> int:
+    """The rotated width r = int(d_head * partial_rotary_factor), as Hugging Face rounds it: even and >= 2."""
+    f = check_real("partial_rotary_factor", partial_rotary_factor, minimum=0.0, maximum=1.0)
+    r = int(d_head * f)
+    if r < 2 or r % 2:
+        raise ValueError(f"partial_rotary_factor={partial_rotary_factor} rotates int({d_head} * "
+                         f"{partial_rotary_factor}) = {r} channels; that must be even and >= 2")
+    return r
+
+
+def check_rope_scaling(value: object) -> object:
+    """None or a RopeScaling (mlbook.transformer.rope_scaling, recognised by its `frequencies` method:
+    that module imports this one)."""
+    if value is not None and not callable(getattr(value, "frequencies", None)):
+        raise TypeError(f"rope_scaling must be a RopeScaling (mlbook.transformer.rope_scaling), e.g. "
+                        f"RopeScaling('linear', factor=2.0), or None; got {type(value).__name__} ({value!r})")
+    return value
+
+
+def check_head_rows(name: str, value: object, n_heads: object) -> int:
+    """A q or k projection weight (or bias) whose n_heads * d_head rows have an even d_head; returns d_head."""
+    check_tensor(name, value)
+    check_int("n_heads", n_heads, 1)
+    rows = value.shape[0]  # type: ignore[union-attr]
+    if rows % n_heads != 0 or (rows // n_heads) % 2 != 0:  # type: ignore[operator]
+        raise ValueError(f"{name} has {rows} output rows, which is not n_heads ({n_heads}) times an even d_head")
+    return rows // n_heads  # type: ignore[operator]
 
 
 def check_rotary_inputs(x: object, cos: object, sin: object) -> None:
