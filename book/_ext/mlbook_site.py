@@ -4,8 +4,10 @@
   need no network and replaces live widgets by a one-line note (kernels inherit the
   environment of the build process).
 * Serves plotly.js from the site: copies the copy bundled in the installed `plotly`
-  package to `_static/plotly/plotly.min.js` and loads it on every page, before any
-  figure script runs. Nothing 3 MB large is committed to the repository.
+  package to `_static/plotly/plotly.min.js`, which `_static/mlbook.js` loads on the pages
+  that have figures (and only there) once the page is parsed, so the 3.6 MB script never
+  holds up DOMContentLoaded; the figure scripts wait for its load event. Nothing 3 MB large
+  is committed to the repository.
 * Fails the strict build (a warning) when a page would need what the static site cannot
   give: ipywidgets output (needs a kernel and a CDN), or a missing local MathJax.
 * Collapses the generated setup block at the top of each notebook's first code cell
@@ -50,11 +52,8 @@ def _plotly_js_source() -> Path:
     return path
 
 
-def _add_plotly(app: Sphinx) -> None:
+def _check_plotly(app: Sphinx) -> None:
     _plotly_js_source()  # fail early, not after executing every notebook
-    # priority < 500: before Sphinx's and myst-nb's scripts (and any require.js, which
-    # would otherwise capture plotly as an AMD module and leave window.Plotly undefined).
-    app.add_js_file(PLOTLY_JS, priority=200, loading_method="defer")
 
 
 def _check_page(app: Sphinx, pagename: str, templatename: str, context: dict, doctree) -> None:
@@ -288,7 +287,7 @@ def _always_reread_status(app: Sphinx, env: Any, added: set, changed: set, remov
 
 def setup(app: Sphinx) -> dict:
     os.environ["MLBOOK_STATIC"] = "1"
-    app.connect("builder-inited", _add_plotly)
+    app.connect("builder-inited", _check_plotly)
     app.connect("html-page-context", _check_page)
     app.connect("html-page-context", _dedupe_scripts, priority=900)
     # after sphinx-mathjax-offline's own build-finished handler (priority 500) copied MathJax

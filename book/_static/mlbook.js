@@ -1,5 +1,5 @@
 /* The book's figures follow the reader's theme and screen; a few accessibility repairs of the
-   theme's markup. Loaded (deferred) after plotly.js on every page of the static site.
+   theme's markup. Loaded (deferred) on every page of the static site; it loads plotly.js on those with figures.
 
    * Dark mode (pydata-sphinx-theme's data-theme="dark" on <html>): every plotly figure is
      drawn with a transparent paper and plot area, light text, dim grid lines and dark legend
@@ -384,7 +384,25 @@
     }
   }
 
-  hook(window.Plotly);
+  // plotly.js (3.6 MB) is fetched only where there are figures, and only now: inserted by this
+  // deferred script, after the page is parsed, it runs after DOMContentLoaded and never holds up
+  // the page's text. It is hooked on its load event, before the figure scripts (which wait for
+  // the same event and register later) draw.
+  // MathJax (deferred, after this script) typesets every formula as soon as it runs, which
+  // would hold up DOMContentLoaded by a second on a page full of maths: it starts a task later.
+  if (window.MathJax && !window.MathJax.version) {
+    const startup = window.MathJax.startup = window.MathJax.startup || {};
+    if (!startup.pageReady) {
+      startup.pageReady = () => new Promise(done => setTimeout(done, 0)).then(() => window.MathJax.startup.defaultPageReady());
+    }
+  }
+  if (window.Plotly) hook(window.Plotly);
+  else if (document.querySelector(".mlbook-plotly")) {
+    const script = document.createElement("script");
+    script.src = new URL("plotly/plotly.min.js", document.currentScript.src).href;
+    script.addEventListener("load", () => hook(window.Plotly));
+    document.head.appendChild(script);
+  }
   new MutationObserver(restyleAll).observe(document.documentElement, {attributes: true, attributeFilter: ["data-theme"]});
   let resizeTimer = null;
   window.addEventListener("resize", () => {

@@ -278,7 +278,8 @@ def figure_html(fig_json: Mapping[str, Any], *, caption: str, alt: str, div_id: 
 
     The script calls `Plotly.newPlot` once the DOM is ready, in a task of its own (not inside the
     DOMContentLoaded handler, so a page with many figures is readable before they are all drawn). On the static site the
-    page already loads `_static/plotly/plotly.min.js`; live (Colab) it falls back to the
+    page's mlbook.js loads `_static/plotly/plotly.min.js` once the page is parsed, and the figure
+    draws on its load event (or at once if it has run); live (Colab) it falls back to the
     CDN, through require.js where a classic notebook front-end has it. `data` is
     `_json_for_script(fig_json)` when the caller already has it (encoding is most of a redraw).
     """
@@ -286,9 +287,12 @@ def figure_html(fig_json: Mapping[str, Any], *, caption: str, alt: str, div_id: 
         data = _json_for_script(fig_json)
     cfg = json.dumps(_CONFIG)
     if static:
+        # the site's mlbook.js inserts the plotly.js script after the page is parsed: draw on its load
         loader = (
+            "else{var s=document.querySelector('script[src*=\"plotly.min.js\"]');"
+            "if(s){s.addEventListener('load',function(){draw(window.Plotly);});}"
             "else{console.error('mlbook: plotly.js is not loaded on this page; "
-            f"figure {div_id} cannot be drawn');}}}}"
+            f"figure {div_id} cannot be drawn');}}}}}}"
         )
     else:
         loader = (
