@@ -19,6 +19,11 @@ from mlbook.transformer.validate import check_int
 __all__ = ["KVCache", "SinkCache"]
 
 
+def _appended(held: torch.Tensor | None, new: torch.Tensor) -> torch.Tensor:
+    """`held` (B, H, length, d_head) with `new` (B, H, T, d_head) appended along time; `new` if nothing is held."""
+    return new if held is None else torch.cat([held, new], dim=2)  # (B, H, length + T, d_head)
+
+
 def _check_kv(k: torch.Tensor, v: torch.Tensor) -> None:
     if not isinstance(k, torch.Tensor) or not isinstance(v, torch.Tensor):
         raise TypeError("k and v must be torch.Tensors of shape (B, H, T, d_head)")
@@ -79,11 +84,7 @@ class KVCache:
                 f"KVCache is full: it holds {self.length} of capacity={self.capacity} tokens and cannot take "
                 f"{k.shape[2]} more; create it with a larger capacity, or use SinkCache for unbounded streams"
             )
-        if self.k is None:
-            self.k, self.v = k, v
-        else:
-            self.k = torch.cat([self.k, k], dim=2)  # (B, H, length + T, d_head)
-            self.v = torch.cat([self.v, v], dim=2)  # (B, H, length + T, d_head)
+        self.k, self.v = _appended(self.k, k), _appended(self.v, v)  # (B, H, length + T, d_head) each
         return self.k, self.v
 
     def reset(self) -> None:
@@ -130,11 +131,7 @@ class SinkCache:
                 f"SinkCache can take a chunk of {T} tokens only while it fits (held {self.length}, "
                 f"capacity n_sink + window = {self.capacity}); feed tokens one at a time once the cache is full"
             )
-        if self.k is None:
-            self.k, self.v = k, v
-        else:
-            self.k = torch.cat([self.k, k], dim=2)  # (B, H, length + T, d_head)
-            self.v = torch.cat([self.v, v], dim=2)
+        self.k, self.v = _appended(self.k, k), _appended(self.v, v)  # (B, H, length + T, d_head) each
         self.seen += T
         if self.length > self.capacity:  # evict the oldest token after the sinks
             keep = torch.cat([torch.arange(self.n_sink), torch.arange(self.length - self.window, self.length)])
