@@ -218,6 +218,8 @@ def test_relative_position_must_be_an_integer_tensor() -> None:
         relative_position_bucket(torch.arange(-3.0, 4.0))
     with pytest.raises(TypeError, match=r"relative_position must be a torch.Tensor, got list"):
         relative_position_bucket([-1, 0, 1])  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"relative_position must hold integers, got dtype torch.bool"):
+        relative_position_bucket(torch.tensor([True, False]))  # would silently be offsets 1 and 0
 
 
 def test_relative_bias_t_q_greater_than_t_k() -> None:
