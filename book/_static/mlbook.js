@@ -255,6 +255,8 @@
     if (titleEl) {
       const title = gd.layout.title, text = typeof title === "string" ? title : title && title.text;
       const tb = titleEl.getBoundingClientRect();
+      // plotly lifts a title of several lines hung from the top by part of a line: pad it down
+      if (tb.top < svg.top) upd["title.pad.t"] = ((fl.title.pad && fl.title.pad.t) || 0) + Math.ceil(svg.top - tb.top) + 2;
       if (!inside(tb)) {
         const t = pass < 2 && breakText(text);
         if (t) { upd["title.text"] = t; growTop += 16; }
