@@ -274,6 +274,35 @@
       if (t) { upd[`${k}.title.text`] = t; grow += 14; }
       else upd[`${k}.title.font.size`] = 8;
     }
+    // A slider under text that hangs below the plot (a long axis title) moves down; a menu
+    // above the plot in the way of a note moves up over it. The figure grows by as much.
+    const own = (el, sel) => { const g = el.closest(sel), d = g && g.__data__; return d && (Array.isArray(d) ? d[0] : d); };
+    const sliderDown = {}, menuUp = {};
+    for (const t of gd.querySelectorAll(".slider-label, .slider-current-value")) {
+      const s = own(t, ".slider-group"), b = t.getBoundingClientRect();
+      if (!s || s._index === undefined) continue;
+      for (const o of against(t)) {
+        const ob = o.getBoundingClientRect();
+        if (o.closest(".slider-group") || o.closest(".legend") || ob.top >= b.top) continue;
+        sliderDown[s._index] = Math.max(sliderDown[s._index] || 0, Math.ceil(ob.bottom - b.top) + 4);
+      }
+    }
+    for (const g of gd.querySelectorAll(".updatemenu-header-group")) {  // the button's box, not only its text
+      const m = own(g, ".updatemenu-header-group"), box = g.getBoundingClientRect();
+      if (!m || m._index === undefined || !(m.y >= 1)) continue;
+      for (const o of against(g)) {
+        if (o.closest(".updatemenu-container") || o.closest(".g-gtitle")) continue;  // the title: margin.t grows below
+        menuUp[m._index] = Math.max(menuUp[m._index] || 0, Math.ceil(box.bottom - o.getBoundingClientRect().top) + 4);
+      }
+    }
+    for (const [i, d] of Object.entries(sliderDown)) {
+      upd[`sliders[${i}].pad.t`] = ((fl.sliders[i].pad && fl.sliders[i].pad.t) || 0) + d;
+      grow += d;
+    }
+    for (const [i, d] of Object.entries(menuUp)) {
+      upd[`updatemenus[${i}].y`] = fl.updatemenus[i].y + d / fl._size.h;
+      growTop += d;
+    }
     if (grow) { upd["margin.b"] = fl.margin.b + grow; }
     if (growTop) { upd["margin.t"] = fl.margin.t + growTop; }
     if (grow || growTop) upd.height = fl.height + grow + growTop;
