@@ -38,7 +38,8 @@ from mlbook.analysis.extension import (
     yarn_bands,
 )
 from mlbook.viz.core import (
-    LINE_COLORS, float_knob, grid_slider, int_knob, knob_values, live_figure, log_knob, note_adjustment,
+    LINE_COLORS, float_knob, grid_slider, int_knob, knob_values, light_figure, live_figure, log_knob,
+    note_adjustment,
 )
 
 __all__ = [
@@ -195,30 +196,31 @@ def _scaling(
                               beta_fast=beta_fast, beta_slow=beta_slow)
     lam = pair_wavelengths(d_head, base)
     i = np.arange(d_head // 2)
-    fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.05)
+    # two panels sharing the pair axis (make_subplots(rows=2, shared_xaxes=True, vertical_spacing=0.05)
+    # written out), built as plain dicts: plotly's validation was most of a live redraw
+    traces = []
     for m in methods:
         color, dash, symbol = METHOD_STYLE[m]
         label = METHOD_LABELS[m] if m != "dynamic" else f"dynamic NTK at n = {_fmt_len(seq_len)}"
         r = ratios[m]
-        fig.add_scatter(
-            x=i, y=r, mode="lines+markers", name=label, legendgroup=m,
+        traces.append(dict(
+            type="scatter", x=i, y=r, mode="lines+markers", name=label, legendgroup=m,
             line=dict(color=color, width=2, dash=dash), marker=dict(size=5, symbol=symbol, color=color),
-            hovertemplate=f"{label}<br>pair %{{x}}<br>θ'/θ = %{{y:.4f}}<extra></extra>", row=1, col=1,
-        )
-        fig.add_scatter(
-            x=i, y=lam / r, mode="lines+markers", name=label, legendgroup=m, showlegend=False,
+            hovertemplate=f"{label}<br>pair %{{x}}<br>θ'/θ = %{{y:.4f}}<extra></extra>", xaxis="x", yaxis="y",
+        ))
+        traces.append(dict(
+            type="scatter", x=i, y=lam / r, mode="lines+markers", name=label, legendgroup=m, showlegend=False,
             line=dict(color=color, width=2, dash=dash), marker=dict(size=4, symbol=symbol, color=color),
-            hovertemplate=f"{label}<br>pair %{{x}}<br>wavelength %{{y:,.4g}} tokens<extra></extra>", row=2, col=1,
-        )
+            hovertemplate=f"{label}<br>pair %{{x}}<br>wavelength %{{y:,.4g}} tokens<extra></extra>", xaxis="x2", yaxis="y2",
+        ))
     target = int(round(factor * L))
     for y, name, dash in ((L, f"L = {_fmt_len(L)} (trained)", "dash"), (target, f"L' = sL = {_fmt_len(target)}", "dot")):
-        fig.add_scatter(
-            x=np.array([-0.5, d_head // 2 - 0.5]), y=np.array([y, y], dtype=float), mode="lines+text",
+        traces.append(dict(
+            type="scatter", x=np.array([-0.5, d_head // 2 - 0.5]), y=np.array([y, y], dtype=float), mode="lines+text",
             text=[name, ""], textposition="top right", textfont=dict(size=11, color="#555"),
-            line=dict(color="grey", width=1.5, dash=dash), showlegend=False, hoverinfo="skip", row=2, col=1,
-        )
-    # YaRN's bands: shaded in both panels (added after the traces: plotly skips empty subplots)
-    # (as plain shapes set in one go: add_vrect(row="all") costs ~25 ms a band, most of a live redraw)
+            line=dict(color="grey", width=1.5, dash=dash), showlegend=False, hoverinfo="skip", xaxis="x2", yaxis="y2",
+        ))
+    # YaRN's bands, shaded in both panels
     shapes, notes = [], []
     for name, x0, x1 in _band_spans(d_head, base, L, beta_fast, beta_slow):
         shapes += [dict(type="rect", x0=x0, x1=x1, xref=xref, y0=0, y1=1, yref=f"{yref} domain",
@@ -226,22 +228,23 @@ def _scaling(
                    for xref, yref in (("x", "y"), ("x2", "y2"))]
         notes.append(dict(x=(x0 + x1) / 2, y=0.02, xref="x", yref="y domain", yanchor="bottom", showarrow=False,
                           text=_BAND_TEXT[name], font=dict(size=11, color="#333")))
-    fig.update_layout(shapes=[*fig.layout.shapes, *shapes], annotations=[*fig.layout.annotations, *notes])
-    fig.update_yaxes(type="log", title_text="θ_i' / θ_i", range=[math.log10(1 / 45), math.log10(1.4)],
-                     tickvals=list(_RATIO_TICKS), ticktext=["1/32", "1/16", "1/8", "1/4", "1/2", "1"], row=1, col=1)
     ticks = [v for v in _TOKEN_TICKS if v <= wave_max]
-    fig.update_yaxes(type="log", title_text="wavelength 2π/θ_i' (tokens)", range=[math.log10(2), math.log10(wave_max)],
-                     tickvals=ticks, ticktext=[_token_label(v) for v in ticks], row=2, col=1)
-    fig.update_xaxes(range=[-1, d_head // 2], row=1, col=1)
-    fig.update_xaxes(title_text=f"pair index i (d_head = {d_head}, base = {base:,g}, L = {_fmt_len(L)})", row=2, col=1)
-    fig.update_layout(
+    return light_figure(
+        traces, shapes=shapes, annotations=notes,
+        xaxis=dict(anchor="y", domain=[0.0, 1.0], matches="x2", showticklabels=False, range=[-1, d_head // 2]),
+        yaxis=dict(anchor="x", domain=[0.525, 1.0], type="log", title=dict(text="θ_i' / θ_i"),
+                   range=[math.log10(1 / 45), math.log10(1.4)], tickvals=list(_RATIO_TICKS),
+                   ticktext=["1/32", "1/16", "1/8", "1/4", "1/2", "1"]),
+        xaxis2=dict(anchor="y2", domain=[0.0, 1.0],
+                    title=dict(text=f"pair index i (d_head = {d_head}, base = {base:,g}, L = {_fmt_len(L)})")),
+        yaxis2=dict(anchor="x2", domain=[0.0, 0.475], type="log", title=dict(text="wavelength 2π/θ_i' (tokens)"),
+                    range=[math.log10(2), math.log10(wave_max)], tickvals=ticks, ticktext=[_token_label(v) for v in ticks]),
         title=dict(text=f"s = {factor:g}: frequency ratio (top) and wavelength (bottom) per pair",
-                   y=0.985, yanchor="top"),
-        height=780, title_font_size=14, hovermode="closest",
+                   y=0.985, yanchor="top", font=dict(size=14)),
+        height=780, hovermode="closest",
         legend=dict(orientation="h", y=1.01, yanchor="bottom", x=0, xanchor="left", font=dict(size=11)),
         margin=dict(t=150, b=90, l=70, r=20),
     )
-    return fig
 
 
 def _method_picker(fig: go.Figure, methods: tuple[str, ...]) -> go.Figure:
