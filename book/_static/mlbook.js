@@ -146,7 +146,10 @@
   function stackPanels(L, data, frames) {
     const xs = Object.keys(L).filter(k => /^xaxis\d*$/.test(k) && L[k] && Array.isArray(L[k].domain));
     if (xs.length < 2 || xs.length > 4) return null;
-    const yOf = k => { const a = L[k].anchor; return a && a !== "free" ? a.replace("y", "yaxis") : null; };
+    const yOf = k => {  // the y axis a panel's x axis sits on (no anchor: the y axis of the same number)
+      const a = L[k].anchor === undefined ? k.replace("xaxis", "y") : L[k].anchor;
+      return a && a !== "free" ? a.replace("y", "yaxis") : null;
+    };
     const ys = xs.map(yOf);
     if (ys.some(y => !y || !L[y] || L[y].overlaying)) return null;
     const dom = y => (Array.isArray(L[y].domain) ? L[y].domain : [0, 1]);
