@@ -218,7 +218,7 @@
   }
   // After a narrow draw: the legend gets room of its own at the bottom; a title or subplot
   // title that runs into other text or off the figure is broken over two lines, or made smaller.
-  function fit(gd, pass) {
+  function fit(gd, pass, compacted) {
     const P = window.Plotly, upd = {}, fl = gd._fullLayout;
     if (!fl || pass > 3) return null;
     const svg = gd.querySelector(".main-svg").getBoundingClientRect();
@@ -311,10 +311,46 @@
     if (grow || growTop) upd.height = fl.height + grow + growTop;
     const names = upd._names;
     delete upd._names;
-    if (!Object.keys(upd).length && !names) return null;
+    if (!Object.keys(upd).length && !names) {  // nothing in the way: once, take out the empty bands
+      const cut = compacted ? null : compact(gd);
+      return cut ? P.relayout(gd, cut).then(() => fit(gd, pass + 1, true)) : null;
+    }
     let step = Object.keys(upd).length ? P.relayout(gd, upd) : Promise.resolve();
     if (names) step = step.then(() => P.restyle(gd, {name: names.map(n => n[1])}, names.map(n => n[0])));
-    return step.then(() => fit(gd, pass + 1));
+    return step.then(() => fit(gd, pass + 1, compacted));
+  }
+  // The empty bands a desktop layout leaves on a phone: between the title and what is under it
+  // (the desktop's top margin), and between the plot (with its axis titles and slider) and the
+  // legend or the bottom (the desktop's bottom margin plus the legend's room). Each shrinks to a
+  // small gap, the figure by as much; a margin plotly widened for something (automargin) stays.
+  function compact(gd) {
+    const fl = gd._fullLayout, svg = gd.querySelector(".main-svg").getBoundingClientRect();
+    const title = gd.querySelector(".g-gtitle text"), legend = fl.showlegend ? gd.querySelector(".legend") : null;
+    let top = svg.top + fl._size.t, bottom = svg.top + fl._size.t + fl._size.h;  // the plot area, then all but title and legend
+    for (const e of gd.querySelectorAll("text, .annotation, .updatemenu-header-group, .slider-group, .colorbar, .shapelayer path, .imagelayer image")) {
+      if ((title && (e === title || e.closest(".g-gtitle"))) || (legend && legend.contains(e)) || e.closest(".updatemenu-container")) continue;
+      const b = e.getBoundingClientRect();
+      if (b.width < 1 || b.height < 1) continue;
+      top = Math.min(top, b.top); bottom = Math.max(bottom, b.bottom);
+    }
+    const cut = {};
+    let menusTop = Infinity;  // a menu above the plot comes down to just above what is under it
+    for (const g of gd.querySelectorAll(".updatemenu-header-group")) {
+      const m = g.__data__ && (Array.isArray(g.__data__) ? g.__data__[0] : g.__data__), b = g.getBoundingClientRect();
+      if (!m || m._index === undefined || b.height < 1) continue;
+      const room = top - 10 - b.bottom;
+      if (m.y >= 1 && room > 8) cut[`updatemenus[${m._index}].y`] = m.y - room / fl._size.h;
+      menusTop = Math.min(menusTop, m.y >= 1 && room > 8 ? b.top + room : b.top);
+      bottom = Math.max(bottom, b.bottom);
+    }
+    top = Math.min(top, menusTop);
+    const roomTop = top - (title ? title.getBoundingClientRect().bottom : svg.top) - 10;
+    if (roomTop > 8 && fl._size.t <= fl.margin.t + 0.5) cut["margin.t"] = fl.margin.t - Math.floor(roomTop);
+    const roomBottom = (legend ? legend.getBoundingClientRect().top - 10 : svg.bottom - 6) - bottom;
+    if (roomBottom > 8 && fl._size.b <= fl.margin.b + 0.5) cut["margin.b"] = fl.margin.b - Math.floor(roomBottom);
+    if (!Object.keys(cut).length) return null;
+    cut.height = fl.height - (fl.margin.t - (cut["margin.t"] ?? fl.margin.t)) - (fl.margin.b - (cut["margin.b"] ?? fl.margin.b));
+    return cut;
   }
 
   // ---- drawing -------------------------------------------------------------------------
