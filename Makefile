@@ -146,18 +146,18 @@ $(AXE_JS):
 
 axe: $(AXE_JS)
 
-# Every page once, all checks in that load (tests/test_site.py), pages spread over BROWSER_WORKERS
-# xdist workers (each with its own Chromium: most of a page's time is waiting on the browser);
-# then each page's load time, weight and clicks from _build/browser-report/.
+# Every page once, all checks in that load (tests/test_site.py), and every page with figures again
+# at a phone's width (tests/test_site_a11y.py, screenshots in _build/phone/), spread over
+# BROWSER_WORKERS xdist workers (each with its own Chromium: much of a page's time is waiting on
+# the browser); then each page's load time, weight and clicks from _build/browser-report/.
 BROWSER_WORKERS ?= 2
 test-browser: $(STAMP) chromium axe
 	rm -rf _build/browser-report
 	MLBOOK_CHROMIUM=$(CHROMIUM) MLBOOK_AXE=$(CURDIR)/$(AXE_JS) $(BIN)/python -m pytest tests/test_site.py \
-	  -m "browser and not speed" -n $(BROWSER_WORKERS) -p no:cacheprovider
+	  tests/test_site_a11y.py -m "browser and not speed" -n $(BROWSER_WORKERS) -p no:cacheprovider
 	@cat _build/browser-report/*.txt 2>/dev/null | sort
 
-# Every figure at 390 px: no text boxes overlap (screenshots in _build/phone/). Not in `make test` yet:
-# the figures of the current build still overlap on 18 pages (issue 19).
+# Every figure at 390 px: no text boxes overlap (screenshots in _build/phone/); also part of test-browser.
 test-phone: $(STAMP) chromium
 	MLBOOK_CHROMIUM=$(CHROMIUM) $(BIN)/python -m pytest tests/test_site_a11y.py -m phone -s -p no:cacheprovider
 
