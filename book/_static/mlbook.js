@@ -212,15 +212,17 @@
     return lines.join("<br>");
   }
   const hit = (a, b) => Math.min(a.right, b.right) - Math.max(a.left, b.left) > 1 && Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top) > 1;
-  function shrink(font, box, room) {
+  function shrink(font, box, svg) {  // a font size at which the box no longer runs off the figure's sides
     const size = (font && font.size) || 12;
-    return Math.max(8, Math.floor(size * Math.min(1, (room - 4) / box.width)));
+    const over = Math.max(0, box.right - svg.right) + Math.max(0, svg.left - box.left);
+    return Math.max(8, Math.min(size - 1, Math.floor(size * (box.width - over - 4) / box.width)));
   }
   // After a narrow draw: the legend gets room of its own at the bottom; a title or subplot
   // title that runs into other text or off the figure is broken over two lines, or made smaller.
   function fit(gd, pass, compacted) {
     const P = window.Plotly, upd = {}, fl = gd._fullLayout;
     if (!fl || pass > 3) return null;
+    if (pass === 0) refitOnChange(gd);
     const svg = gd.querySelector(".main-svg").getBoundingClientRect();
     const inside = b => b.left >= svg.left - 1 && b.right <= svg.right + 1;
     const texts = Array.from(gd.querySelectorAll(".legendtext, .g-gtitle text, [class*='title'] text, .annotation-text, "
@@ -263,7 +265,7 @@
       if (!inside(tb)) {
         const t = pass < 2 && breakText(text);
         if (t) { upd["title.text"] = t; growTop += 16; }
-        else upd["title.font.size"] = shrink(title && title.font, tb, svg.width);
+        else upd["title.font.size"] = shrink(title && title.font, tb, svg);
       } else {
         for (const o of against(titleEl)) growTop = Math.max(growTop, Math.ceil(tb.bottom - o.getBoundingClientRect().top) + 6);
       }
@@ -318,6 +320,26 @@
     let step = Object.keys(upd).length ? P.relayout(gd, upd) : Promise.resolve();
     if (names) step = step.then(() => P.restyle(gd, {name: names.map(n => n[1])}, names.map(n => n[0])));
     return step.then(() => fit(gd, pass + 1, compacted));
+  }
+  // A slider step or a menu button can rewrite the layout (a frame's title, a button's title,
+  // written for the desktop): once it has drawn, the figure is fitted again (without the first
+  // pass's room for the legend, which it has).
+  function refitOnChange(gd) {
+    if (!gd.on || !gd.removeListener) return;
+    if (!gd._mlbookRefit) {
+      let timer = null, busy = false, again = false;
+      const run = () => {  // one fitting at a time; a change during it fits once more after it
+        if (busy) { again = true; return; }
+        if (!gd._fullLayout || (gd.clientWidth || window.innerWidth) >= NARROW_PX) return;
+        busy = true;
+        Promise.resolve(fit(gd, 1)).catch(() => null).then(() => { busy = false; if (again) { again = false; run(); } });
+      };
+      gd._mlbookRefit = () => { clearTimeout(timer); timer = setTimeout(run, 150); };
+    }
+    for (const ev of ["plotly_animated", "plotly_sliderchange", "plotly_buttonclicked"]) {
+      gd.removeListener(ev, gd._mlbookRefit);  // once, also after a redraw that kept the listeners
+      gd.on(ev, gd._mlbookRefit);
+    }
   }
   // The empty bands a desktop layout leaves on a phone: between the title and what is under it
   // (the desktop's top margin), and between the plot (with its axis titles and slider) and the
