@@ -118,7 +118,8 @@
           t.font = Object.assign({}, t.font || {}, {size: Math.min((t.font && t.font.size) || 12, 10)});
           ax.title = t;
         }
-        ax.tickfont = Object.assign({}, ax.tickfont || {}, {size: Math.min((ax.tickfont && ax.tickfont.size) || 12, 9)});
+        // a log axis labels its 2s and 5s at 3/4 of the tick font: 11 px keeps them at 8 px
+        ax.tickfont = Object.assign({}, ax.tickfont || {}, {size: ax.type === "log" ? 11 : Math.min((ax.tickfont && ax.tickfont.size) || 12, 9)});
         L[k] = ax;
       }
     }
