@@ -3,6 +3,7 @@ distinct and match its steps, and that turning a live control redraws different 
 
 from __future__ import annotations
 
+import base64
 import json
 
 import numpy as np
@@ -11,9 +12,18 @@ import plotly.graph_objects as go
 PLOTLY_MIME = "application/vnd.plotly.v1+json"
 
 
+def decoded(v):
+    """A plotly.js typed-array spec ({"dtype", "bdata", "shape"}, what a live kernel sends for a large
+    float array) as the numpy array plotly.js decodes; anything else unchanged."""
+    if isinstance(v, dict) and "bdata" in v:
+        a = np.frombuffer(base64.b64decode(v["bdata"]), dtype=np.dtype(v["dtype"]).newbyteorder("<"))
+        return a.reshape([int(n) for n in v["shape"].split(",")]) if "shape" in v else a
+    return v
+
+
 def _arrays(trace) -> dict[str, np.ndarray]:
     d = trace.to_plotly_json() if hasattr(trace, "to_plotly_json") else dict(trace)
-    return {k: np.asarray(d[k], dtype=float) for k in ("x", "y", "z") if d.get(k) is not None}
+    return {k: np.asarray(decoded(d[k]), dtype=float) for k in ("x", "y", "z") if d.get(k) is not None}
 
 
 def _same(a, b) -> bool:

@@ -177,6 +177,40 @@ def test_show_live_mimetype_is_strict_json_with_gaps_as_null(live, displayed):
     assert json.loads(text)["data"][0]["y"] == [1.0, None, 2.0]
 
 
+def _large_heatmap() -> tuple[go.Figure, np.ndarray]:
+    z = np.sin(np.arange(80 * 64, dtype=np.float64).reshape(80, 64) / 7.0)  # 5120 numbers: over TYPED_ARRAY_MIN
+    z[np.triu_indices(80, 1, 64)] = np.nan  # blank cells, as in a causal bias map
+    return go.Figure(go.Heatmap(z=z)), z
+
+
+def test_show_live_sends_a_large_float_array_as_a_typed_array(live, displayed):
+    # a live redraw sends plotly.js's base64 float32 spec (no decimal text to write twice); the HTML
+    # and the mimetype carry the same spec, decoded it is the array in float32, NaN cells kept
+    from figure_checks import decoded
+
+    fig, z = _large_heatmap()
+    assert z.size >= core.TYPED_ARRAY_MIN
+    core.show(fig, caption="A heatmap.", alt="A heatmap with a blank upper triangle.")
+    (bundle,) = _bundles(displayed)
+    spec = bundle[PLOTLY_MIME]["data"][0]["z"]
+    assert spec.keys() == {"dtype", "bdata", "shape"} and spec["dtype"] == "f4" and spec["shape"] == "80,64"
+    assert _embedded_figure(bundle["text/html"])["data"][0]["z"] == spec
+    np.testing.assert_array_equal(decoded(spec), z.astype(np.float32))
+    json.dumps(bundle[PLOTLY_MIME], allow_nan=False)  # still strict JSON
+    # a small array stays a list of rounded numbers
+    core.show(go.Figure(go.Heatmap(z=z[:8, :8])), caption="A small heatmap.", alt="An 8 by 8 heatmap.")
+    assert isinstance(_bundles(displayed)[-1][PLOTLY_MIME]["data"][0]["z"], list)
+
+
+def test_show_static_keeps_large_arrays_as_rounded_text(static, displayed):
+    # the static site's frames, theme switch and phone layout read numbers: no typed arrays there
+    fig, z = _large_heatmap()
+    core.show(fig, caption="A heatmap.", alt="A heatmap with a blank upper triangle.")
+    (bundle,) = _bundles(displayed)
+    emb = np.asarray(_embedded_figure(bundle["text/html"])["data"][0]["z"], dtype=float)
+    np.testing.assert_allclose(emb, z, rtol=1e-3, equal_nan=True)
+
+
 def test_show_digits_none_keeps_full_precision(live, displayed):
     core.show(_line_build(1.23456789), caption="c", alt="a", digits=None)
     (bundle,) = _bundles(displayed)

@@ -18,12 +18,14 @@ import pytest
 from mlbook.analysis import extension as E
 from mlbook.viz import extension as X
 
+from figure_checks import decoded
+
 PLOTLY_MIME = "application/vnd.plotly.v1+json"
 
 
 def _arrays(trace) -> dict[str, np.ndarray]:
     d = trace.to_plotly_json() if hasattr(trace, "to_plotly_json") else dict(trace)
-    return {k: np.asarray(d[k], dtype=float) for k in ("x", "y") if d.get(k) is not None and len(d[k])}
+    return {k: np.asarray(decoded(d[k]), dtype=float) for k in ("x", "y") if d.get(k) is not None and len(decoded(d[k]))}
 
 
 def _same(traces_a, traces_b) -> bool:

@@ -29,6 +29,7 @@ build function; it gives the public `live_*` function a notebook wraps in `show_
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import functools
 import hashlib
@@ -55,6 +56,7 @@ __all__ = [
     "DIVERGING",
     "LINE_COLORS",
     "STATIC_ENV",
+    "TYPED_ARRAY_MIN",
     "LIVE_NOTE",
     "diverging",
     "in_colab",
@@ -161,11 +163,31 @@ def _round_sig(a: np.ndarray, digits: int) -> np.ndarray:
     return out
 
 
-def _compact_obj(obj: Any, digits: int) -> Any:
-    """Recursively round floats (and float arrays) in a plotly JSON-like structure."""
+# In a live kernel a float array of at least this many numbers travels as a typed array: plotly.js
+# (2.28 and later; the book pins 2.35) decodes {"dtype": "f4", "bdata": <base64>, "shape": "rows,cols"}
+# itself. Writing 256,000 floats as decimal text twice (the HTML and plotly's mimetype) was most
+# of a 150 ms slider redraw; base64 float32 takes a few milliseconds, holds 7 significant digits
+# and NaN (a heatmap's blank cell), and is no larger than 4-digit text. The static site keeps the
+# decimal text, rounded: its frames and the phone layout read the numbers.
+TYPED_ARRAY_MIN = 4096
+
+
+def _typed_array(a: np.ndarray) -> dict[str, str]:
+    """A float array as plotly.js's base64 typed-array spec (float32, numpy's row-major shape)."""
+    spec = {"dtype": "f4", "bdata": base64.b64encode(np.ascontiguousarray(a, dtype="<f4").tobytes()).decode("ascii")}
+    if a.ndim > 1:
+        spec["shape"] = ",".join(str(n) for n in a.shape)
+    return spec
+
+
+def _compact_obj(obj: Any, digits: int, typed: bool = False) -> Any:
+    """Recursively round floats (and float arrays) in a plotly JSON-like structure; with `typed`,
+    float arrays of TYPED_ARRAY_MIN numbers or more (1-D or 2-D) become typed-array specs instead."""
     if isinstance(obj, Mapping):
-        return {k: _compact_obj(v, digits) for k, v in obj.items()}
+        return {k: _compact_obj(v, digits, typed) for k, v in obj.items()}
     if isinstance(obj, np.ndarray):
+        if typed and obj.dtype.kind == "f" and obj.size >= TYPED_ARRAY_MIN and obj.ndim <= 2:
+            return _typed_array(obj)
         if obj.dtype.kind == "f":
             out = _round_sig(obj, digits)
             finite = np.isfinite(out)
@@ -176,31 +198,44 @@ def _compact_obj(obj: Any, digits: int) -> Any:
             return np.where(finite, out, None).tolist()
         if obj.dtype.kind in "iub":
             return obj
-        return [_compact_obj(v, digits) for v in obj.tolist()]
+        return [_compact_obj(v, digits, typed) for v in obj.tolist()]
     if isinstance(obj, (list, tuple)):
         if obj and all(isinstance(v, float) for v in obj):
             return _round_sig(np.asarray(obj), digits)
         if obj and all(v is None or isinstance(v, float) for v in obj):  # a row with gaps: round in one go
             rounded = _round_sig(np.array([np.nan if v is None else v for v in obj]), digits).tolist()
             return [None if v is None else x for v, x in zip(obj, rounded)]
-        return [_compact_obj(v, digits) for v in obj]
+        return [_compact_obj(v, digits, typed) for v in obj]
     if isinstance(obj, (float, np.floating)):
         x = float(obj)
         if x == 0 or not math.isfinite(x):
             return x
         return float(_round_sig(np.asarray([x]), digits)[0])
     if hasattr(obj, "detach") and hasattr(obj, "numpy"):  # a torch tensor slipped into a trace
-        return _compact_obj(obj.detach().cpu().numpy(), digits)
+        return _compact_obj(obj.detach().cpu().numpy(), digits, typed)
     return obj
 
 
-def _figure_dict(fig: go.Figure | Mapping[str, Any], digits: int | None) -> dict[str, Any]:
+def _typed_arrays(obj: Any) -> Any:
+    """`obj` with its large float arrays as typed-array specs and nothing else changed (digits=None)."""
+    if isinstance(obj, Mapping):
+        return {k: _typed_arrays(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_typed_arrays(v) for v in obj]
+    if isinstance(obj, np.ndarray) and obj.dtype.kind == "f" and obj.size >= TYPED_ARRAY_MIN and obj.ndim <= 2:
+        return _typed_array(obj)
+    return obj
+
+
+def _figure_dict(fig: go.Figure | Mapping[str, Any], digits: int | None, typed: bool = False) -> dict[str, Any]:
     d = fig.to_plotly_json() if isinstance(fig, go.Figure) else dict(fig)
     d = {k: d[k] for k in ("data", "layout", "frames") if k in d and d[k] is not None}
     if digits is not None:
         if isinstance(digits, bool) or not isinstance(digits, int) or digits < 1:
             raise ValueError(f"digits must be an int >= 1 (significant digits kept) or None, got {digits!r}")
-        d = _compact_obj(d, digits)
+        d = _compact_obj(d, digits, typed)
+    elif typed:
+        d = _typed_arrays(d)
     return d
 
 
@@ -338,7 +373,9 @@ def show(
 
     Args:
         fig: the figure. Floats are rounded to `digits` significant digits first
-            (`None` keeps full precision), which keeps each page well under 2 MB.
+            (`None` keeps full precision), which keeps each page well under 2 MB. In a
+            live kernel a float array of TYPED_ARRAY_MIN numbers or more is sent as a
+            float32 typed array instead (see `TYPED_ARRAY_MIN`).
         caption: what the reader should notice; `$...$` becomes inline maths.
         alt: a text description for screen readers (`aria-label` on the plot).
         id: HTML id of the figure (letters, digits, `-`, `_`); derived from the
@@ -353,12 +390,12 @@ def show(
     if id is not None and not _ID_OK.match(id):
         raise ValueError(f"id={id!r} must start with a letter and use only letters, digits, '-' and '_'")
 
-    fig_json = _figure_dict(fig, digits)
+    static = is_static()
+    fig_json = _figure_dict(fig, digits, typed=not static)
     data = _json_for_script(fig_json)  # encoded once: for the id, the HTML and plotly's own mimetype
     if id is None:
         digest = hashlib.sha1(data.encode() + caption.encode()).hexdigest()[:10]
         id = f"mlbook-fig-{digest}"  # noqa: A001
-    static = is_static()
     bundle: dict[str, Any] = {
         "text/html": figure_html(fig_json, caption=caption, alt=alt, div_id=id, static=static, data=data),
         "text/plain": f"Figure: {caption}",
