@@ -49,13 +49,13 @@ __all__ = ["NAME", "TITLE", "CLAIM", "CONFIGS", "GOAL_P95_MS", "discover_live_fi
 
 NAME = "live_sliders"
 TITLE = "Live-slider redraw time of every live figure"
-CLAIM = "A live slider should feel immediate: p95 redraw under 50 ms"
+CLAIM = "A live slider should feel immediate: p95 redraw under 100 ms"
 CONFIGS: dict[str, dict[str, Any]] = {
     "quick": {"package": "mlbook.viz", "rounds": 1},
     "full": {"package": "mlbook.viz", "rounds": 3},
 }
 
-GOAL_P95_MS = 50.0  # a slider should redraw within 50 ms at the 95th percentile
+GOAL_P95_MS = 100.0  # a slider should redraw within 100 ms at the 95th percentile (a response under 0.1 s reads as instantaneous)
 
 
 def discover_live_figures(package: str = "mlbook.viz") -> dict[str, Callable[..., Any]]:

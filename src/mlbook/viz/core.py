@@ -925,7 +925,7 @@ def float_slider(value: float, description: str, lo: float, hi: float, step: flo
 def light_figure(data: Sequence[dict[str, Any]] = (), **layout: Any) -> go.Figure:
     """A figure in the plotly_white template from plain trace dicts, built without plotly's
     property validation, which costs tens of milliseconds per figure (the template alone about
-    35 ms, each trace about 5 ms), so a live slider can redraw within its 50 ms budget. Callers
+    35 ms, each trace about 5 ms), so a live slider can redraw within its 100 ms budget. Callers
     pass valid properties; the tests check the traces."""
     global _TEMPLATE
     if _TEMPLATE is None:
