@@ -47,3 +47,22 @@ def test_experiments_and_benchmarks_share_one_record_store_and_one_device_picker
                  for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
                  if isinstance(node, ast.FunctionDef) and node.name in own]
     assert not offenders, "record or device plumbing outside mlbook.records:\n" + "\n".join(offenders)
+
+
+def test_save_record_writes_through_a_temporary_file_of_its_own_process(tmp_path: Path, monkeypatch) -> None:
+    # two processes saving one record at once must not share a temporary file: each writes its
+    # own and moves it into place, and none is left behind
+    import os
+
+    moved: list[str] = []
+    real_replace = Path.replace
+
+    def replace(self: Path, target: Path) -> Path:
+        moved.append(self.name)
+        return real_replace(self, target)
+
+    monkeypatch.setattr(Path, "replace", replace)
+    out = records.save_record({"name": "x", "results": {}}, tmp_path / "x.json")
+    assert out == tmp_path / "x.json" and out.is_file()
+    assert moved == [f"x.json.{os.getpid()}.tmp"]
+    assert [p.name for p in tmp_path.iterdir()] == ["x.json"]

@@ -250,7 +250,10 @@ def save_record(record: dict[str, Any], path: Path) -> Path:
     text = record_text(record)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".json.tmp")
+        # a temporary name of this process's own: two processes saving the same record at once (two
+        # CLI runs into one results folder) would otherwise write one shared temporary file, and the
+        # first replace could move the other's half-written file into place
+        tmp = path.with_suffix(f".json.{os.getpid()}.tmp")
         tmp.write_text(text)
         tmp.replace(path)
         return path
