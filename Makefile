@@ -35,7 +35,8 @@ define pytest_allow_empty
 endef
 
 .PHONY: help venv book test test-lib test-notebooks colab-check site-strict outputs-check outputs test-browser \
-        chromium axe screenshot setup-cells bench bench-lib bench-book cache-check clean lab pdf test-pdf test-speed test-phone
+        chromium axe screenshot setup-cells bench bench-lib bench-book cache-check clean lab pdf test-pdf test-speed test-phone \
+        site-browser
 
 help:
 	@echo "make book         create .venv, install, execute every notebook, build the site into $(SITE)"
@@ -173,14 +174,19 @@ test-speed: $(STAMP) chromium
 # Each notebook runs twice, once per reader path: live in the Colab check, static in the site build.
 # On 2 cores: the two virtual environments are installed side by side, and the library tests
 # run as soon as .venv is ready (beside the Colab one if it is still installing); then the Colab
-# check and the site build run side by side, one torch thread each (they share this build's
-# quick experiment records: whichever reaches an experiment first trains it, the other waits
-# for the record), and the committed outputs are compared with the site build's executions
-# (outputs-check, after site-strict); the browser check reads the finished site. -O keeps each
-# job's output whole.
+# check and the site build run side by side, one torch thread each. They share this build's quick
+# experiment records, and the Colab check takes the notebooks from the last while the site build
+# takes them from the first, so each slow experiment is trained by one and loaded by the other
+# (where both reach one at once, the second waits for the first's record). The committed outputs
+# are compared with the site build's executions (outputs-check, after site-strict), and the
+# browser check starts on the finished site while the Colab check is still running (site-browser).
+# -O keeps each job's output whole.
 test:
 	$(MAKE) --no-print-directory -j2 -O test-lib $(COLAB_STAMP)
-	OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(MAKE) --no-print-directory -j2 -O colab-check outputs-check
+	OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(MAKE) --no-print-directory -j2 -O colab-check site-browser
+
+# The strict site build, the outputs check on its executions, then the browser check of that site.
+site-browser: outputs-check
 	$(MAKE) --no-print-directory test-browser
 
 # --- the PDF edition ---------------------------------------------------------------
