@@ -40,6 +40,7 @@ from mlbook.viz.core import (
     format_base,
     int_knob,
     knob_figure,
+    label_on_log_axis,
     live_figure,
     log_knob,
     round_array,
@@ -90,6 +91,7 @@ def fig_permutation_equivariance(report: EquivarianceReport | None = None, *, fl
         )
     fig.add_hline(y=report.tol, line_dash="dot", line_color="grey", annotation_text=f"tolerance {report.tol:.0e}",
                   annotation_position="top right")
+    label_on_log_axis(fig, "y")
     fig.update_layout(
         title=f"Permute the input, permute the output? Error per output position (exact zeros drawn at {floor:.0e})",
         barmode="group", yaxis_type="log", yaxis_range=[math.log10(floor) - 0.5, 1],
@@ -214,6 +216,7 @@ def _wavelengths(d_head: int, base: float, length: int, fraction: bool = False) 
         )
     fig.add_hline(y=length, line_dash="dash", line_color="grey",
                   annotation_text=f"context length {length:,}", annotation_position="top left")
+    label_on_log_axis(fig, "y")
     where = "no pair exceeds it" if first is None else f"first pair past it: i = {first} of {d_head // 2}"
     fig.update_layout(
         title=f"Wavelength 2π/θ_i per pair, d_head={d_head}, base={format_base(base)} ({where})",

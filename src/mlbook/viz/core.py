@@ -57,6 +57,7 @@ __all__ = [
     "LINE_COLORS",
     "STATIC_ENV",
     "TYPED_ARRAY_MIN",
+    "label_on_log_axis",
     "LIVE_NOTE",
     "diverging",
     "in_colab",
@@ -921,6 +922,23 @@ def int_slider(value: int, description: str, lo: int, hi: int, step: int = 1) ->
 def float_slider(value: float, description: str, lo: float, hi: float, step: float) -> Any:
     """An ipywidgets float slider over lo .. hi, redrawn on release."""
     return float_knob(description, value, lo, hi, step).widget()
+
+
+def label_on_log_axis(fig: go.Figure, axis: str) -> go.Figure:
+    """Put the label of the line just drawn with `add_hline` (axis="y") or `add_vline` (axis="x")
+    where a log axis shows it. plotly gives the value to both the line (a shape, placed by value)
+    and its label (an annotation, which a log axis places by log10 of its coordinate), so on a log
+    axis the label of a line at 64 lands at 10**64 and autorange stretches to reach it."""
+    if axis not in ("x", "y"):
+        raise ValueError(f"axis must be 'x' or 'y', got {axis!r}")
+    if not fig.layout.annotations:
+        raise ValueError("the figure has no annotation: draw the line with annotation_text first")
+    label = fig.layout.annotations[-1]
+    value = getattr(label, axis)
+    if value is None or value <= 0:
+        raise ValueError(f"a log axis cannot place a label at {axis} = {value!r}")
+    setattr(label, axis, math.log10(value))
+    return fig
 
 
 def light_figure(data: Sequence[dict[str, Any]] = (), **layout: Any) -> go.Figure:

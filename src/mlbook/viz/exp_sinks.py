@@ -10,7 +10,7 @@ from plotly.subplots import make_subplots
 
 from mlbook.experiments import exp_sinks
 from mlbook.experiments.common import mean_sd
-from mlbook.viz.core import LINE_COLORS, SEQUENTIAL
+from mlbook.viz.core import LINE_COLORS, SEQUENTIAL, label_on_log_axis
 from mlbook.viz.exp_common import DASHES, band, finish_layout, record_results, seeds_text
 
 __all__ = [
@@ -153,6 +153,7 @@ def fig_stream_loss(record: dict[str, Any], setting: str = "text_bos") -> go.Fig
         band(fig, x, [s["mean"] for s in stats], [s["sd"] for s in stats], LINE_COLORS[i], _CACHE_NAMES.get(kind, kind),
              DASHES[i % 4], mode="lines+markers")
     fig.add_vline(x=r["window"], line_dash="dot", line_color="gray", annotation_text=f"cache size = L = {r['window']}")
+    label_on_log_axis(fig, "x")
     fig.update_xaxes(title="position in the stream (tokens, segment centre)", type="log")
     fig.update_yaxes(title="loss (nats per character)")
     return finish_layout(fig, height=440, title="Streaming loss per segment, four caches",

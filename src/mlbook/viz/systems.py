@@ -19,7 +19,7 @@ from plotly.subplots import make_subplots
 
 from mlbook.analysis.systems import attention_flops, position_cost
 from mlbook.benchmarks.registry import BOOK_RECORDS
-from mlbook.viz.core import LINE_COLORS, choice_knob, int_knob, light_figure, live_figure
+from mlbook.viz.core import LINE_COLORS, choice_knob, int_knob, label_on_log_axis, light_figure, live_figure
 
 __all__ = [
     "D_MODELS",
@@ -438,6 +438,7 @@ def fig_slider_benchmark(record: dict[str, Any]) -> go.Figure:
                     hovertemplate="%{y}<br>max %{x:.1f} ms<extra></extra>")
     fig.add_vline(x=res["goal_p95_ms"], line_dash="dash", line_color=LINE_COLORS[2],
                   annotation_text=f"goal {res['goal_p95_ms']:g} ms", annotation_position="top")
+    label_on_log_axis(fig, "x")
     fig.update_layout(
         title=f"Live-figure redraw time on {record['device']} ({record['threads']} threads), kernel side",
         height=max(360, 26 * len(names) + 160), title_font_size=14,
