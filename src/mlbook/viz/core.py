@@ -174,6 +174,11 @@ def _round_sig(a: np.ndarray, digits: int) -> np.ndarray:
 TYPED_ARRAY_MIN = 4096
 
 
+def _travels_typed(a: np.ndarray) -> bool:
+    """A float array large enough to go to a live kernel as a typed array (1-D or 2-D)."""
+    return a.dtype.kind == "f" and a.size >= TYPED_ARRAY_MIN and a.ndim <= 2
+
+
 def _typed_array(a: np.ndarray) -> dict[str, str]:
     """A float array as plotly.js's base64 typed-array spec (float32, numpy's row-major shape)."""
     spec = {"dtype": "f4", "bdata": base64.b64encode(np.ascontiguousarray(a, dtype="<f4").tobytes()).decode("ascii")}
@@ -188,7 +193,7 @@ def _compact_obj(obj: Any, digits: int, typed: bool = False) -> Any:
     if isinstance(obj, Mapping):
         return {k: _compact_obj(v, digits, typed) for k, v in obj.items()}
     if isinstance(obj, np.ndarray):
-        if typed and obj.dtype.kind == "f" and obj.size >= TYPED_ARRAY_MIN and obj.ndim <= 2:
+        if typed and _travels_typed(obj):
             return _typed_array(obj)
         if obj.dtype.kind == "f":
             out = _round_sig(obj, digits)
@@ -224,7 +229,7 @@ def _typed_arrays(obj: Any) -> Any:
         return {k: _typed_arrays(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
         return [_typed_arrays(v) for v in obj]
-    if isinstance(obj, np.ndarray) and obj.dtype.kind == "f" and obj.size >= TYPED_ARRAY_MIN and obj.ndim <= 2:
+    if isinstance(obj, np.ndarray) and _travels_typed(obj):
         return _typed_array(obj)
     return obj
 
