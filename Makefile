@@ -152,15 +152,16 @@ $(AXE_JS):
 
 axe: $(AXE_JS)
 
-# Every page once, all checks in that load (tests/test_site.py), and every page with figures again
-# at a phone's width (tests/test_site_a11y.py, screenshots in _build/phone/), spread over
+# Every page once, all checks in that load (tests/test_site.py), every page with figures again
+# at a phone's width (tests/test_site_a11y.py, screenshots in _build/phone/), and the site's slider
+# steps against plotly's (tests/test_slider_steps.py), spread over
 # BROWSER_WORKERS xdist workers (each with its own Chromium: much of a page's time is waiting on
 # the browser); then each page's load time, weight and clicks from _build/browser-report/.
 BROWSER_WORKERS ?= 2
 test-browser: $(STAMP) chromium axe
 	rm -rf _build/browser-report
 	MLBOOK_CHROMIUM=$(CHROMIUM) MLBOOK_AXE=$(CURDIR)/$(AXE_JS) $(BIN)/python -m pytest tests/test_site.py \
-	  tests/test_site_a11y.py -m "browser and not speed" -n $(BROWSER_WORKERS) -p no:cacheprovider
+	  tests/test_site_a11y.py tests/test_slider_steps.py -m "browser and not speed" -n $(BROWSER_WORKERS) -p no:cacheprovider
 	@cat _build/browser-report/*.txt 2>/dev/null | sort
 
 # Every figure at 390 px: no text boxes overlap (screenshots in _build/phone/); also part of test-browser.

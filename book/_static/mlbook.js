@@ -9,6 +9,8 @@
    * Narrow screens (a plot under 600 px wide): smaller fonts and margins, the legend as one
      horizontal block under the plot, and titles or subplot titles that still run into each
      other broken over two lines, measured after drawing.
+   * Static sliders: a step that swaps a precomputed frame (Plotly.animate) becomes one
+     Plotly.update that leaves the figure as the frame would, computed once instead of twice.
    * Accessibility: a scrollable output gets tabindex=0 and a name (keyboard users can scroll
      it); buttons whose aria-label hides their visible text lose the aria-label; the citation
      list's deprecated doc-biblioentry role becomes listitem. */
@@ -376,6 +378,65 @@
     return cut;
   }
 
+  // ---- slider steps --------------------------------------------------------------------
+  // A slider made by grid_slider swaps precomputed frames with Plotly.animate (no transition,
+  // redraw): plotly then computes the figure twice per step, once to prepare the transition
+  // (defaults, calc) and once in the redraw that follows it. On the site each such step becomes
+  // one Plotly.update carrying the frame's traces and layout as attribute paths, which plotly
+  // merges into the figure as animate merges a frame: the same figure after the step, computed
+  // once (about half the time, tools/bench_static_sliders.py). The frames stay in the figure.
+  const leaf = v => v === null || typeof v !== "object" || Array.isArray(v) || "bdata" in v;
+  function paths(obj, prefix, out) {  // {a: {b: 1}} -> {"a.b": 1}: arrays and typed arrays are values
+    for (const [k, v] of Object.entries(obj)) {
+      const p = prefix ? `${prefix}.${k}` : k;
+      if (leaf(v) || !Object.keys(v).length) out[p] = v;
+      else paths(v, p, out);
+    }
+    return out;
+  }
+  // animate never autoranges an axis (plotly holds autorange off while it transitions, the redraw
+  // included): an axis keeps the range of the first drawing. An update would autorange again, so
+  // each step turns autorange off on the axes that have it, keeping the range they have.
+  function axesHeld(layout, data) {
+    const names = new Set(Object.keys(layout).filter(k => /^[xy]axis\d*$/.test(k)));
+    for (const t of data || []) {
+      for (const d of ["x", "y"]) names.add(`${d}axis${((t && t[`${d}axis`]) || d).slice(1)}`);
+    }
+    const held = {};
+    for (const k of names) {
+      const ax = layout[k] || {};
+      if (ax.autorange !== false && !(Array.isArray(ax.range) && ax.autorange === undefined)) held[`${k}.autorange`] = false;
+    }
+    return held;
+  }
+  function frameStep(step, frames, held, base) {
+    const a = step && step.method === "animate" && Array.isArray(step.args) ? step.args : null;
+    const names = a && Array.isArray(a[0]) && a[0].length === 1 ? a[0] : null, opts = (a && a[1]) || {};
+    const f = names && frames.get(String(names[0]));
+    if (!f || (opts.transition && opts.transition.duration) || (opts.frame && opts.frame.duration)) return step;
+    const data = Array.isArray(f.data) ? f.data : [];
+    const traces = Array.isArray(f.traces) ? f.traces : data.map((_, i) => i);
+    const each = data.map(t => paths(t || {}, "", {}));
+    const upd = {};
+    for (const p of new Set(each.flatMap(Object.keys))) {
+      // restyling a trace's type or orientation resets its axes, even to the same value: left out
+      // where the frame keeps them (undefined in an update leaves an attribute as it is)
+      const vals = each.map(t => (p in t ? t[p] : undefined));
+      if ((p === "type" || p === "orientation") && vals.every((v, i) => v === undefined || v === ((base[traces[i]] || {})[p]))) continue;
+      upd[p] = vals;
+    }
+    const lay = Object.assign({}, held, paths(f.layout || {}, "", {}));
+    return Object.assign({}, step, {method: "update", args: [upd, lay, traces]});
+  }
+  function stepsAsUpdates(layout, data, frames) {
+    if (!Array.isArray(layout.sliders) || !Array.isArray(frames) || !frames.length) return layout;
+    const byName = new Map(frames.filter(f => f && f.name !== undefined).map(f => [String(f.name), f]));
+    const held = axesHeld(layout, data);
+    const sliders = layout.sliders.map(sl => (sl && Array.isArray(sl.steps)
+      ? Object.assign({}, sl, {steps: sl.steps.map(st => frameStep(st, byName, held, data || []))}) : sl));
+    return Object.assign({}, layout, {sliders});
+  }
+
   // ---- drawing -------------------------------------------------------------------------
   const isDark = () => document.documentElement.dataset.theme === "dark";
   const isNarrow = gd => (gd.clientWidth || window.innerWidth) < NARROW_PX;
@@ -418,7 +479,8 @@
         // so the kept copy is a separate clone); otherwise an adapted copy
         const plain = !isDark() && !isNarrow(el);
         if (plain) el._mlbookState = "false|false";
-        const a = plain ? {} : adapted(el);
+        const a = Object.assign({data: spec.data, layout: spec.layout || {}, frames: spec.frames}, plain ? {} : adapted(el));
+        a.layout = stepsAsUpdates(a.layout, a.data, a.frames);
         return newPlot.call(this, el, Object.assign({}, spec, a)).then(g => (isNarrow(el) ? fit(el, 0) || g : g));
       }
       return newPlot.call(this, gd, spec, ...rest);
@@ -431,7 +493,7 @@
       const want = `${isDark()}|${isNarrow(gd)}`;
       if (gd._mlbookState === want) continue;
       const a = adapted(gd);
-      window.Plotly.react(gd, {data: a.data, layout: a.layout, frames: a.frames, config: gd._mlbookSpec.config})
+      window.Plotly.react(gd, {data: a.data, layout: stepsAsUpdates(a.layout, a.data, a.frames), frames: a.frames, config: gd._mlbookSpec.config})
         .then(() => (isNarrow(gd) ? fit(gd, 0) : null));
     }
   }

@@ -1,0 +1,108 @@
+"""On the site, a static slider step is one Plotly.update that leaves the figure exactly as
+plotly's own step (Plotly.animate to a precomputed frame) leaves it (book/_static/mlbook.js).
+
+For figures chosen for what can go wrong (heatmaps in subplots, horizontal bars re-sorted on a
+category axis under a fixed log range, autoranged axes, lines with markers, a frame title), two
+copies of the figure are drawn on one page with the site's plotly.js and mlbook.js; for every
+step, one copy takes plotly's animate step and the other the site's update step, and then both
+hold the same traces, title, axis ranges and categories, drawn text, path and image sizes.
+Headless Chromium as in tests/test_site.py (`-m browser`, part of `make test-browser`).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from test_site import ROOT, Tab, browser  # noqa: E402,F401
+
+MLBOOK_JS = ROOT / "book" / "_static" / "mlbook.js"
+
+CASES = [
+    "production.fig_family_kv",  # horizontal bars re-sorted per step, category axis, log x range
+    "relative.fig_swin_bias",  # heatmaps in subplots
+    "extension.fig_score_fit",  # three subplots, autoranged axes
+    "rope.fig_frequency_bands",  # lines, a frame title
+]
+
+# For each step of the first slider: copy "a" takes plotly's step (kept in _mlbookSpec), copy "b"
+# the site's; the state after both, minus the flags plotly writes when an attribute is set
+# explicitly (zauto for zmin, xtype for x ...), which animate's merge does not write.
+JS_COMPARE = """async ([ida, idb]) => {
+  const a = document.getElementById(ida), b = document.getElementById(idb);
+  const frame = () => new Promise(r => requestAnimationFrame(() => setTimeout(r, 0)));
+  const flags = ['uid', 'zauto', 'cauto', 'autocolorscale', 'xtype', 'ytype'];
+  const strip = o => JSON.parse(JSON.stringify(o === undefined ? null : o, (k, v) => (flags.includes(k) ? undefined : v)));
+  const state = gd => JSON.stringify({
+    data: strip(gd.data), title: strip(gd.layout.title),
+    axes: Object.keys(gd._fullLayout).filter(k => /^[xy]axis\\d*$/.test(k)).map(k =>
+      [k, gd._fullLayout[k].range, (gd._fullLayout[k]._categories || []).slice()]),
+    text: Array.from(gd.querySelectorAll('text')).map(t => t.textContent),
+    paths: Array.from(gd.querySelectorAll('.trace path')).map(p => (p.getAttribute('d') || '').length),
+    images: Array.from(gd.querySelectorAll('image')).map(p => (p.getAttribute('href') || '').length)});
+  const plotly = a._mlbookSpec.layout.sliders[0].steps, site = b.layout.sliders[0].steps, out = [];
+  const active = b.layout.sliders[0].active || 0;
+  const order = site.map((_, i) => i).filter(i => i !== active).concat([active]);
+  for (const i of order) {
+    await Plotly[plotly[i].method](a, ...plotly[i].args);
+    await Plotly[site[i].method](b, ...site[i].args);
+    await frame();
+    out.push({step: i, plotly: plotly[i].method, site: site[i].method, a: state(a), b: state(b)});
+  }
+  return out;
+}"""
+
+
+BASE = "http://127.0.0.1/slider-steps/"  # answered by the page's route below, no server
+
+
+def _files() -> dict[str, tuple[bytes, str]]:
+    """The test page (two copies of each figure, rounded as the static site writes them: f0a, f0b,
+    f1a ...), plotly.js and the book's mlbook.js, by path under BASE."""
+    import importlib
+
+    import plotly
+
+    from mlbook.viz.core import compact, figure_html
+
+    body = ""
+    for n, key in enumerate(CASES):
+        module, name = key.split(".")
+        data = compact(getattr(importlib.import_module(f"mlbook.viz.{module}"), name)()).to_plotly_json()
+        body += "".join(figure_html(data, caption=key, alt=key, div_id=f"f{n}{c}", static=True) for c in "ab")
+    page = ('<!doctype html><html lang="en"><head><meta charset="utf-8"><title>steps</title>'
+            '<script src="plotly.min.js"></script><script src="mlbook.js"></script></head>'
+            f'<body style="width:900px">{body}</body></html>')
+    plotly_js = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
+    return {"page.html": (page.encode(), "text/html"),
+            "plotly.min.js": (plotly_js.read_bytes(), "text/javascript"),
+            "mlbook.js": (MLBOOK_JS.read_bytes(), "text/javascript")}
+
+
+@pytest.mark.browser
+def test_site_slider_step_leaves_the_figure_as_plotlys_animate_does(browser: Any) -> None:
+    files = _files()
+    tab = Tab(browser)
+    try:
+        tab.page.route(f"{BASE}**", lambda route: route.fulfill(
+            body=files[route.request.url[len(BASE):]][0], content_type=files[route.request.url[len(BASE):]][1]))
+        tab.page.goto(f"{BASE}page.html", wait_until="load")
+        tab.page.wait_for_function(
+            "(n) => Array.from({length: n}, (_, i) => i).every(i => ['a', 'b'].every(c => "
+            "(document.getElementById(`f${i}${c}`) || {})._fullLayout))", arg=len(CASES))
+        for n, key in enumerate(CASES):
+            steps = tab.js(JS_COMPARE, [f"f{n}a", f"f{n}b"])
+            assert steps and all(s["plotly"] == "animate" and s["site"] == "update" for s in steps), (
+                f"{key}: expected plotly's animate steps turned into updates, got {[(s['plotly'], s['site']) for s in steps]}")
+            for s in steps:
+                a, b = json.loads(s["a"]), json.loads(s["b"])
+                differ = [part for part in a if a[part] != b[part]]
+                assert not differ, f"{key}, step {s['step']}: the site's update step differs from animate in {differ}"
+        assert not tab.console_errors, "\n".join(tab.console_errors)
+    finally:
+        tab.close()
