@@ -4,13 +4,16 @@
 
 Every public `fig_*` function of a module of `mlbook.viz` that can be called without arguments and
 returns a figure with a plotly slider is written, as the static site writes it
-(`mlbook.viz.core.figure_html` in static mode, floats rounded by `show`'s rounding), into one small
-HTML page with plotly.js, served on 127.0.0.1 and opened in headless Chromium (the browser the
-site's tests use, `MLBOOK_CHROMIUM`, default /usr/bin/chromium). Each slider step is applied as the
-slider applies it (`Plotly[step.method](gd, ...step.args)`) and timed up to the next frame drawn;
-the median and the slowest step are printed per figure. It needs no built site, so a figure can be
-measured while it is being made faster; the browser test (tests/test_site.py) measures the built
-pages. Goal: median step under 100 ms on the book's 2-core machine.
+(`mlbook.viz.core.figure_html` in static mode, floats rounded by `compact`), into one small HTML
+page with plotly.js and the site's `book/_static/mlbook.js`, served on 127.0.0.1 and opened in
+headless Chromium (the browser the site's tests use, `MLBOOK_CHROMIUM`, default /usr/bin/chromium).
+Each slider step is applied as a click applies it (`Plotly[step.method](gd, ...step.args)`) and
+timed up to the next frame drawn, twice in the same page: plotly's own step (`Plotly.animate` to the
+frame, kept by mlbook.js) and the site's (one `Plotly.update`, mlbook.js). The median and slowest
+site step are printed per figure, with the ratio of the two medians measured in that run. It needs
+no built site, so a figure can be measured while it is being made faster; the browser test
+(`make test-speed`) measures the built pages. Goal: median step under 100 ms on the book's 2-core
+machine.
 """
 
 from __future__ import annotations
@@ -34,12 +37,14 @@ import plotly
 CHROMIUM = os.environ.get("MLBOOK_CHROMIUM", "/usr/bin/chromium")
 GOAL_MEDIAN_MS = 100.0
 
-# Apply every step of the first slider as a click on it does, each timed to the next animation frame.
-JS_TIME_STEPS = """async (id) => {
-  const gd = document.getElementById(id), steps = gd.layout.sliders[0].steps, ms = [];
+# Apply every step of the first slider as a click on it does, each timed to the next animation
+# frame: `which` is "site" (the steps mlbook.js gives the figure) or "plotly" (the figure's own).
+JS_TIME_STEPS = """async ([id, which]) => {
+  const gd = document.getElementById(id), sl = gd.layout.sliders[0], ms = [];
+  const steps = which === "plotly" ? gd._mlbookSpec.layout.sliders[0].steps : sl.steps;
   const frame = () => new Promise(r => requestAnimationFrame(() => setTimeout(r, 0)));
-  const order = steps.map((_, i) => i).filter(i => i !== (gd.layout.sliders[0].active || 0));
-  order.push(gd.layout.sliders[0].active || 0);
+  const order = steps.map((_, i) => i).filter(i => i !== (sl.active || 0));
+  order.push(sl.active || 0);
   for (const i of order) {
     const st = steps[i], t0 = performance.now();
     await Plotly[st.method](gd, ...st.args);
@@ -48,6 +53,7 @@ JS_TIME_STEPS = """async (id) => {
   }
   return ms;
 }"""
+MLBOOK_JS = Path(__file__).resolve().parents[1] / "book" / "_static" / "mlbook.js"
 
 
 def slider_figures(names: list[str] | None = None) -> dict[str, Any]:
@@ -79,18 +85,19 @@ def slider_figures(names: list[str] | None = None) -> dict[str, Any]:
 
 def write_page(folder: Path, key: str, fig: Any) -> str:
     """One HTML page holding the figure as the static site writes it; returns the file name."""
-    from mlbook.viz.core import _figure_dict, figure_html
+    from mlbook.viz.core import compact, figure_html
 
-    body = figure_html(_figure_dict(fig, 4), caption=key, alt=key, div_id="fig", static=True)
+    body = figure_html(compact(fig).to_plotly_json(), caption=key, alt=key, div_id="fig", static=True)
     name = key.replace(".", "_") + ".html"
     (folder / name).write_text(
-        '<!doctype html><html><head><meta charset="utf-8"><script src="plotly.min.js"></script></head>'
+        '<!doctype html><html><head><meta charset="utf-8"><script src="plotly.min.js"></script>'
+        '<script src="mlbook.js"></script></head>'
         f'<body style="width:900px">{body}</body></html>', encoding="utf-8")
     return name
 
 
 def measure(figures: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """Median and slowest step (ms) per figure, in headless Chromium."""
+    """Median and slowest site step (ms) per figure, and plotly's own median, in headless Chromium."""
     from playwright.sync_api import sync_playwright
 
     results: dict[str, dict[str, Any]] = {}
@@ -98,6 +105,7 @@ def measure(figures: dict[str, Any]) -> dict[str, dict[str, Any]]:
         folder = Path(tmp)
         (folder / "plotly.min.js").write_bytes(
             (Path(plotly.__file__).parent / "package_data" / "plotly.min.js").read_bytes())
+        (folder / "mlbook.js").write_bytes(MLBOOK_JS.read_bytes())
         pages = {key: write_page(folder, key, fig) for key, fig in figures.items()}
         handler = functools.partial(_Quiet, directory=str(folder))
         httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
@@ -110,9 +118,11 @@ def measure(figures: dict[str, Any]) -> dict[str, dict[str, Any]]:
                     page = browser.new_page(viewport={"width": 1000, "height": 900})
                     page.goto(f"http://127.0.0.1:{httpd.server_address[1]}/{name}", wait_until="load")
                     page.wait_for_function("() => !!document.getElementById('fig')._fullLayout", timeout=30_000)
-                    ms = page.evaluate(JS_TIME_STEPS, "fig")
+                    plotly_ms = page.evaluate(JS_TIME_STEPS, ["fig", "plotly"])
+                    ms = page.evaluate(JS_TIME_STEPS, ["fig", "site"])
                     results[key] = {"steps": len(ms), "median_ms": round(statistics.median(ms), 1),
                                     "max_ms": round(max(ms), 1),
+                                    "plotly_median_ms": round(statistics.median(plotly_ms), 1),
                                     "kb": round((Path(tmp) / name).stat().st_size / 1024, 1)}
                     page.close()
                 browser.close()
@@ -132,8 +142,9 @@ def main(argv: list[str] | None = None) -> int:
     results = measure(slider_figures(names or None))
     for key, r in results.items():
         flag = "  OVER" if r["median_ms"] > GOAL_MEDIAN_MS else ""
-        print(f"{key:45s} {r['steps']:3d} steps  median {r['median_ms']:7.1f} ms  max {r['max_ms']:7.1f} ms  "
-              f"{r['kb']:8.1f} KiB{flag}", flush=True)
+        print(f"{key:40s} {r['steps']:3d} steps  median {r['median_ms']:6.1f} ms  max {r['max_ms']:6.1f} ms  "
+              f"(plotly's animate {r['plotly_median_ms']:6.1f} ms, x{r['plotly_median_ms'] / r['median_ms']:4.2f})  "
+              f"{r['kb']:7.1f} KiB{flag}", flush=True)
     print(json.dumps({"over_goal": sorted(k for k, r in results.items() if r["median_ms"] > GOAL_MEDIAN_MS)}))
     return 0
 
