@@ -442,10 +442,10 @@
   const isNarrow = gd => (gd.clientWidth || window.innerWidth) < NARROW_PX;
   const clone = o => (o === undefined ? o : JSON.parse(JSON.stringify(o)));
 
-  function adapted(gd) {
+  function adapted(gd, narrow = isNarrow(gd)) {
     const spec = gd._mlbookSpec;
     let data = spec.data, layout = spec.layout, frames = spec.frames;
-    const dark = isDark(), narrow = isNarrow(gd);
+    const dark = isDark();
     if (dark) {
       data = darken(data, "data"); layout = darken(layout, "layout"); frames = darken(frames, "frames");
       // text without a colour of its own takes plotly's dark default: give the figure light text
@@ -477,11 +477,12 @@
                           config: spec.config};
         // light and wide: the figure as written (plotly may fill in the objects it is given,
         // so the kept copy is a separate clone); otherwise an adapted copy
-        const plain = !isDark() && !isNarrow(el);
+        // the width is read once (reading it lays the page out)
+        const narrow = isNarrow(el), plain = !isDark() && !narrow;
         if (plain) el._mlbookState = "false|false";
-        const a = Object.assign({data: spec.data, layout: spec.layout || {}, frames: spec.frames}, plain ? {} : adapted(el));
+        const a = Object.assign({data: spec.data, layout: spec.layout || {}, frames: spec.frames}, plain ? {} : adapted(el, narrow));
         a.layout = stepsAsUpdates(a.layout, a.data, a.frames);
-        return newPlot.call(this, el, Object.assign({}, spec, a)).then(g => (isNarrow(el) ? fit(el, 0) || g : g));
+        return newPlot.call(this, el, Object.assign({}, spec, a)).then(g => (narrow ? fit(el, 0) || g : g));
       }
       return newPlot.call(this, gd, spec, ...rest);
     };
@@ -490,11 +491,11 @@
   function restyleAll() {
     for (const gd of document.querySelectorAll(".mlbook-plotly")) {
       if (!gd._mlbookSpec || !gd._fullLayout) continue;
-      const want = `${isDark()}|${isNarrow(gd)}`;
+      const narrow = isNarrow(gd), want = `${isDark()}|${narrow}`;
       if (gd._mlbookState === want) continue;
-      const a = adapted(gd);
+      const a = adapted(gd, narrow);
       window.Plotly.react(gd, {data: a.data, layout: stepsAsUpdates(a.layout, a.data, a.frames), frames: a.frames, config: gd._mlbookSpec.config})
-        .then(() => (isNarrow(gd) ? fit(gd, 0) : null));
+        .then(() => (narrow ? fit(gd, 0) : null));
     }
   }
 
@@ -509,10 +510,13 @@
       e.removeAttribute("role");
       for (const t of e.querySelectorAll("title")) t.remove();
     }
-    for (const e of document.querySelectorAll("button[aria-label], summary[aria-label], a[aria-label]")) {
-      const seen = (e.innerText || "").replace(/\s+/g, " ").trim();
-      if (seen && !e.getAttribute("aria-label").toLowerCase().includes(seen.toLowerCase())) e.removeAttribute("aria-label");
-    }
+    // innerText (the visible text) lays the page out: asked only where the whole text is not in
+    // the name already, and all read before any name is removed (one layout, not one per button)
+    const norm = t => (t || "").replace(/\s+/g, " ").trim().toLowerCase();
+    const named = Array.from(document.querySelectorAll("button[aria-label], summary[aria-label], a[aria-label]"))
+      .filter(e => norm(e.textContent) && !norm(e.getAttribute("aria-label")).includes(norm(e.textContent)));
+    const seen = named.map(e => norm(e.innerText));
+    named.forEach((e, i) => { if (seen[i] && !norm(e.getAttribute("aria-label")).includes(seen[i])) e.removeAttribute("aria-label"); });
   }
   function repair() {
     for (const e of document.querySelectorAll('[role="doc-biblioentry"]')) e.setAttribute("role", "listitem");
