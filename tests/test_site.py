@@ -306,6 +306,9 @@ JS_READABILITY = "() => {" + JS_COLOUR_LIB + """
 # ---------------------------------------------------------------------------
 
 
+JS_SCROLL_TO = "(id) => document.getElementById(id).scrollIntoView({block: 'center', behavior: 'instant'})"
+
+
 def _click(tab: Tab, xy: list[float]) -> None:
     tab.page.mouse.click(xy[0], xy[1])
 
@@ -321,8 +324,7 @@ def _wait_changed(tab: Tab, div_id: str, before: str, what: str, extra: str = "t
 
 
 def _move_slider(tab: Tab, div_id: str) -> None:
-    tab.js("(id) => document.getElementById(id).scrollIntoView({block: 'center'})", div_id)
-    tab.page.wait_for_timeout(200)  # let the scroll settle before reading coordinates
+    tab.js(JS_SCROLL_TO, div_id)  # at once, not smoothly: the coordinates read next are final
     s = tab.js(JS_SLIDER, div_id)
     assert s["n"] >= 2, f"slider on #{div_id} has {s['n']} step(s); nothing to move"
     target = s["n"] - 1 if s["active"] < s["n"] - 1 else 0
@@ -334,8 +336,7 @@ def _move_slider(tab: Tab, div_id: str) -> None:
 
 def _click_menus(tab: Tab, div_id: str) -> int:
     """Click every option of every updatemenus picker of the plot; each must change it."""
-    tab.js("(id) => document.getElementById(id).scrollIntoView({block: 'center'})", div_id)
-    tab.page.wait_for_timeout(200)
+    tab.js(JS_SCROLL_TO, div_id)
     clicks = 0
     for menu in tab.js(JS_MENUS, div_id):
         i, n = menu["index"], menu["n"]
@@ -399,13 +400,19 @@ def _page_weight(page: str, local_requests: list[str]) -> tuple[int, dict[str, i
     return sum(parts.values()), parts
 
 
+JS_REDRAWN_DARK = """() => Array.from(document.querySelectorAll('.mlbook-plotly'))
+    .every(gd => (gd._mlbookState || '').startsWith('true|'))
+  && (!window.mlbookRedrawing || window.mlbookRedrawing() === 0)"""
+
+
 def _switch_to_dark(tab: Tab, page: str) -> None:
     """Click the theme switch (light -> dark -> auto ...) until the page is dark."""
     button = tab.page.locator(".theme-switch-button:visible").first
     for _ in range(3):
         if tab.js("() => document.documentElement.dataset.theme") == "dark":
-            # mlbook.js redraws the figures for the theme (Plotly.react, asynchronous): let it finish
-            tab.page.wait_for_timeout(1500)
+            # mlbook.js redraws the figures for the theme (Plotly.react, asynchronous): wait until
+            # every figure is drawn dark and none is still being redrawn
+            tab.page.wait_for_function(JS_REDRAWN_DARK, timeout=20_000)
             return
         button.click()
     assert tab.js("() => document.documentElement.dataset.theme") == "dark", f"{page}: the theme switch never gave dark mode"

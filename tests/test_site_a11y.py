@@ -24,7 +24,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_site import (  # noqa: E402,F401
-    AXE_TAGS, JS_AXE, SITE, Tab, _load, _site_pages, _switch_to_dark, audit, browser, server, settle,
+    AXE_TAGS, JS_AXE, JS_SCROLL_TO, SITE, Tab, _load, _site_pages, _switch_to_dark, audit, browser, server, settle,
 )
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -73,14 +73,15 @@ def test_figures_on_a_phone(page: str, server: str, browser: Any) -> None:
     tab = Tab(browser, width=PHONE["width"], height=PHONE["height"])
     try:
         _load(tab, f"{server}/{page}")
+        # mlbook.js fits each figure to the narrow screen after drawing it: wait for all of them
+        tab.page.wait_for_function("() => window.mlbookRedrawing && window.mlbookRedrawing() === 0", timeout=20_000)
         ids = tab.js("() => Array.from(document.querySelectorAll('figure.mlbook-figure .mlbook-plotly')).map(e => e.id)")
         tab.page.add_style_tag(content=".bd-header, .bd-header-article, .skip-link { visibility: hidden !important; }")  # screenshots only
         out = SHOTS / page.replace("/", "__").removesuffix(".html")
         out.mkdir(parents=True, exist_ok=True)
         problems = []
         for div_id in ids:
-            tab.js("(id) => document.getElementById(id).scrollIntoView({block: 'center'})", div_id)
-            tab.page.wait_for_timeout(100)
+            tab.js(JS_SCROLL_TO, div_id)
             r = tab.js(JS_TEXT_BOXES, div_id)
             tab.page.locator(f"#{div_id}-figure").screenshot(path=str(out / f"{div_id}.png"))
             if r["width"] > r["container"] + 1:

@@ -466,6 +466,11 @@
     return {data: clone(data), layout: clone(layout), frames: clone(frames)};
   }
 
+  // Figures being drawn (and fitted to a narrow screen) or redrawn for a new theme or width:
+  // window.mlbookRedrawing() tells a test when all are done, instead of it waiting a fixed time.
+  let redrawing = 0;
+  window.mlbookRedrawing = () => redrawing;
+
   function hook(P) {
     if (!P || P._mlbookHooked) return;
     P._mlbookHooked = true;
@@ -482,7 +487,9 @@
         if (plain) el._mlbookState = "false|false";
         const a = Object.assign({data: spec.data, layout: spec.layout || {}, frames: spec.frames}, plain ? {} : adapted(el, narrow));
         a.layout = stepsAsUpdates(a.layout, a.data, a.frames);
-        return newPlot.call(this, el, Object.assign({}, spec, a)).then(g => (narrow ? fit(el, 0) || g : g));
+        redrawing++;
+        return newPlot.call(this, el, Object.assign({}, spec, a)).then(g => (narrow ? fit(el, 0) || g : g))
+          .finally(() => { redrawing--; });
       }
       return newPlot.call(this, gd, spec, ...rest);
     };
@@ -494,8 +501,10 @@
       const narrow = isNarrow(gd), want = `${isDark()}|${narrow}`;
       if (gd._mlbookState === want) continue;
       const a = adapted(gd, narrow);
+      redrawing++;
       window.Plotly.react(gd, {data: a.data, layout: stepsAsUpdates(a.layout, a.data, a.frames), frames: a.frames, config: gd._mlbookSpec.config})
-        .then(() => (narrow ? fit(gd, 0) : null));
+        .then(() => (narrow ? fit(gd, 0) : null))
+        .finally(() => { redrawing--; });
     }
   }
 
