@@ -93,7 +93,7 @@ def _buckets(num_buckets: int, max_distance: int, span: int, show: str = "bidire
         name = (f"{mode}: exact |j-i| < {exact}, last bucket from {layout.last_bucket_from}"
                 + (f", bucket {layout.unused_buckets[0]} unused" if layout.unused_buckets else ""))
         fig.add_scatter(
-            x=rel.numpy(), y=b.numpy(), mode="lines+markers", line_shape="hv", name=name,
+            x=rel.numpy(), y=b.numpy(), mode="lines", line_shape="hv", name=name,
             line=dict(color=LINE_COLORS[n], width=2), marker=dict(size=3),
             visible=True if mode == show or show == "both" else False,
             hovertemplate=f"{mode}<br>j − i = %{{x}}<br>bucket %{{y}}<extra></extra>",
