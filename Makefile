@@ -176,9 +176,9 @@ test-speed: $(STAMP) chromium
 # On 2 cores: the two virtual environments are installed side by side, and the library tests
 # run as soon as .venv is ready (beside the Colab one if it is still installing); then the Colab
 # check and the site build run side by side, one torch thread each. They share this build's quick
-# experiment records, and the Colab check takes the notebooks from the last while the site build
-# takes them from the first, so each slow experiment is trained by one and loaded by the other
-# (where both reach one at once, the second waits for the first's record). The committed outputs
+# experiment records: the Colab check takes the slowest notebooks first (tools/colab/times.json)
+# while the site build takes them from the first, so each slow experiment is trained by one and
+# loaded by the other (where both reach one at once, the second waits for the first's record). The committed outputs
 # are compared with the site build's executions (outputs-check, after site-strict), and the
 # browser check starts on the finished site while the Colab check is still running (site-browser).
 # -O keeps each job's output whole.

@@ -88,3 +88,24 @@ def test_snapshot_commits_the_working_tree_as_it_is_on_disk(tmp_path: Path) -> N
 def test_the_old_lower_case_wording_is_caught_too() -> None:
     (problem,) = plugin.problems_in([text("no saved full-budget result; create it with: python -m ...\n")])
     assert "full-budget" in problem
+
+
+def test_default_order_takes_the_slowest_notebooks_first_then_the_untimed_from_the_last(tmp_path: Path) -> None:
+    """So the Colab check has each slow quick run trained before the site build (first to last) reaches it."""
+    import json
+    import sys
+
+    sys.path.insert(0, str(ROOT / "tools"))
+    import colab_check
+
+    times = tmp_path / "times.json"
+    times.write_text(json.dumps({"01_a.ipynb": 5.0, "23_exp.ipynb": 96.0, "26_exp.ipynb": 70.0, "02_b.ipynb": 5.0}))
+    names = ["01_a.ipynb", "02_b.ipynb", "03_new.ipynb", "23_exp.ipynb", "26_exp.ipynb", "27_new.ipynb"]
+    order = colab_check.default_order([tmp_path / n for n in names], times)
+    assert [p.name for p in order] == ["23_exp.ipynb", "26_exp.ipynb", "01_a.ipynb", "02_b.ipynb",
+                                       "27_new.ipynb", "03_new.ipynb"]
+    assert colab_check.default_order([tmp_path / n for n in names], tmp_path / "none.json") == sorted(
+        (tmp_path / n for n in names), reverse=True), "without a times file: the last notebook first"
+    committed = json.loads(colab_check.TIMES.read_text())
+    on_disk = {p.name for p in (ROOT / "notebooks").glob("*.ipynb")}
+    assert set(committed) == on_disk, f"tools/colab/times.json names {sorted(set(committed) ^ on_disk)} wrongly"

@@ -48,6 +48,24 @@ import setup_cells  # noqa: E402
 KEPT = ("torch", "ipywidgets", "plotly", "ipython")
 
 
+TIMES = ROOT / "tools" / "colab" / "times.json"  # seconds per notebook in a clean-clone make test (--times)
+
+
+def default_order(notebooks: list[Path], times: Path = TIMES) -> list[Path]:
+    """The notebooks, slowest first by the committed times, then any not timed from the last.
+
+    make test runs the site build beside this check, and the site build executes the notebooks
+    from the first. They share this build's quick experiment records: whichever reaches an
+    experiment first trains its quick run and saves the record, and the other loads it (waiting
+    if it is still being trained), instead of both training it (about 280 s of CPU on 2 cores).
+    Taking the slowest first (the experiments 23, 26, 25) has each finished before the site build,
+    which reaches them last, gets there; from the last notebook instead, the site build waited
+    about 45 s for 23 (ci10)."""
+    seconds = json.loads(times.read_text(encoding="utf-8")) if times.is_file() else {}
+    timed = sorted((p for p in notebooks if p.name in seconds), key=lambda p: (-seconds[p.name], p.name))
+    return timed + sorted((p for p in notebooks if p.name not in seconds), reverse=True)
+
+
 def say(msg: str) -> None:
     print(f"[colab-check] {msg}", flush=True)
 
@@ -97,12 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     venv = args.venv.resolve()
     if not (venv / "bin" / "python").is_file():
         sys.exit(f"no virtual environment at {venv}: run `make colab-check`, which creates it")
-    # By default the last notebook first: make test runs the site build beside this check, and the
-    # site build executes the notebooks from the first. The slow ones, the experiments (20-26),
-    # then come to the two at different times, and whichever trains a quick run first saves its
-    # record in the shared --results folder for the other to load, instead of both training it
-    # at once (about 280 s of CPU on 2 cores).
-    notebooks = [p.resolve() for p in args.notebooks] or sorted((ROOT / "notebooks").glob("*.ipynb"), reverse=True)
+    notebooks = [p.resolve() for p in args.notebooks] or default_order(sorted((ROOT / "notebooks").glob("*.ipynb")))
     missing = [str(p) for p in notebooks if not p.is_file()]
     if missing:
         sys.exit(f"no such notebook: {', '.join(missing)}")
