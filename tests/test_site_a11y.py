@@ -8,6 +8,11 @@ its server, Chromium and page fixtures:
   without overlapping text: the bounding boxes of its title, axis titles, annotations
   (subplot titles), legend entries and slider or picker labels do not intersect, and none
   runs off the figure's sides. Each figure's screenshot is saved under _build/phone/.
+* a window that changes width (a phone turned, a desktop window narrowed): one page loaded at
+  a desktop's width and narrowed to 390 px passes the same check, and widened again draws
+  every panel back where its figure puts it. mlbook.js redraws a figure for a new width
+  afresh, not with Plotly.react: react puts back the domain an axis with constrain: "domain"
+  had in the last drawing, and the panels stacked for the phone then overlapped.
 
 `python tests/test_site_a11y.py audit [PAGE ...]` prints the violation counts per rule, light
 and dark, without failing (for before/after comparisons).
@@ -62,8 +67,57 @@ def overlaps(boxes: list[dict[str, Any]], tol: float = OVERLAP_PX) -> list[tuple
     return bad
 
 
+# every figure redrawn by mlbook.js for the width class ("|true" narrow, "|false" wide), none still redrawing
+JS_REDRAWN_FOR = """(narrow) => Array.from(document.querySelectorAll('.mlbook-plotly'))
+    .every(gd => (gd._mlbookState || '').endsWith(narrow ? '|true' : '|false'))
+  && (!window.mlbookRedrawing || window.mlbookRedrawing() === 0)"""
+
+# axes drawn outside the domain their figure gives them (where it gives one): the drawn domain is
+# that domain, or inside it for an axis with constrain: "domain" (plotly narrows such an axis
+# to keep its aspect ratio)
+JS_DOMAINS_MOVED = """() => { const out = [], eps = 1e-6;
+  for (const gd of document.querySelectorAll('.mlbook-plotly')) {
+    const L = (gd._mlbookSpec || {}).layout || {};
+    for (const [k, ax] of Object.entries(L)) {
+      if (!/^[xy]axis\\d*$/.test(k) || !ax || !Array.isArray(ax.domain)) continue;
+      const d = (gd._fullLayout[k] || {}).domain || [NaN, NaN], [a, b] = ax.domain;
+      const ok = ax.constrain === 'domain' ? d[0] >= a - eps && d[1] <= b + eps && d[1] > d[0]
+                                           : Math.abs(d[0] - a) <= eps && Math.abs(d[1] - b) <= eps;
+      if (!ok) out.push(`#${gd.id} ${k}: drawn over ${JSON.stringify(d)}, given ${JSON.stringify(ax.domain)}`);
+    }
+  }
+  return out; }"""
+
+# the page whose width changes in `test_a_page_narrowed_and_widened`: seven figures, two of
+# them with side-by-side panels on an axis of fixed aspect (constrain: "domain")
+RESIZED_PAGE = "notebooks/05_rope.html"
+
+
 def _phone_pages() -> list[str]:
     return [p for p in _site_pages() if "mlbook-figure" in (SITE / p).read_text(errors="replace")] or ["book/intro.html"]
+
+
+def _phone_problems(tab: Tab, page: str, shots: bool = True) -> list[str]:
+    """Every figure of the page, at the tab's (phone) width: the plot fits its column, and the
+    boxes of its text neither overlap nor run off the figure's sides. Screenshots to _build/phone/."""
+    ids = tab.js("() => Array.from(document.querySelectorAll('figure.mlbook-figure .mlbook-plotly')).map(e => e.id)")
+    out = SHOTS / page.replace("/", "__").removesuffix(".html")
+    if shots:
+        tab.page.add_style_tag(content=".bd-header, .bd-header-article, .skip-link { visibility: hidden !important; }")
+        out.mkdir(parents=True, exist_ok=True)
+    problems = []
+    for div_id in ids:
+        tab.js(JS_SCROLL_TO, div_id)
+        r = tab.js(JS_TEXT_BOXES, div_id)
+        if shots:
+            tab.page.locator(f"#{div_id}-figure").screenshot(path=str(out / f"{div_id}.png"))
+        if r["width"] > r["container"] + 1:
+            problems.append(f"#{div_id}: the plot is {r['width']:.0f} px wide in a {r['container']:.0f} px column")
+        for t in r["clipped"]:
+            problems.append(f"#{div_id}: {t} runs off the figure")
+        for a, b in overlaps(r["boxes"]):
+            problems.append(f"#{div_id}: {a} overlaps {b}")
+    return problems
 
 
 @pytest.mark.browser
@@ -75,22 +129,27 @@ def test_figures_on_a_phone(page: str, server: str, browser: Any) -> None:
         _load(tab, f"{server}/{page}")
         # mlbook.js fits each figure to the narrow screen after drawing it: wait for all of them
         tab.page.wait_for_function("() => window.mlbookRedrawing && window.mlbookRedrawing() === 0", timeout=20_000)
-        ids = tab.js("() => Array.from(document.querySelectorAll('figure.mlbook-figure .mlbook-plotly')).map(e => e.id)")
-        tab.page.add_style_tag(content=".bd-header, .bd-header-article, .skip-link { visibility: hidden !important; }")  # screenshots only
-        out = SHOTS / page.replace("/", "__").removesuffix(".html")
-        out.mkdir(parents=True, exist_ok=True)
-        problems = []
-        for div_id in ids:
-            tab.js(JS_SCROLL_TO, div_id)
-            r = tab.js(JS_TEXT_BOXES, div_id)
-            tab.page.locator(f"#{div_id}-figure").screenshot(path=str(out / f"{div_id}.png"))
-            if r["width"] > r["container"] + 1:
-                problems.append(f"#{div_id}: the plot is {r['width']:.0f} px wide in a {r['container']:.0f} px column")
-            for t in r["clipped"]:
-                problems.append(f"#{div_id}: {t} runs off the figure")
-            for a, b in overlaps(r["boxes"]):
-                problems.append(f"#{div_id}: {a} overlaps {b}")
+        problems = _phone_problems(tab, page)
         assert not problems, f"{page} at {PHONE['width']} px:\n  " + "\n  ".join(problems)
+    finally:
+        tab.close()
+
+
+@pytest.mark.browser
+def test_a_page_narrowed_and_widened(server: str, browser: Any) -> None:
+    assert (SITE / RESIZED_PAGE).is_file(), f"{RESIZED_PAGE} is not in the built site {SITE}: build it, or name another page"
+    tab = Tab(browser)
+    try:
+        _load(tab, f"{server}/{RESIZED_PAGE}")
+        tab.page.set_viewport_size(PHONE)  # mlbook.js redraws each figure after a 200 ms pause
+        tab.page.wait_for_function(JS_REDRAWN_FOR, arg=True, timeout=20_000)
+        problems = _phone_problems(tab, RESIZED_PAGE, shots=False)  # the phone test took them
+        assert not problems, f"{RESIZED_PAGE} narrowed to {PHONE['width']} px:\n  " + "\n  ".join(problems)
+        tab.page.set_viewport_size({"width": 1280, "height": 900})
+        tab.page.wait_for_function(JS_REDRAWN_FOR, arg=False, timeout=20_000)
+        moved = tab.js(JS_DOMAINS_MOVED)
+        assert not moved, f"{RESIZED_PAGE} widened again: panels not where their figure puts them:\n  " + "\n  ".join(moved)
+        assert not tab.console_errors, f"{RESIZED_PAGE}: console errors:\n" + "\n".join(tab.console_errors)
     finally:
         tab.close()
 

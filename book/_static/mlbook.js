@@ -471,11 +471,13 @@
   // window.mlbookRedrawing() tells a test when all are done, instead of it waiting a fixed time.
   let redrawing = 0;
   window.mlbookRedrawing = () => redrawing;
+  let drawAfresh = null;  // plotly's own newPlot, not the hook below
 
   function hook(P) {
     if (!P || P._mlbookHooked) return;
     P._mlbookHooked = true;
     const newPlot = P.newPlot;
+    drawAfresh = (gd, spec) => newPlot.call(P, gd, spec);
     P.newPlot = function (gd, spec, ...rest) {
       const el = typeof gd === "string" ? document.getElementById(gd) : gd;
       if (el && el.classList && el.classList.contains("mlbook-plotly") && spec && spec.data && !rest.length) {
@@ -499,11 +501,16 @@
   function restyleAll() {
     for (const gd of document.querySelectorAll(".mlbook-plotly")) {
       if (!gd._mlbookSpec || !gd._fullLayout) continue;
-      const narrow = isNarrow(gd), want = `${isDark()}|${narrow}`;
-      if (gd._mlbookState === want) continue;
+      const narrow = isNarrow(gd), want = `${isDark()}|${narrow}`, was = gd._mlbookState || "";
+      if (was === want) continue;
       const a = adapted(gd, narrow);
+      const spec = {data: a.data, layout: stepsAsUpdates(a.layout, a.data, a.frames), frames: a.frames, config: gd._mlbookSpec.config};
+      // A new width moves panels (stackPanels). Plotly.react cannot move an axis drawn with
+      // constrain: "domain": it puts back the domain of the last drawing (_inputDomain), and the
+      // stacked panels then overlap. So a figure whose width class changed is drawn afresh.
+      const widthChanged = was.split("|")[1] !== String(narrow);
       redrawing++;
-      window.Plotly.react(gd, {data: a.data, layout: stepsAsUpdates(a.layout, a.data, a.frames), frames: a.frames, config: gd._mlbookSpec.config})
+      (widthChanged && drawAfresh ? drawAfresh(gd, spec) : window.Plotly.react(gd, spec))
         .then(() => (narrow ? fit(gd, 0) : null))
         .finally(() => { redrawing--; });
     }
