@@ -551,7 +551,7 @@ DCL_BUDGET_MS = 2000.0  # DOMContentLoaded from the local server
 JS_DCL = """() => { const n = performance.getEntriesByType('navigation')[0];
   return n.domContentLoadedEventEnd - n.startTime; }"""
 
-# Every step of the figure's first slider as a click applies it (Plotly[step.method](gd, ...step.args)),
+# Every step of the figure's first slider as a click applies it (window.mlbookStep, book/_static/mlbook.js),
 # each timed until the next frame is drawn; the step the slider started on comes last.
 JS_TIME_STEPS = """async (id) => {
   const gd = document.getElementById(id), sl = gd.layout.sliders[0], ms = [];
@@ -559,8 +559,8 @@ JS_TIME_STEPS = """async (id) => {
   const order = sl.steps.map((_, i) => i).filter(i => i !== (sl.active || 0));
   order.push(sl.active || 0);
   for (const i of order) {
-    const st = sl.steps[i], t0 = performance.now();
-    await Plotly[st.method](gd, ...st.args);
+    const t0 = performance.now();
+    await window.mlbookStep(gd, i);
     await frame();
     ms.push(performance.now() - t0);
   }

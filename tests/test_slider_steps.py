@@ -1,11 +1,15 @@
-"""On the site, a static slider step is one Plotly.update that leaves the figure exactly as
-plotly's own step (Plotly.animate to a precomputed frame) leaves it (book/_static/mlbook.js).
+"""On the site, a static slider step leaves the figure exactly as plotly's own step (Plotly.animate
+to a precomputed frame) leaves it (book/_static/mlbook.js): one Plotly.update, or, where the frames
+only move and restyle scatter points, a "quick" step (animate without the closing redraw, given the
+traces that change, and a relayout of the title and, where names or styles change, the legend).
 
 For figures chosen for what can go wrong (heatmaps in subplots, horizontal bars re-sorted on a
-category axis under a fixed log range, autoranged axes, lines with markers, a frame title), two
-copies of the figure are drawn on one page with the site's plotly.js and mlbook.js; for every
-step, one copy takes plotly's animate step and the other the site's update step, and then both
-hold the same traces, title, axis ranges and categories, drawn text, path and image sizes.
+category axis under a fixed log range, autoranged axes, lines with markers, a frame title; for the
+quick steps: a trace that stays while others move, names and colours that change, text points),
+two copies of the figure are drawn on one page with the site's plotly.js and mlbook.js; for every
+step, one copy takes plotly's animate step and the other the site's step, and then both hold the
+same traces, title, axis ranges and categories, drawn text, path and image sizes, and the colours,
+widths and opacities of what is drawn (legend included).
 Headless Chromium as in tests/test_site.py (`-m browser`, part of `make test-browser`).
 """
 
@@ -23,12 +27,41 @@ from test_site import ROOT, Tab, browser  # noqa: E402,F401
 
 MLBOOK_JS = ROOT / "book" / "_static" / "mlbook.js"
 
-CASES = [
-    "production.fig_family_kv",  # horizontal bars re-sorted per step, category axis, log x range
-    "relative.fig_swin_bias",  # heatmaps in subplots
-    "extension.fig_score_fit",  # three subplots, autoranged axes
-    "rope.fig_frequency_bands",  # lines, a frame title
-]
+# figure -> the kind of step the site gives it
+CASES = {
+    "production.fig_family_kv": "update",  # horizontal bars re-sorted per step, category axis, log x range
+    "relative.fig_swin_bias": "update",  # heatmaps in subplots
+    "rope.fig_frequency_bands": "update",  # lines and a heatmap, a frame title
+    "extension.fig_score_fit": "quick",  # three subplots, autoranged axes, a trace that never moves
+    "extension.fig_context_scaling": "quick",  # names in the legend that change, text points
+    "sinks.fig_cache_diagram": "update",  # text points that come and go: not a quick step
+    "rope.fig_rotation_offset": "quick",  # points, arrows and text labels that move
+    "absolute.fig_offset_rotation": "quick",  # markers that come and go, legend names
+    # experiment figures from the committed full-budget records, over the knob their page slides
+    "exp_extrapolation.fig_extrapolation_curves(extrapolation, bin_width=[8, 4, 16])": "quick",  # bands filled to the next trace, lines of changing length
+    "exp_context_extension.fig_context_extension(context_extension, metric=['mean', 'tail'])": "update",  # error bars: redrawn
+}
+
+
+def _figure(key: str) -> Any:
+    """The figure a CASES key names: an argument-free builder, or a builder of a committed record
+    with a slider over one knob, as the experiment pages show it (grid_slider, as show_knob does)."""
+    import ast
+    import importlib
+    import re
+
+    from mlbook.experiments import catalog  # noqa: F401  (registers every experiment)
+    from mlbook.experiments.registry import load_result
+    from mlbook.viz.core import grid_slider
+
+    module, name = key.split("(")[0].split(".")
+    build = getattr(importlib.import_module(f"mlbook.viz.{module}"), name)
+    m = re.fullmatch(r".*\((\w+), (\w+)=(\[.*\])\)", key)
+    if not m:
+        return build()
+    record = load_result(m[1], "full")
+    assert record is not None, f"{key}: no committed full-budget record {m[1]!r}"
+    return grid_slider(lambda **kw: build(record, **kw), m[2], ast.literal_eval(m[3]))
 
 # For each step of the first slider: copy "a" takes plotly's step (kept in _mlbookSpec), copy "b"
 # the site's; the state after both, minus the flags plotly writes when an attribute is set
@@ -37,22 +70,29 @@ JS_COMPARE = """async ([ida, idb]) => {
   const a = document.getElementById(ida), b = document.getElementById(idb);
   const frame = () => new Promise(r => requestAnimationFrame(() => setTimeout(r, 0)));
   const flags = ['uid', 'zauto', 'cauto', 'autocolorscale', 'xtype', 'ytype'];
-  const strip = o => JSON.parse(JSON.stringify(o === undefined ? null : o, (k, v) => (flags.includes(k) ? undefined : v)));
+  // (a colour plotly rewrites in its own spelling, 'rgba(0,0,0,0)' as 'rgba(0, 0, 0, 0)', is the same colour)
+  const same = v => (typeof v === 'string' && /^rgba?\\(/.test(v) ? v.replace(/\\s+/g, '') : v);
+  const strip = o => JSON.parse(JSON.stringify(o === undefined ? null : o, (k, v) => (flags.includes(k) ? undefined : same(v))));
   const state = gd => JSON.stringify({
     data: strip(gd.data), title: strip(gd.layout.title),
     axes: Object.keys(gd._fullLayout).filter(k => /^[xy]axis\\d*$/.test(k)).map(k =>
       [k, gd._fullLayout[k].range, (gd._fullLayout[k]._categories || []).slice()]),
     text: Array.from(gd.querySelectorAll('text')).map(t => t.textContent),
     paths: Array.from(gd.querySelectorAll('.trace path')).map(p => (p.getAttribute('d') || '').length),
+    styles: Array.from(gd.querySelectorAll('.trace path, .trace text, .legend .traces path, .legend .traces text, .legendtext'))
+      .map(e => ['fill', 'stroke', 'stroke-width', 'stroke-dasharray', 'opacity', 'fill-opacity', 'font-size']
+        .map(k => e.style.getPropertyValue(k) || e.getAttribute(k) || '').join(' ')),
+    legend: Array.from(gd.querySelectorAll('.legendtext')).map(t => t.textContent),
     images: Array.from(gd.querySelectorAll('image')).map(p => (p.getAttribute('href') || '').length)});
   const plotly = a._mlbookSpec.layout.sliders[0].steps, site = b.layout.sliders[0].steps, out = [];
   const active = b.layout.sliders[0].active || 0;
   const order = site.map((_, i) => i).filter(i => i !== active).concat([active]);
   for (const i of order) {
     await Plotly[plotly[i].method](a, ...plotly[i].args);
-    await Plotly[site[i].method](b, ...site[i].args);
+    await window.mlbookStep(b, i);
     await frame();
-    out.push({step: i, plotly: plotly[i].method, site: site[i].method, a: state(a), b: state(b)});
+    const kind = site[i].method === 'skip' && site[i].args[0] === 'mlbook-quick' ? 'quick' : site[i].method;
+    out.push({step: i, plotly: plotly[i].method, site: kind, a: state(a), b: state(b)});
   }
   return out;
 }"""
@@ -64,16 +104,13 @@ BASE = "http://127.0.0.1/slider-steps/"  # answered by the page's route below, n
 def _files() -> dict[str, tuple[bytes, str]]:
     """The test page (two copies of each figure, rounded as the static site writes them: f0a, f0b,
     f1a ...), plotly.js and the book's mlbook.js, by path under BASE."""
-    import importlib
-
     import plotly
 
     from mlbook.viz.core import compact, figure_html
 
     body = ""
     for n, key in enumerate(CASES):
-        module, name = key.split(".")
-        data = compact(getattr(importlib.import_module(f"mlbook.viz.{module}"), name)()).to_plotly_json()
+        data = compact(_figure(key)).to_plotly_json()
         body += "".join(figure_html(data, caption=key, alt=key, div_id=f"f{n}{c}", static=True) for c in "ab")
     page = ('<!doctype html><html lang="en"><head><meta charset="utf-8"><title>steps</title>'
             '<script src="plotly.min.js"></script><script src="mlbook.js"></script></head>'
@@ -97,12 +134,13 @@ def test_site_slider_step_leaves_the_figure_as_plotlys_animate_does(browser: Any
             "(document.getElementById(`f${i}${c}`) || {})._fullLayout))", arg=len(CASES))
         for n, key in enumerate(CASES):
             steps = tab.js(JS_COMPARE, [f"f{n}a", f"f{n}b"])
-            assert steps and all(s["plotly"] == "animate" and s["site"] == "update" for s in steps), (
-                f"{key}: expected plotly's animate steps turned into updates, got {[(s['plotly'], s['site']) for s in steps]}")
+            assert steps and all(s["plotly"] == "animate" and s["site"] == CASES[key] for s in steps), (
+                f"{key}: expected plotly's animate steps turned into {CASES[key]} steps, "
+                f"got {[(s['plotly'], s['site']) for s in steps]}")
             for s in steps:
                 a, b = json.loads(s["a"]), json.loads(s["b"])
                 differ = [part for part in a if a[part] != b[part]]
-                assert not differ, f"{key}, step {s['step']}: the site's update step differs from animate in {differ}"
+                assert not differ, f"{key}, step {s['step']}: the site's {s['site']} step differs from animate in {differ}"
         assert not tab.console_errors, "\n".join(tab.console_errors)
     finally:
         tab.close()

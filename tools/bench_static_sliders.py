@@ -7,9 +7,9 @@ returns a figure with a plotly slider is written, as the static site writes it
 (`mlbook.viz.core.figure_html` in static mode, floats rounded by `compact`), into one small HTML
 page with plotly.js and the site's `book/_static/mlbook.js`, served on 127.0.0.1 and opened in
 headless Chromium (the browser the site's tests use, `MLBOOK_CHROMIUM`, default /usr/bin/chromium).
-Each slider step is applied as a click applies it (`Plotly[step.method](gd, ...step.args)`) and
+Each slider step is applied as a click applies it (`window.mlbookStep(gd, i)` for the site's step) and
 timed up to the next frame drawn, twice in the same page: plotly's own step (`Plotly.animate` to the
-frame, kept by mlbook.js) and the site's (one `Plotly.update`, mlbook.js). The median and slowest
+frame, kept by mlbook.js) and the site's (one `Plotly.update`, or a quick step, mlbook.js). The median and slowest
 site step are printed per figure, with the ratio of the two medians measured in that run. It needs
 no built site, so a figure can be measured while it is being made faster; the browser test
 (`make test-speed`) measures the built pages. Goal: median step under 100 ms on the book's 2-core
@@ -47,7 +47,7 @@ JS_TIME_STEPS = """async ([id, which]) => {
   order.push(sl.active || 0);
   for (const i of order) {
     const st = steps[i], t0 = performance.now();
-    await Plotly[st.method](gd, ...st.args);
+    await (which === "plotly" ? Plotly[st.method](gd, ...st.args) : window.mlbookStep(gd, i));
     await frame();
     ms.push(performance.now() - t0);
   }

@@ -10,7 +10,9 @@
      horizontal block under the plot, and titles or subplot titles that still run into each
      other broken over two lines, measured after drawing.
    * Static sliders: a step that swaps a precomputed frame (Plotly.animate) becomes one
-     Plotly.update that leaves the figure as the frame would, computed once instead of twice.
+     Plotly.update that leaves the figure as the frame would, computed once instead of twice;
+     where the frames only move and restyle scatter points, a quicker step redraws only the
+     traces that change (window.mlbookStep).
    * Accessibility: a scrollable output gets tabindex=0 and a name (keyboard users can scroll
      it); buttons whose aria-label hides their visible text lose the aria-label; the citation
      list's deprecated doc-biblioentry role becomes listitem. */
@@ -429,12 +431,112 @@
     const lay = Object.assign({}, held, paths(f.layout || {}, "", {}));
     return Object.assign({}, step, {method: "update", args: [upd, lay, traces]});
   }
+  // Quicker still, where a step only moves and restyles points: when every trace is a scatter
+  // without error bars and the frames differ from one another only in the traces' points (x, y;
+  // text points keep their number), texts, hover, names and styles, plus the figure's title, a
+  // step is plotly's animate without its closing redraw (redraw: false), given only the traces
+  // that change from frame to frame: plotly recomputes the traces and draws those again, styles
+  // included, and leaves the axes (which keep their ranges, as under animate) and the rest; then
+  // one relayout draws the frame's title and, where names or styles change, the legend. Such a
+  // step is a "skip" step for plotly, which moves the slider and tells mlbook.js
+  // (plotly_sliderchange), and mlbook.js applies it: `window.mlbookStep`, which the tests and
+  // benchmarks call too (tests/test_slider_steps.py: the same figure as plotly's own step).
+  const QUICK_DATA = new Set(["x", "y", "text", "hovertext", "hovertemplate", "hoverinfo", "customdata",
+    "textposition"]);
+  const QUICK_LEGEND = new Set(["name", "line.color", "line.width", "line.dash", "marker.color", "marker.size",
+    "marker.symbol", "marker.line.color", "marker.line.width", "textfont.color", "textfont.size", "fillcolor", "opacity"]);
+  const QUICK_LAYOUT = /^title\./;
+  function varying(objs) {  // the attribute paths whose values are not the same in all of objs
+    const each = objs.map(o => paths(o || {}, "", {})), out = new Set();
+    for (const p of new Set(each.flatMap(Object.keys))) {
+      const first = JSON.stringify(each[0][p]);
+      if (each.some(e => JSON.stringify(e[p]) !== first)) out.add(p);
+    }
+    return out;
+  }
+  const ITEM_BYTES = {i1: 1, u1: 1, i2: 2, u2: 2, i4: 4, u4: 4, f4: 4, f8: 8};
+  function count(v) {  // the number of values of an array, or of plotly's typed array {dtype, bdata, shape}
+    if (Array.isArray(v)) return v.length;
+    if (!v || typeof v !== "object" || !("bdata" in v)) return v === undefined ? "-" : "scalar";
+    if (v.shape) return String(v.shape);
+    const b64 = String(v.bdata), pad = b64.endsWith("==") ? 2 : b64.endsWith("=") ? 1 : 0;
+    return (b64.length * 3 / 4 - pad) / (ITEM_BYTES[v.dtype] || 1);
+  }
+  const frameTraces = f => (Array.isArray(f.traces) ? f.traces : (f.data || []).map((_, i) => i));
+  function movingTraces(data, frames) {  // the traces the frames change, if every step can be quick; else null
+    if (!(data || []).length || !data.every(t => (t.type || "scatter") === "scatter")) return null;
+    for (const p of varying(frames.map(f => f.layout || {}))) if (!QUICK_LAYOUT.test(p)) return null;
+    const moving = [];
+    let legend = false;
+    for (let i = 0; i < data.length; i++) {
+      const mine = frames.map(f => (f.data || [])[frameTraces(f).indexOf(i)]);
+      if (mine.every(t => t === undefined)) continue;
+      if (mine.some(t => t === undefined)) return null;  // in some frames only: not a simple swap
+      // text points that appear or go are left behind by plotly's transition: those need a redraw
+      const texts = [data[i], ...mine].some(t => /text/.test(t.mode || ""));
+      if (texts && new Set([data[i], ...mine].map(t => `${count(t.x)} ${count(t.y)} ${count(t.text)}`)).size > 1) return null;
+      // error bars a transition draws anew come without their style: a trace with them is redrawn
+      if ([data[i], ...mine].some(t => (t.error_x || t.error_y) && (t.error_x || t.error_y).visible !== false)) return null;
+      const changed = varying([data[i], ...mine]);
+      for (const p of changed) {
+        if (QUICK_LEGEND.has(p)) legend = true;
+        else if (!QUICK_DATA.has(p)) return null;
+      }
+      if (changed.size) moving.push(i);
+    }
+    // plotly puts the traces it draws in its data order among their subplot's traces: with a
+    // trace that stays between two that move, the stacking order would change. So a subplot's
+    // moving traces come with every trace between them, and with all its traces where one is
+    // filled to the next (the fill is drawn from both).
+    const subplot = t => `${t.xaxis || "x"}${t.yaxis || "y"}`, traces = new Set(moving);
+    for (const key of new Set(moving.map(i => subplot(data[i])))) {
+      const mine = data.map((t, i) => i).filter(i => subplot(data[i]) === key);
+      const at = mine.filter(i => traces.has(i));
+      const tonext = mine.some(i => /^tonext/.test(data[i].fill || ""));
+      for (const i of mine) if (tonext || (i > at[0] && i < at[at.length - 1])) traces.add(i);
+    }
+    return {traces: Array.from(traces).sort((a, b) => a - b), legend};
+  }
+  function quickStep(step, frames, moving) {
+    const a = step && step.method === "animate" && Array.isArray(step.args) ? step.args : null;
+    const names = a && Array.isArray(a[0]) && a[0].length === 1 ? a[0] : null, opts = (a && a[1]) || {};
+    const f = names && frames.get(String(names[0]));
+    if (!f || (opts.transition && opts.transition.duration) || (opts.frame && opts.frame.duration)) return null;
+    const title = Object.fromEntries(Object.entries(paths(f.layout || {}, "", {})).filter(([k]) => QUICK_LAYOUT.test(k)));
+    const part = {data: moving.traces.map(i => f.data[frameTraces(f).indexOf(i)]), traces: moving.traces.slice()};
+    return Object.assign({}, step, {method: "skip", args: ["mlbook-quick", part, title, moving.legend]});
+  }
+  const QUICK_OPTS = {mode: "immediate", frame: {duration: 0, redraw: false}, transition: {duration: 0}};
+  // Step `i` of slider `s` as a click on it applies it.
+  window.mlbookStep = (gd, i, s = 0) => {
+    const st = gd.layout.sliders[s].steps[i], P = window.Plotly;
+    if (st.method === "skip" && Array.isArray(st.args) && st.args[0] === "mlbook-quick") {
+      const [, part, title, legend] = st.args;
+      // any legend attribute set (to the value it has) has plotly draw the legend again
+      const lay = legend ? Object.assign({showlegend: gd._fullLayout.showlegend}, title) : title;
+      return (part.traces.length ? P.animate(gd, part, QUICK_OPTS) : Promise.resolve(gd))
+        .then(() => (Object.keys(lay).length ? P.relayout(gd, lay) : gd));
+    }
+    return st.method === "skip" ? Promise.resolve(gd) : P[st.method](gd, ...(st.args || []));
+  };
+  function listen(gd) {  // after every drawing: newPlot drops a figure's listeners
+    if (!gd.on || !gd.removeListener) return;
+    if (!gd._mlbookQuick) {
+      gd._mlbookQuick = ev => {  // plotly calls a listener with its event emitter as `this`, not gd
+        const sl = ev && ev.slider, st = ev && ev.step;
+        if (sl && st && Array.isArray(st.args) && st.args[0] === "mlbook-quick") window.mlbookStep(gd, st._index, sl._index);
+      };
+    }
+    gd.removeListener("plotly_sliderchange", gd._mlbookQuick);
+    gd.on("plotly_sliderchange", gd._mlbookQuick);
+  }
   function stepsAsUpdates(layout, data, frames) {
     if (!Array.isArray(layout.sliders) || !Array.isArray(frames) || !frames.length) return layout;
     const byName = new Map(frames.filter(f => f && f.name !== undefined).map(f => [String(f.name), f]));
-    const held = axesHeld(layout, data);
+    const held = axesHeld(layout, data), moving = movingTraces(data || [], frames);
     const sliders = layout.sliders.map(sl => (sl && Array.isArray(sl.steps)
-      ? Object.assign({}, sl, {steps: sl.steps.map(st => frameStep(st, byName, held, data || []))}) : sl));
+      ? Object.assign({}, sl, {steps: sl.steps.map(st => (moving && quickStep(st, byName, moving)) || frameStep(st, byName, held, data || []))})
+      : sl));
     return Object.assign({}, layout, {sliders});
   }
 
@@ -491,7 +593,7 @@
         const a = Object.assign({data: spec.data, layout: spec.layout || {}, frames: spec.frames}, plain ? {} : adapted(el, narrow));
         a.layout = stepsAsUpdates(a.layout, a.data, a.frames);
         redrawing++;
-        return newPlot.call(this, el, Object.assign({}, spec, a)).then(g => (narrow ? fit(el, 0) || g : g))
+        return newPlot.call(this, el, Object.assign({}, spec, a)).then(g => { listen(el); return narrow ? fit(el, 0) || g : g; })
           .finally(() => { redrawing--; });
       }
       return newPlot.call(this, gd, spec, ...rest);
@@ -511,7 +613,7 @@
       const widthChanged = was.split("|")[1] !== String(narrow);
       redrawing++;
       (widthChanged && drawAfresh ? drawAfresh(gd, spec) : window.Plotly.react(gd, spec))
-        .then(() => (narrow ? fit(gd, 0) : null))
+        .then(() => { listen(gd); return narrow ? fit(gd, 0) : null; })
         .finally(() => { redrawing--; });
     }
   }
