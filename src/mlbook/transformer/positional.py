@@ -33,20 +33,9 @@ if TYPE_CHECKING:  # for the type hint only: rope_scaling.py imports this file
     from mlbook.transformer.rope_scaling import RopeScaling
 
 __all__ = [
-    "frequency_ladder",
-    "sinusoidal_positional_encoding",
-    "LearnedPositionalEmbedding",
-    "relative_position_bucket",
-    "RelativePositionBias",
-    "RelativePositionBias2D",
-    "ROPE_PAIRINGS",
-    "rotate_half",
-    "rotate_interleaved",
-    "apply_rotary",
-    "RotaryEmbedding",
-    "convert_rotary_weights",
-    "alibi_slopes",
-    "alibi_bias",
+    "frequency_ladder", "sinusoidal_positional_encoding", "LearnedPositionalEmbedding", "relative_position_bucket",
+    "RelativePositionBias", "RelativePositionBias2D", "ROPE_PAIRINGS", "rotate_half", "rotate_interleaved",
+    "apply_rotary", "RotaryEmbedding", "convert_rotary_weights", "alibi_slopes", "alibi_bias",
 ]
 
 
@@ -188,9 +177,7 @@ class RelativePositionBias(nn.Module):
         q_pos = torch.arange(query_offset, query_offset + T_q, device=device)[:, None]  # (T_q, 1)
         k_pos = torch.arange(T_k, device=device)[None, :]  # (1, T_k)
         relative = k_pos - q_pos  # (T_q, T_k) key position - query position
-        buckets = relative_position_bucket(
-            relative, self.bidirectional, self.num_buckets, self.max_distance
-        )  # (T_q, T_k) bucket ids
+        buckets = relative_position_bucket(relative, self.bidirectional, self.num_buckets, self.max_distance)  # (T_q, T_k)
         bias = self.table(buckets)  # (T_q, T_k, H)
         return bias.permute(2, 0, 1)[None]  # (1, H, T_q, T_k)
 
@@ -291,20 +278,15 @@ class RotaryEmbedding(nn.Module):
     by the same distance leaves it unchanged. (In complex form pair (x_a, x_b) is x_a + i x_b, R(a)
     is multiplication by e^{ia}, and q' . k' = Re[conj(q e^{imt}) k e^{int}] = Re[conj(q) k e^{i(n-m)t}].)
 
-    Rotating fewer pairs. partial_rotary_factor f < 1 rotates only the first r = int(f d_head)
-    channels of each head and passes the rest through (GPT-NeoX's rotary_pct, Hugging Face's
-    partial_rotary_factor): the ladder is then base^(-2i/r) over those r channels, the same decades
-    squeezed into fewer pairs. drop_lowest p > 0 keeps the full-width ladder but sets the lowest
-    round(p d_head/2) frequencies to 0, so those pairs never turn (p-RoPE, Barbero et al., 2025, whose
-    "p-RoPE 0.75" keeps 75%: drop_lowest=0.25). The first removes channels from rotation and
-    re-spaces the ladder; the second removes only the slowest rungs.
+    Rotating fewer pairs. partial_rotary_factor f < 1 turns only the first r = int(f d_head)
+    channels, with the ladder base^(-2i/r) re-spaced over them (GPT-NeoX's rotary_pct, Hugging Face's
+    partial_rotary_factor). drop_lowest p > 0 keeps the full ladder but sets its lowest round(p d_head/2)
+    frequencies to 0, so those pairs never turn (p-RoPE, Barbero et al., 2025: "p-RoPE 0.75" is p = 0.25).
 
-    Frequencies and scaling. `inv_freq` (r/2,) stays float32 even when the module is cast to a
-    lower precision. `rope_scaling`, a `RopeScaling` from mlbook.transformer.rope_scaling, supplies
-    scaled frequencies for context extension and an `attention_factor` that multiplies cos and sin
-    (YaRN's 0.1 ln s + 1; 1 otherwise); under dynamic scaling the frequencies follow the sequence
-    length. `forward(T, offset)` returns the float32 tables cos and sin (T, r) for positions
-    offset .. offset + T - 1, which `apply_rotary` applies (r = d_head unless rotation is partial).
+    Frequencies and scaling. `inv_freq` (r/2,) stays float32 when the module is cast. A `RopeScaling`
+    (mlbook.transformer.rope_scaling) supplies scaled frequencies, which follow the sequence length
+    under dynamic scaling, and an `attention_factor` on cos and sin (YaRN's 0.1 ln s + 1). `forward(T,
+    offset)` returns the float32 tables cos and sin (T, r) for positions offset .. offset + T - 1.
     """
 
     inv_freq: torch.Tensor
@@ -345,8 +327,8 @@ class RotaryEmbedding(nn.Module):
         return self
 
     def extra_repr(self) -> str:
-        extra = "" if self.rotary_dim == self.d_head else f", rotary_dim={self.rotary_dim}"
-        extra += f", drop_lowest={self.drop_lowest:g}" if self.drop_lowest else ""
+        extra = (f", rotary_dim={self.rotary_dim}" if self.rotary_dim < self.d_head else "") + (
+            f", drop_lowest={self.drop_lowest:g}" if self.drop_lowest else "")
         return (f"d_head={self.d_head}, base={self.base:g}, scaling={self.scaling!r}, factor={self.factor:g}, "
                 f"pairing={self.pairing!r}{extra}")
 
