@@ -37,6 +37,7 @@ CASES = {
     "sinks.fig_cache_diagram": "update",  # text points that come and go: not a quick step
     "rope.fig_rotation_offset": "quick",  # points, arrows and text labels that move
     "absolute.fig_offset_rotation": "quick",  # markers that come and go, legend names
+    "relative.fig_buckets(vary='max_distance')": "quick",  # lines whose length and names change
     # experiment figures from the committed full-budget records, over the knob their page slides
     "exp_extrapolation.fig_extrapolation_curves(extrapolation, bin_width=[8, 4, 16])": "quick",  # bands filled to the next trace, lines of changing length
     "exp_context_extension.fig_context_extension(context_extension, metric=['mean', 'tail'])": "update",  # error bars: redrawn
@@ -44,24 +45,28 @@ CASES = {
 
 
 def _figure(key: str) -> Any:
-    """The figure a CASES key names: an argument-free builder, or a builder of a committed record
-    with a slider over one knob, as the experiment pages show it (grid_slider, as show_knob does)."""
+    """The figure a CASES key names: `module.builder(keyword=value, ...)` from mlbook.viz, or
+    `module.builder(record, knob=[values])`, a builder of a committed full-budget record with a
+    slider over one knob, as the experiment pages show it (grid_slider, as show_knob does)."""
     import ast
     import importlib
-    import re
 
     from mlbook.experiments import catalog  # noqa: F401  (registers every experiment)
     from mlbook.experiments.registry import load_result
     from mlbook.viz.core import grid_slider
 
-    module, name = key.split("(")[0].split(".")
-    build = getattr(importlib.import_module(f"mlbook.viz.{module}"), name)
-    m = re.fullmatch(r".*\((\w+), (\w+)=(\[.*\])\)", key)
-    if not m:
-        return build()
-    record = load_result(m[1], "full")
-    assert record is not None, f"{key}: no committed full-budget record {m[1]!r}"
-    return grid_slider(lambda **kw: build(record, **kw), m[2], ast.literal_eval(m[3]))
+    call = ast.parse(key if "(" in key else key + "()", mode="eval").body
+    assert isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute), key
+    build = getattr(importlib.import_module(f"mlbook.viz.{call.func.value.id}"), call.func.attr)  # type: ignore[attr-defined]
+    kwargs = {k.arg: ast.literal_eval(k.value) for k in call.keywords}
+    if not call.args:
+        return build(**kwargs)
+    name = call.args[0].id  # type: ignore[attr-defined]
+    record = load_result(name, "full")
+    assert record is not None, f"{key}: no committed full-budget record {name!r}"
+    (knob, values), = kwargs.items()
+    return grid_slider(lambda **kw: build(record, **kw), knob, values)
+
 
 # For each step of the first slider: copy "a" takes plotly's step (kept in _mlbookSpec), copy "b"
 # the site's; the state after both, minus the flags plotly writes when an attribute is set

@@ -446,11 +446,13 @@
   const QUICK_LEGEND = new Set(["name", "line.color", "line.width", "line.dash", "marker.color", "marker.size",
     "marker.symbol", "marker.line.color", "marker.line.width", "textfont.color", "textfont.size", "fillcolor", "opacity"]);
   const QUICK_LAYOUT = /^title\./;
-  function varying(objs) {  // the attribute paths whose values are not the same in all of objs
-    const each = objs.map(o => paths(o || {}, "", {})), out = new Set();
+  // The attribute paths that some frame sets to a value other than the figure's: a path no frame
+  // sets stays as it is under both steps (animate leaves it; so does the quick step).
+  function varying(base, frames) {
+    const b = paths(base || {}, "", {}), each = frames.map(o => paths(o || {}, "", {})), out = new Set();
     for (const p of new Set(each.flatMap(Object.keys))) {
-      const first = JSON.stringify(each[0][p]);
-      if (each.some(e => JSON.stringify(e[p]) !== first)) out.add(p);
+      const was = JSON.stringify(b[p]);
+      if (each.some(e => p in e && JSON.stringify(e[p]) !== was)) out.add(p);
     }
     return out;
   }
@@ -463,9 +465,9 @@
     return (b64.length * 3 / 4 - pad) / (ITEM_BYTES[v.dtype] || 1);
   }
   const frameTraces = f => (Array.isArray(f.traces) ? f.traces : (f.data || []).map((_, i) => i));
-  function movingTraces(data, frames) {  // the traces the frames change, if every step can be quick; else null
+  function movingTraces(layout, data, frames) {  // the traces the frames change, if every step can be quick; else null
     if (!(data || []).length || !data.every(t => (t.type || "scatter") === "scatter")) return null;
-    for (const p of varying(frames.map(f => f.layout || {}))) if (!QUICK_LAYOUT.test(p)) return null;
+    for (const p of varying(layout, frames.map(f => f.layout || {}))) if (!QUICK_LAYOUT.test(p)) return null;
     const moving = [];
     let legend = false;
     for (let i = 0; i < data.length; i++) {
@@ -477,7 +479,7 @@
       if (texts && new Set([data[i], ...mine].map(t => `${count(t.x)} ${count(t.y)} ${count(t.text)}`)).size > 1) return null;
       // error bars a transition draws anew come without their style: a trace with them is redrawn
       if ([data[i], ...mine].some(t => (t.error_x || t.error_y) && (t.error_x || t.error_y).visible !== false)) return null;
-      const changed = varying([data[i], ...mine]);
+      const changed = varying(data[i], mine);
       for (const p of changed) {
         if (QUICK_LEGEND.has(p)) legend = true;
         else if (!QUICK_DATA.has(p)) return null;
@@ -533,7 +535,7 @@
   function stepsAsUpdates(layout, data, frames) {
     if (!Array.isArray(layout.sliders) || !Array.isArray(frames) || !frames.length) return layout;
     const byName = new Map(frames.filter(f => f && f.name !== undefined).map(f => [String(f.name), f]));
-    const held = axesHeld(layout, data), moving = movingTraces(data || [], frames);
+    const held = axesHeld(layout, data), moving = movingTraces(layout, data || [], frames);
     const sliders = layout.sliders.map(sl => (sl && Array.isArray(sl.steps)
       ? Object.assign({}, sl, {steps: sl.steps.map(st => (moving && quickStep(st, byName, moving)) || frameStep(st, byName, held, data || []))})
       : sl));
