@@ -8,6 +8,9 @@
   that have figures (and only there) once the page is parsed, so the 3.6 MB script never
   holds up DOMContentLoaded; the figure scripts wait for its load event. Nothing 3 MB large
   is committed to the repository.
+* Loads MathJax once the page is parsed: the page's MathJax script is `_static/mlbook-mathjax.js`,
+  which adds the local bundle (sphinx-mathjax-offline's `mathjax/tex-chtml.js`) as an async
+  script at DOMContentLoaded instead of evaluating it, deferred, before that event.
 * Fails the strict build (a warning) when a page would need what the static site cannot
   give: ipywidgets output (needs a kernel and a CDN), or a missing local MathJax.
 * Collapses the generated setup block at the top of each notebook's first code cell
@@ -86,13 +89,24 @@ def _dedupe_scripts(app: Sphinx, pagename: str, templatename: str, context: dict
     context["script_files"] = unique
 
 
+MATHJAX_BUNDLE = "mathjax/tex-chtml.js"  # where sphinx-mathjax-offline serves MathJax 3 (_static/)
+MATHJAX_LOADER = "mlbook-mathjax.js"  # book/_static: adds the bundle once the page is parsed
+
+
+def _load_mathjax_late(app: Sphinx, config: Any) -> None:
+    """The page's MathJax script becomes the loader (sphinx-mathjax-offline sets mathjax_path to
+    its bundle in its setup, so this runs at config-inited, after every extension's setup)."""
+    if config.mathjax_path == MATHJAX_BUNDLE:
+        config.mathjax_path = MATHJAX_LOADER
+
+
 def _copy_assets(app: Sphinx, exc: Exception | None) -> None:
     if exc is not None or app.builder.format != "html":
         return
     dest = Path(app.outdir) / "_static" / PLOTLY_JS
     dest.parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(_plotly_js_source(), dest)
-    mathjax = app.config.mathjax_path
+    mathjax = MATHJAX_BUNDLE if app.config.mathjax_path == MATHJAX_LOADER else app.config.mathjax_path
     if "://" not in mathjax and not (Path(app.outdir) / "_static" / mathjax).is_file():
         logger.warning(
             "MathJax is not served locally: _static/%s is missing (is sphinx-mathjax-offline installed?)",
@@ -287,6 +301,7 @@ def _always_reread_status(app: Sphinx, env: Any, added: set, changed: set, remov
 
 def setup(app: Sphinx) -> dict:
     os.environ["MLBOOK_STATIC"] = "1"
+    app.connect("config-inited", _load_mathjax_late)
     app.connect("builder-inited", _check_plotly)
     app.connect("html-page-context", _check_page)
     app.connect("html-page-context", _dedupe_scripts, priority=900)
