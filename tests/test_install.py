@@ -17,7 +17,8 @@ global.find-links='/opt/global-wheels'
 global.constraint='/etc/pip/constraints.txt'
 global.timeout='60'
 :env:.find-links='/opt/wheels'
-site.index-url='https://mirror.example/simple'
+install.index-url='https://mirror.example/simple'
+global.index-url='https://ignored.example/simple'
 """
 
 
@@ -25,7 +26,7 @@ def test_the_most_specific_pip_setting_wins(monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.setattr(subprocess, "run", lambda *a, **k: SimpleNamespace(stdout=PIP_CONFIG, returncode=0))
     settings = install.pip_settings(Path("python"))
     assert settings["find-links"] == "/opt/wheels", "a PIP_FIND_LINKS variable beats the config file"
-    assert settings["index-url"] == "https://mirror.example/simple"
+    assert settings["index-url"] == "https://mirror.example/simple", "pip install's [install] section beats [global]"
     assert settings["extra-index-url"] == "file:///opt/a/simple file:///opt/b/simple"
 
 

@@ -12,7 +12,8 @@ thing `make test` does, and everything else waits for it.
 * uv itself comes from the package index through the environment's own pip (pinned below), so
   nothing beyond Python and pip is needed.
 * pip's settings on the machine (`pip config list`: index-url, extra-index-url, find-links,
-  constraint, cert; from the config files and PIP_* variables, the most specific winning as in pip)
+  constraint, cert; from the config files' [global] and [install] sections and PIP_* variables,
+  the most specific winning as in pip)
   are handed to uv, and uv chooses a release across all indexes as pip does
   (--index-strategy unsafe-best-match). So a local wheel directory, a mirror or a version cap that
   pip would use, uv uses too; where none is set, both use PyPI.
@@ -30,8 +31,10 @@ import sys
 from pathlib import Path
 
 UV = "uv==0.13.9"
-# pip config scopes, least specific first: a later scope's value replaces an earlier one's
-SCOPES = ("global", "user", "site", ":env:")
+# `pip config list` prints "section.key=value", the config files already merged; of the sections
+# pip's install reads, least specific first (a later one's value replaces an earlier one's):
+# [global], then [install], then the PIP_* environment variables (":env:")
+SCOPES = ("global", "install", ":env:")
 FORWARDED = {"index-url": "--index-url", "extra-index-url": "--extra-index-url", "find-links": "--find-links",
              "constraint": "--constraint"}
 
