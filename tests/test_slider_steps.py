@@ -40,14 +40,23 @@ CASES = {
     "relative.fig_buckets(vary='max_distance')": "quick",  # lines whose length and names change
     # experiment figures from the committed full-budget records, over the knob their page slides
     "exp_extrapolation.fig_extrapolation_curves(extrapolation, bin_width=[8, 4, 16])": "quick",  # bands filled to the next trace, lines of changing length
-    "exp_context_extension.fig_context_extension(context_extension, metric=['mean', 'tail'])": "update",  # error bars: redrawn
+    "exp_context_extension.fig_context_extension(context_extension, metric=['mean', 'tail'])": "quick",  # error bars restyled
+    "exp_extrapolation.fig_extrapolation(extrapolation, metric=['tail', 'tail_minus_head', 'mean'])": "quick",  # error bars that move
+    "exp_passkey.fig_passkey_vs_loss(passkey, phase=['zero_shot', 'finetuned'])": "quick",  # error bars, two subplots
+    # a figure of a short training run: bars (some missing on a log axis) and lines in two subplots
+    "learned.fig_tail_rows(tail_rows)": "quick",
 }
+
+# the objects a figure of an analysis (not an experiment record) is drawn from: small, quick runs
+RUNS = {"tail_rows": lambda: __import__("mlbook.analysis.learned", fromlist=["x"]).train_tail_rows(
+    T_max=64, mean_len=10.0, steps=30, batch_size=8, d_model=16, n_layers=1, seed=0)}
 
 
 def _figure(key: str) -> Any:
     """The figure a CASES key names: `module.builder(keyword=value, ...)` from mlbook.viz, or
     `module.builder(record, knob=[values])`, a builder of a committed full-budget record with a
-    slider over one knob, as the experiment pages show it (grid_slider, as show_knob does)."""
+    slider over one knob, as the experiment pages show it (grid_slider, as show_knob does), or
+    `module.builder(run)`, a builder given one of the RUNS (its own slider)."""
     import ast
     import importlib
 
@@ -62,6 +71,8 @@ def _figure(key: str) -> Any:
     if not call.args:
         return build(**kwargs)
     name = call.args[0].id  # type: ignore[attr-defined]
+    if name in RUNS:
+        return build(RUNS[name](), **kwargs)
     record = load_result(name, "full")
     assert record is not None, f"{key}: no committed full-budget record {name!r}"
     (knob, values), = kwargs.items()

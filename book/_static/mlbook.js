@@ -11,7 +11,7 @@
      other broken over two lines, measured after drawing.
    * Static sliders: a step that swaps a precomputed frame (Plotly.animate) becomes one
      Plotly.update that leaves the figure as the frame would, computed once instead of twice;
-     where the frames only move and restyle scatter points, a quicker step redraws only the
+     where the frames only move and restyle points or bars, a quicker step redraws only the
      traces that change (window.mlbookStep).
    * Accessibility: a scrollable output gets tabindex=0 and a name (keyboard users can scroll
      it); buttons whose aria-label hides their visible text lose the aria-label; the citation
@@ -431,18 +431,21 @@
     const lay = Object.assign({}, held, paths(f.layout || {}, "", {}));
     return Object.assign({}, step, {method: "update", args: [upd, lay, traces]});
   }
-  // Quicker still, where a step only moves and restyles points: when every trace is a scatter
-  // without error bars and the frames differ from one another only in the traces' points (x, y;
-  // text points keep their number), texts, hover, names and styles, plus the figure's title, a
-  // step is plotly's animate without its closing redraw (redraw: false), given only the traces
-  // that change from frame to frame: plotly recomputes the traces and draws those again, styles
-  // included, and leaves the axes (which keep their ranges, as under animate) and the rest; then
-  // one relayout draws the frame's title and, where names or styles change, the legend. Such a
+  // Quicker still, where a step only moves and restyles points or bars: when every trace is a
+  // scatter or a bar and the frames differ from one another only in the traces' points (x, y,
+  // numbers: a category axis would need its ticks again; text points keep their number), error
+  // bars, texts, hover, names and styles, plus the figure's title, a step is plotly's animate
+  // without its closing redraw (redraw: false), given only the traces that change from frame to
+  // frame: plotly recomputes the traces and draws those again, styles included, and leaves the
+  // axes (which keep their ranges, as under animate) and the rest; then one relayout draws the
+  // frame's title and, where names or styles change, the legend (bars and error bars, which the
+  // transition draws without part of their style, are styled again by a restyle that sets nothing). Such a
   // step is a "skip" step for plotly, which moves the slider and tells mlbook.js
   // (plotly_sliderchange), and mlbook.js applies it: `window.mlbookStep`, which the tests and
   // benchmarks call too (tests/test_slider_steps.py: the same figure as plotly's own step).
   const QUICK_DATA = new Set(["x", "y", "text", "hovertext", "hovertemplate", "hoverinfo", "customdata",
-    "textposition"]);
+    "textposition", "error_x.array", "error_x.arrayminus", "error_y.array", "error_y.arrayminus"]);
+  const QUICK_TYPES = new Set(["scatter", "bar"]);
   const QUICK_LEGEND = new Set(["name", "line.color", "line.width", "line.dash", "marker.color", "marker.size",
     "marker.symbol", "marker.line.color", "marker.line.width", "textfont.color", "textfont.size", "fillcolor", "opacity"]);
   const QUICK_LAYOUT = /^title\./;
@@ -466,9 +469,9 @@
   }
   const frameTraces = f => (Array.isArray(f.traces) ? f.traces : (f.data || []).map((_, i) => i));
   function movingTraces(layout, data, frames) {  // the traces the frames change, if every step can be quick; else null
-    if (!(data || []).length || !data.every(t => (t.type || "scatter") === "scatter")) return null;
+    if (!(data || []).length || !data.every(t => QUICK_TYPES.has(t.type || "scatter"))) return null;
     for (const p of varying(layout, frames.map(f => f.layout || {}))) if (!QUICK_LAYOUT.test(p)) return null;
-    const moving = [];
+    const moving = [], restyled = new Set();
     let legend = false;
     for (let i = 0; i < data.length; i++) {
       const mine = frames.map(f => (f.data || [])[frameTraces(f).indexOf(i)]);
@@ -477,14 +480,17 @@
       // text points that appear or go are left behind by plotly's transition: those need a redraw
       const texts = [data[i], ...mine].some(t => /text/.test(t.mode || ""));
       if (texts && new Set([data[i], ...mine].map(t => `${count(t.x)} ${count(t.y)} ${count(t.text)}`)).size > 1) return null;
-      // error bars a transition draws anew come without their style: a trace with them is redrawn
-      if ([data[i], ...mine].some(t => (t.error_x || t.error_y) && (t.error_x || t.error_y).visible !== false)) return null;
       const changed = varying(data[i], mine);
       for (const p of changed) {
         if (QUICK_LEGEND.has(p)) legend = true;
         else if (!QUICK_DATA.has(p)) return null;
       }
+      // coordinates that are strings (categories, dates) would change the axis: not quick
+      if (["x", "y"].some(d => changed.has(d) && [data[i], ...mine].some(t => Array.isArray(t[d]) && t[d].some(v => typeof v === "string")))) return null;
       if (changed.size) moving.push(i);
+      // bars and error bars a transition draws anew come without part of their style (a bar's
+      // outline, an error bar's colour): they are styled again after it
+      if ((data[i].type === "bar") || [data[i], ...mine].some(t => ["error_x", "error_y"].some(e => t[e] && t[e].visible !== false))) restyled.add(i);
     }
     // plotly puts the traces it draws in its data order among their subplot's traces: with a
     // trace that stays between two that move, the stacking order would change. So a subplot's
@@ -497,7 +503,8 @@
       const tonext = mine.some(i => /^tonext/.test(data[i].fill || ""));
       for (const i of mine) if (tonext || (i > at[0] && i < at[at.length - 1])) traces.add(i);
     }
-    return {traces: Array.from(traces).sort((a, b) => a - b), legend};
+    const sorted = Array.from(traces).sort((a, b) => a - b);
+    return {traces: sorted, legend, restyled: sorted.filter(i => restyled.has(i))};
   }
   function quickStep(step, frames, moving) {
     const a = step && step.method === "animate" && Array.isArray(step.args) ? step.args : null;
@@ -506,17 +513,20 @@
     if (!f || (opts.transition && opts.transition.duration) || (opts.frame && opts.frame.duration)) return null;
     const title = Object.fromEntries(Object.entries(paths(f.layout || {}, "", {})).filter(([k]) => QUICK_LAYOUT.test(k)));
     const part = {data: moving.traces.map(i => f.data[frameTraces(f).indexOf(i)]), traces: moving.traces.slice()};
-    return Object.assign({}, step, {method: "skip", args: ["mlbook-quick", part, title, moving.legend]});
+    return Object.assign({}, step, {method: "skip", args: ["mlbook-quick", part, title, moving.legend, moving.restyled]});
   }
   const QUICK_OPTS = {mode: "immediate", frame: {duration: 0, redraw: false}, transition: {duration: 0}};
   // Step `i` of slider `s` as a click on it applies it.
   window.mlbookStep = (gd, i, s = 0) => {
     const st = gd.layout.sliders[s].steps[i], P = window.Plotly;
     if (st.method === "skip" && Array.isArray(st.args) && st.args[0] === "mlbook-quick") {
-      const [, part, title, legend] = st.args;
+      const [, part, title, legend, restyled = []] = st.args;
       // any legend attribute set (to the value it has) has plotly draw the legend again
       const lay = legend ? Object.assign({showlegend: gd._fullLayout.showlegend}, title) : title;
+      // restyling a style attribute to the value it has (null: unset, as it is) styles the traces again
+      const restyle = () => P.restyle(gd, {opacity: restyled.map(i => (gd.data[i].opacity !== undefined ? gd.data[i].opacity : null))}, restyled);
       return (part.traces.length ? P.animate(gd, part, QUICK_OPTS) : Promise.resolve(gd))
+        .then(() => (restyled.length ? restyle() : gd))
         .then(() => (Object.keys(lay).length ? P.relayout(gd, lay) : gd));
     }
     return st.method === "skip" ? Promise.resolve(gd) : P[st.method](gd, ...(st.args || []));
