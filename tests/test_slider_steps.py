@@ -34,7 +34,8 @@ CASES = {
     "rope.fig_frequency_bands": "update",  # lines and a heatmap, a frame title
     "extension.fig_score_fit": "quick",  # three subplots, autoranged axes, a trace that never moves
     "extension.fig_context_scaling": "quick",  # names in the legend that change, text points
-    "sinks.fig_cache_diagram": "update",  # text points that come and go: not a quick step
+    "sinks.fig_cache_diagram": "quick",  # labelled points, spare ones parked left of the axis
+    "sinks.fig_cache_diagram(vary='n_sink')": "quick",  # rows whose labels change colour and number
     "rope.fig_rotation_offset": "quick",  # points, arrows and text labels that move
     "absolute.fig_offset_rotation": "quick",  # markers that come and go, legend names
     "relative.fig_buckets(vary='max_distance')": "quick",  # lines whose length and names change

@@ -68,6 +68,13 @@ def _row_traces(frame_data, scheme_index: int):
     return frame_data[4 * scheme_index : 4 * scheme_index + 4]
 
 
+def _shown(trace) -> tuple[list[int], list[str]]:
+    """The x and labels of a row's points that are drawn in the plot (spare points sit left of it, unlabelled)."""
+    kept = [(int(x), t) for x, t in zip(trace.x, trace.text) if x >= 0]
+    assert all(not t.strip() for x, t in zip(trace.x, trace.text) if x < 0), "a parked point carries no label"
+    return [x for x, _ in kept], [t for _, t in kept]
+
+
 @pytest.mark.parametrize("vary", ["t", "n_sink", "window"])
 def test_cache_diagram_frames_show_each_schemes_contents(vary):
     fig = V.fig_cache_diagram(t=20, n_sink=4, window=8, vary=vary)
@@ -77,15 +84,17 @@ def test_cache_diagram_frames_show_each_schemes_contents(vary):
         rep = S.cache_report(kw["t"], kw["n_sink"], kw["window"])
         for k, view in enumerate(rep.views):
             inside, outside, evicted, summary = _row_traces(frame.data, k)
-            xs = sorted(int(x) for x in list(inside.x) + list(outside.x))
-            assert xs == sorted(view.kept), f"{vary}={label}: {view.scheme} holds the wrong tokens"
-            labels = dict(zip([int(x) for x in list(inside.x) + list(outside.x)],
-                              [int(s) for s in list(inside.text) + list(outside.text)]))
+            (xi, ti), (xo, to) = _shown(inside), _shown(outside)
+            assert sorted(xi + xo) == sorted(view.kept), f"{vary}={label}: {view.scheme} holds the wrong tokens"
+            labels = dict(zip(xi + xo, [int(s) for s in ti + to]))
             assert labels == dict(zip(view.kept, view.given)), "each token is labelled with its given position"
-            assert sorted(int(x) for x in evicted.x) == list(view.evicted)
+            assert sorted(int(x) for x in evicted.x if x >= 0) == list(view.evicted)
             assert ("in range" in summary.text[0]) == rep.in_range(view)
         query = frame.data[-1]
         assert set(np.asarray(query.x, dtype=float)) == {kw["t"] - 1.0}
+    # every frame draws each trace with as many points (a slider step then only moves them)
+    counts = {tuple(len(tr.x) for tr in frame.data) for frame in fig.frames}
+    assert len(counts) == 1, f"traces change their number of points between frames: {counts}"
 
 
 def test_cache_diagram_colours_out_of_range_keys():

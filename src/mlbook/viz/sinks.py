@@ -97,32 +97,62 @@ def live_softmax_parking(relevance: float, sink_score: float) -> go.Figure:
 # ---------------------------------------------------------------------------
 
 _IN, _OUT = LINE_COLORS[0], LINE_COLORS[5]
+# In a figure with a slider, each row's tokens are drawn with as many points in every frame (the
+# spare ones blank and parked out of sight, left of the axis): a step then moves points instead
+# of redrawing the figure (book/_static/mlbook.js, quick steps).
+_PARKED_X = -100.0
 
 
-def _cache(t: int, n_sink: int, window: int, trained_len: int | None, x_max: int) -> go.Figure:
+def _row_points(report: Any) -> list[list[tuple[np.ndarray, np.ndarray, np.ndarray]]]:
+    """Per view: (text position, given position, offset to the query) of the tokens kept in range,
+    kept beyond the trained range, and evicted (given and offset unused for those)."""
+    out = []
+    for v in report.views:
+        kept, given = np.array(v.kept), np.array(v.given)
+        offset = given[-1] - given  # (n,) query minus key, in the positions RoPE sees
+        ok = offset <= report.trained_len - 1
+        ev = np.array(v.evicted, dtype=int)
+        out.append([(kept[ok], given[ok], offset[ok]), (kept[~ok], given[~ok], offset[~ok]), (ev, ev, ev)])
+    return out
+
+
+def _cache_slots(reports: Sequence[Any]) -> list[int]:
+    """The most points each (row, kind) trace holds over the reports: the size every frame pads to."""
+    counts = [[len(x) for view in _row_points(r) for x, _, _ in view] for r in reports]
+    return [max(c) for c in zip(*counts)]
+
+
+def _cache(t: int, n_sink: int, window: int, trained_len: int | None, x_max: int,
+           slots: Sequence[int] | None = None) -> go.Figure:
     report = cache_report(t, n_sink, window, trained_len)
     L = report.trained_len
     rows = {sch: len(SCHEMES) - 1 - k for k, sch in enumerate(SCHEMES)}  # first scheme on top
     fig = go.Figure()
     size = 18 if x_max <= 20 else (16 if x_max <= 26 else 12)
     font = 9 if x_max <= 26 else 8
+    points = _row_points(report)
+
+    def padded(j: int, x: np.ndarray, *cols: np.ndarray) -> tuple[np.ndarray, ...]:
+        spare = 0 if slots is None else slots[j] - len(x)
+        return (np.concatenate([x.astype(float), np.full(spare, _PARKED_X)]),
+                *(np.concatenate([c, np.zeros(spare, dtype=c.dtype)]) for c in cols))
+
     for k, v in enumerate(report.views):
         y = float(rows[v.scheme])
-        kept, given = np.array(v.kept), np.array(v.given)
-        offset = given[-1] - given  # (n,) query minus key, in the positions RoPE sees
-        ok = offset <= L - 1
-        ev = np.array(v.evicted, dtype=float)
-        for mask, name, color, symbol in ((ok, f"kept, offset to the query ≤ L - 1 = {L - 1}", _IN, "square"),
-                                          (~ok, "kept, offset beyond the trained range", _OUT, "diamond")):
+        for m, (name, color, symbol) in enumerate(((f"kept, offset to the query ≤ L - 1 = {L - 1}", _IN, "square"),
+                                                   ("kept, offset beyond the trained range", _OUT, "diamond"))):
+            x, given, offset = padded(3 * k + m, *points[k][m])
+            texts = [str(p) if xi != _PARKED_X else " " for p, xi in zip(given, x)]  # plotly drops an empty text
             fig.add_scatter(
-                x=kept[mask].astype(float), y=np.full(int(mask.sum()), y), mode="markers+text",
-                text=[str(p) for p in given[mask]], textposition="middle center",
-                textfont=dict(size=font, color="white"), name=name, legendgroup=name, showlegend=k == 0,
+                x=x, y=np.full(len(x), y), mode="markers+text",
+                text=texts, textposition="middle center",
+                textfont=dict(size=font, color="white"), name=name, legendgroup=("in range", "beyond")[m], showlegend=k == 0,
                 marker=dict(size=size, symbol=symbol, color=color),
-                customdata=np.stack([given[mask], offset[mask]], axis=-1) if mask.any() else None,
+                customdata=np.stack([given, offset], axis=-1) if len(x) else None,
                 hovertemplate="text position %{x}<br>given position %{customdata[0]}<br>"
                               "offset to the query %{customdata[1]}<extra></extra>",
             )
+        (ev,) = padded(3 * k + 2, points[k][2][0])
         fig.add_scatter(
             x=ev, y=np.full(len(ev), y), mode="markers", name="evicted", legendgroup="evicted",
             showlegend=k == 0, marker=dict(size=size - 6, symbol="x-thin", line=dict(width=1.5, color="#999")),
@@ -169,16 +199,19 @@ def fig_cache_diagram(
         if steps is None:
             return _cache(t, n_sink, window, trained_len, t)
         values = knob_values(t, steps)
+        slots = _cache_slots([cache_report(v, n_sink, window, trained_len) for v in values])
         fig = grid_slider(_cache, "t", values, active=values.index(t), label="tokens streamed t",
-                          fixed=dict(n_sink=n_sink, window=window, trained_len=trained_len, x_max=max(values)))
+                          fixed=dict(n_sink=n_sink, window=window, trained_len=trained_len, x_max=max(values), slots=slots))
     elif vary == "n_sink":
         values = knob_values(n_sink, n_sinks)
+        slots = _cache_slots([cache_report(t, v, window, trained_len) for v in values])
         fig = grid_slider(_cache, "n_sink", values, active=values.index(n_sink), label="n_sink",
-                          fixed=dict(t=t, window=window, trained_len=trained_len, x_max=t))
+                          fixed=dict(t=t, window=window, trained_len=trained_len, x_max=t, slots=slots))
     elif vary == "window":
         values = knob_values(window, windows)
+        slots = _cache_slots([cache_report(t, n_sink, v, trained_len) for v in values])
         fig = grid_slider(_cache, "window", values, active=values.index(window), label="window W",
-                          fixed=dict(t=t, n_sink=n_sink, trained_len=trained_len, x_max=t))
+                          fixed=dict(t=t, n_sink=n_sink, trained_len=trained_len, x_max=t, slots=slots))
     else:
         raise ValueError(f"vary must be 't', 'n_sink' or 'window', got {vary!r}")
     fig.layout.sliders[0].update(pad=dict(t=50))
