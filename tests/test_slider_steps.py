@@ -44,6 +44,7 @@ CASES = {
     "exp_context_extension.fig_context_extension(context_extension, metric=['mean', 'tail'])": "quick",  # error bars restyled
     "exp_extrapolation.fig_extrapolation(extrapolation, metric=['tail', 'tail_minus_head', 'mean'])": "quick",  # error bars that move
     "exp_passkey.fig_passkey_vs_loss(passkey, phase=['zero_shot', 'finetuned'])": "quick",  # error bars, two subplots
+    "exp_t5_length.fig_t5_per_position(t5_length, length=[16, 12, 8])": "quick",  # bands filled to themselves, lines emptied
     # a figure of a short training run: bars (some missing on a log axis) and lines in two subplots
     "learned.fig_tail_rows(tail_rows)": "quick",
 }

@@ -26,13 +26,11 @@ def fig_t5_per_position(record: dict[str, Any], length: int = 16) -> go.Figure:
     for i, variant in enumerate(r["variants"]):
         pp = exp_t5_length.per_position(record, variant, length)
         x = list(range(length))
-        if pp is None:  # keep the trace count fixed for sliders: an empty line in the legend
-            fig.add_trace(go.Scatter(x=x, y=[None] * length, fill="toself", showlegend=False, name=f"{variant} ± sd",
-                                     line={"width": 0}))
-            fig.add_trace(go.Scatter(x=x, y=[None] * length, mode="lines", name=f"{variant} (cannot run)",
-                                     line={"color": LINE_COLORS[i]}))
-            continue
-        band(fig, x, pp["mean"], pp["sd"], LINE_COLORS[i], variant, DASHES[i % 4], mode="lines+markers")
+        # a variant that cannot run keeps its two traces and their style, empty, named so in the legend:
+        # a slider step then only changes points and names (a quick step on the site)
+        mean, sd = (pp["mean"], pp["sd"]) if pp is not None else ([None] * length, [None] * length)
+        band(fig, x, mean, sd, LINE_COLORS[i], variant if pp is not None else f"{variant} (cannot run)",
+             DASHES[i % 4], mode="lines+markers", group=variant)
     fig.add_hline(y=r["chance"], line_dash="dot", line_color="gray", annotation_text=f"chance 1/{r['n_symbols']}",
                   annotation_position="bottom right")
     fig.add_vline(x=r["train_len"] - 0.5, line_dash="dot", line_color="gray",
