@@ -198,6 +198,9 @@ def _scaling(
     i = np.arange(d_head // 2)
     # two panels sharing the pair axis (make_subplots(rows=2, shared_xaxes=True, vertical_spacing=0.05)
     # written out), built as plain dicts: plotly's validation was most of a live redraw
+    # markers on every 4th pair or so (plotly's maxdisplayed; the lines join every pair): enough to tell
+    # the methods apart, and a quarter of the points to redraw at each slider step
+    shown = max(8, d_head // 8)
     traces = []
     for m in methods:
         color, dash, symbol = METHOD_STYLE[m]
@@ -205,12 +208,12 @@ def _scaling(
         r = ratios[m]
         traces.append(dict(
             type="scatter", x=i, y=r, mode="lines+markers", name=label, legendgroup=m,
-            line=dict(color=color, width=2, dash=dash), marker=dict(size=5, symbol=symbol, color=color),
+            line=dict(color=color, width=2, dash=dash), marker=dict(size=5, symbol=symbol, color=color, maxdisplayed=shown),
             hovertemplate=f"{label}<br>pair %{{x}}<br>θ'/θ = %{{y:.4f}}<extra></extra>", xaxis="x", yaxis="y",
         ))
         traces.append(dict(
             type="scatter", x=i, y=lam / r, mode="lines+markers", name=label, legendgroup=m, showlegend=False,
-            line=dict(color=color, width=2, dash=dash), marker=dict(size=4, symbol=symbol, color=color),
+            line=dict(color=color, width=2, dash=dash), marker=dict(size=4, symbol=symbol, color=color, maxdisplayed=shown),
             hovertemplate=f"{label}<br>pair %{{x}}<br>wavelength %{{y:,.4g}} tokens<extra></extra>", xaxis="x2", yaxis="y2",
         ))
     target = int(round(factor * L))
