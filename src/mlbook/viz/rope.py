@@ -273,7 +273,7 @@ def _bands(d_head: int, T: int, base: float, pairs: Sequence[int] | None = None)
     wavelength = bands.wavelength.numpy()
     m = list(range(T))
     data: list[dict[str, Any]] = [
-        dict(type="scatter", x=m, y=round_array(bands.sin[i]), mode="lines+markers" if T <= 128 else "lines",
+        dict(type="scatter", x=m, y=round_array(bands.sin[i]), mode="lines+markers" if T <= 32 else "lines",
              line=dict(color=LINE_COLORS[n % len(LINE_COLORS)], width=2), marker=dict(size=4),
              name=f"pair {i} (λ = {wavelength[i]:,.1f})",
              hovertemplate=f"pair {i}<br>m = %{{x}}<br>sin(m θ) = %{{y}}<extra></extra>")
