@@ -1,11 +1,13 @@
 """On the site, a static slider step leaves the figure exactly as plotly's own step (Plotly.animate
 to a precomputed frame) leaves it (book/_static/mlbook.js): one Plotly.update, or, where the frames
-only move and restyle scatter points, a "quick" step (animate without the closing redraw, given the
-traces that change, and a relayout of the title and, where names or styles change, the legend).
+only move and restyle scatter points and bars, a "quick" step (animate without the closing redraw,
+given the traces that change, a restyle that styles bars and error bars again, and a relayout of
+the title and, where names or styles change, the legend).
 
 For figures chosen for what can go wrong (heatmaps in subplots, horizontal bars re-sorted on a
 category axis under a fixed log range, autoranged axes, lines with markers, a frame title; for the
-quick steps: a trace that stays while others move, names and colours that change, text points),
+quick steps: a trace that stays while others move, names and colours that change, text points,
+bars, error bars, points parked out of sight),
 two copies of the figure are drawn on one page with the site's plotly.js and mlbook.js; for every
 step, one copy takes plotly's animate step and the other the site's step, and then both hold the
 same traces, title, axis ranges and categories, drawn text, path and image sizes, and the colours,
