@@ -114,5 +114,11 @@ def test_t5_figure_has_a_band_and_a_line_per_variant_and_the_length_knob_changes
     assert len(fig.data) == 2 * len(t5_record["results"]["variants"])
     slider = grid_slider(lambda length: V.fig_t5_per_position(t5_record, length), "length", [12, 16])
     assert len(slider.frames[0].data[1].x) != len(slider.frames[1].data[1].x)
+    # every length keeps the same legend (a variant that cannot run is named in the subtitle instead)
+    assert len({tuple(t.name for t in frame.data) for frame in slider.frames}) == 1
+    for frame in slider.frames:
+        length = int(frame.name)
+        idle = [v for v in t5_record["results"]["variants"] if exp_t5_length.per_position(t5_record, v, length) is None]
+        assert all(v in frame.layout.title.text for v in idle) and ("cannot run" in frame.layout.title.text) == bool(idle)
     with pytest.raises(ValueError, match="length must be one of"):
         V.fig_t5_per_position(t5_record, 32)

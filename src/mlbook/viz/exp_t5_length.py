@@ -18,27 +18,31 @@ __all__ = [
 
 def fig_t5_per_position(record: dict[str, Any], length: int = 16) -> go.Figure:
     """Token accuracy at each output position of the reversal at `length`: mean ± sd over seeds per
-    variant; a variant that cannot run at that length has no line."""
+    variant; a variant that cannot run at that length has no line (the subtitle names it)."""
     r = record_results(record, "t5_length")
     if length not in r["eval_lens"]:
         raise ValueError(f"length must be one of the evaluated lengths {r['eval_lens']}, got {length!r}")
     fig = go.Figure()
+    idle = []
     for i, variant in enumerate(r["variants"]):
         pp = exp_t5_length.per_position(record, variant, length)
         x = list(range(length))
-        # a variant that cannot run keeps its two traces and their style, empty, named so in the legend:
-        # a slider step then only changes points and names (a quick step on the site)
+        # a variant that cannot run keeps its two traces, style and legend entry, empty (the subtitle
+        # says so): a slider step then only moves points, and the legend keeps its size (a quick step
+        # on the site; a legend that changes size has plotly lay out and draw the whole figure again)
         mean, sd = (pp["mean"], pp["sd"]) if pp is not None else ([None] * length, [None] * length)
-        band(fig, x, mean, sd, LINE_COLORS[i], variant if pp is not None else f"{variant} (cannot run)",
-             DASHES[i % 4], mode="lines+markers", group=variant)
+        if pp is None:
+            idle.append(variant)
+        band(fig, x, mean, sd, LINE_COLORS[i], variant, DASHES[i % 4], mode="lines+markers")
     fig.add_hline(y=r["chance"], line_dash="dot", line_color="gray", annotation_text=f"chance 1/{r['n_symbols']}",
                   annotation_position="bottom right")
     fig.add_vline(x=r["train_len"] - 0.5, line_dash="dot", line_color="gray",
                   annotation_text=f"trained length {r['train_len']}")
     fig.update_xaxes(title=f"output position (0 .. {length - 1})", range=[-0.5, max(r["eval_lens"]) - 0.5])
     fig.update_yaxes(title="token accuracy (fraction)", range=[0, 1.05])
+    cannot = f"; cannot run at {length}: {', '.join(idle)}" if idle else ""
     return finish_layout(fig, title=f"Reversal at length {length}: accuracy per output position",
-                         subtitle=f"mean ± sd over {seeds_text(r)}")
+                         subtitle=f"mean ± sd over {seeds_text(r)}{cannot}")
 
 
 def bucket_table_text(table: dict[str, Any]) -> str:
