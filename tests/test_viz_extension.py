@@ -104,7 +104,7 @@ def test_context_scaling_traces_and_frames_match_library():
             np.testing.assert_allclose(np.asarray(frame.data[2 * k].y, dtype=float), ratios[m], rtol=1e-6)
             np.testing.assert_allclose(np.asarray(frame.data[2 * k + 1].y, dtype=float), lam / ratios[m], rtol=1e-5)
         # the default dynamic n equals s L, so (alpha = 1) dynamic coincides with static NTK in every frame
-        assert frame.data[2 * k_dyn].name == f"dynamic NTK at n = {n:,}"
+        assert frame.data[2 * k_dyn].name == "dynamic NTK at n = sL" and f"n = sL = {n:,}" in frame.layout.title.text
         np.testing.assert_allclose(np.asarray(frame.data[2 * k_dyn].y, dtype=float),
                                    np.asarray(frame.data[2 * k_ntk].y, dtype=float), rtol=1e-5)
         # PI is the flat line at 1/s; the L' reference line sits at s L

@@ -190,7 +190,8 @@ def _scaling(
 ) -> go.Figure:
     factor = _check_factor(factor)
     L = original_max_len
-    if seq_len is None:  # dynamic NTK at the same effective factor as the others: n = s L
+    at_sL = seq_len is None
+    if at_sL:  # dynamic NTK at the same effective factor as the others: n = s L
         seq_len = int(round(factor * L))
     ratios = frequency_ratios(d_head, base, factor, original_max_len=L, methods=methods, seq_len=seq_len,
                               beta_fast=beta_fast, beta_slow=beta_slow)
@@ -204,7 +205,10 @@ def _scaling(
     traces = []
     for m in methods:
         color, dash, symbol = METHOD_STYLE[m]
-        label = METHOD_LABELS[m] if m != "dynamic" else f"dynamic NTK at n = {_fmt_len(seq_len)}"
+        # at n = sL the legend says so and the title gives n: a legend that changed size at each
+        # slider step would have plotly lay out the whole figure again
+        label = (METHOD_LABELS[m] if m != "dynamic" else "dynamic NTK at n = sL" if at_sL
+                 else f"dynamic NTK at n = {_fmt_len(seq_len)}")
         r = ratios[m]
         traces.append(dict(
             type="scatter", x=i, y=r, mode="lines+markers", name=label, legendgroup=m,
@@ -242,7 +246,8 @@ def _scaling(
                     title=dict(text=f"pair index i (d_head = {d_head}, base = {base:,g}, L = {_fmt_len(L)})")),
         yaxis2=dict(anchor="x2", domain=[0.0, 0.475], type="log", title=dict(text="wavelength 2π/θ_i' (tokens)"),
                     range=[math.log10(2), math.log10(wave_max)], tickvals=ticks, ticktext=[_token_label(v) for v in ticks]),
-        title=dict(text=f"s = {factor:g}: frequency ratio (top) and wavelength (bottom) per pair",
+        title=dict(text=f"s = {factor:g}: frequency ratio (top) and wavelength (bottom) per pair"
+                        + (f"; dynamic NTK at n = sL = {_fmt_len(seq_len)}" if at_sL and "dynamic" in methods else ""),
                    y=0.985, yanchor="top", font=dict(size=14)),
         height=780, hovermode="closest",
         legend=dict(orientation="h", y=1.01, yanchor="bottom", x=0, xanchor="left", font=dict(size=11)),
