@@ -7,10 +7,10 @@ the title and, where names or styles change, the legend).
 For figures chosen for what can go wrong (heatmaps in subplots, horizontal bars re-sorted on a
 category axis under a fixed log range, autoranged axes, lines with markers, a frame title; for the
 quick steps: a trace that stays while others move, names and colours that change, text points,
-bars, error bars, points parked out of sight),
+bars, error bars, points parked out of sight, heatmaps with and without scatter traces),
 two copies of the figure are drawn on one page with the site's plotly.js and mlbook.js; for every
 step, one copy takes plotly's animate step and the other the site's step, and then both hold the
-same traces, title, axis ranges and categories, drawn text, path and image sizes, and the colours,
+same traces, title, axis ranges and categories, drawn text, path sizes, images, and the colours,
 widths and opacities of what is drawn (legend included).
 Headless Chromium as in tests/test_site.py (`-m browser`, part of `make test-browser`).
 """
@@ -33,7 +33,7 @@ MLBOOK_JS = ROOT / "book" / "_static" / "mlbook.js"
 CASES = {
     "production.fig_family_kv": "update",  # horizontal bars re-sorted per step, category axis, log x range
     "relative.fig_swin_bias": "update",  # heatmaps in subplots
-    "rope.fig_frequency_bands": "update",  # lines and a heatmap, a frame title
+    "rope.fig_frequency_bands": "quick",  # lines and a heatmap in two subplots, names in the legend, a frame title
     "extension.fig_score_fit": "quick",  # three subplots, autoranged axes, a trace that never moves
     "extension.fig_context_scaling": "quick",  # names in the legend that change, text points
     "sinks.fig_cache_diagram": "quick",  # labelled points, spare ones parked left of the axis
@@ -46,6 +46,7 @@ CASES = {
     "exp_context_extension.fig_context_extension(context_extension, metric=['mean', 'tail'])": "quick",  # error bars restyled
     "exp_extrapolation.fig_extrapolation(extrapolation, metric=['tail', 'tail_minus_head', 'mean'])": "quick",  # error bars that move
     "exp_passkey.fig_passkey_vs_loss(passkey, phase=['zero_shot', 'finetuned'])": "quick",  # error bars, two subplots
+    "exp_passkey.fig_passkey_heatmaps(passkey, phase=['zero_shot', 'finetuned'])": "quick",  # heatmaps only, texts in the cells
     "exp_t5_length.fig_t5_per_position(t5_length, length=[16, 12, 8])": "quick",  # bands filled to themselves, lines emptied
     # a figure of a short training run: bars (some missing on a log axis) and lines in two subplots
     "learned.fig_tail_rows(tail_rows)": "quick",
@@ -103,7 +104,7 @@ JS_COMPARE = """async ([ida, idb]) => {
       .map(e => ['fill', 'stroke', 'stroke-width', 'stroke-dasharray', 'opacity', 'fill-opacity', 'font-size']
         .map(k => e.style.getPropertyValue(k) || e.getAttribute(k) || '').join(' ')),
     legend: Array.from(gd.querySelectorAll('.legendtext')).map(t => t.textContent),
-    images: Array.from(gd.querySelectorAll('image')).map(p => (p.getAttribute('href') || '').length)});
+    images: Array.from(gd.querySelectorAll('image')).map(p => ['href', 'x', 'y', 'width', 'height'].map(k => p.getAttribute(k) || '').join(' '))});
   const plotly = a._mlbookSpec.layout.sliders[0].steps, site = b.layout.sliders[0].steps, out = [];
   const active = b.layout.sliders[0].active || 0;
   const order = site.map((_, i) => i).filter(i => i !== active).concat([active]);
@@ -113,6 +114,29 @@ JS_COMPARE = """async ([ida, idb]) => {
     await frame();
     const kind = site[i].method === 'skip' && site[i].args[0] === 'mlbook-quick' ? 'quick' : site[i].method;
     out.push({step: i, plotly: plotly[i].method, site: kind, a: state(a), b: state(b)});
+  }
+  return out;
+}"""
+
+
+# Hover over a heatmap's cell after each step: the label shows the step's value on both copies
+# (a quick step draws heatmaps itself, so hover must read what it drew). [] for no heatmap.
+JS_HOVER = """async ([ida, idb]) => {
+  const a = document.getElementById(ida), b = document.getElementById(idb), out = [];
+  const h = a.data.findIndex(t => t.type === 'heatmap');
+  if (h < 0) return out;
+  const label = async gd => {
+    await new Promise(r => setTimeout(r, 60));  // plotly takes one hover per 50 ms
+    Plotly.Fx.hover(gd, [{curveNumber: h, pointNumber: [1, 1]}], gd._fullData[h].xaxis + gd._fullData[h].yaxis);
+    const text = Array.from(gd.querySelectorAll('.hoverlayer text')).map(t => t.textContent).join(' / ');
+    Plotly.Fx.unhover(gd);
+    return text;
+  };
+  const plotly = a._mlbookSpec.layout.sliders[0].steps;
+  for (let i = 0; i < plotly.length; i++) {
+    await Plotly[plotly[i].method](a, ...plotly[i].args);
+    await window.mlbookStep(b, i);
+    out.push({step: i, a: await label(a), b: await label(b)});
   }
   return out;
 }"""
@@ -161,6 +185,8 @@ def test_site_slider_step_leaves_the_figure_as_plotlys_animate_does(browser: Any
                 a, b = json.loads(s["a"]), json.loads(s["b"])
                 differ = [part for part in a if a[part] != b[part]]
                 assert not differ, f"{key}, step {s['step']}: the site's {s['site']} step differs from animate in {differ}"
+            for h in tab.js(JS_HOVER, [f"f{n}a", f"f{n}b"]):
+                assert h["a"] and h["a"] == h["b"], f"{key}, step {h['step']}: hover on the heatmap reads {h['b']!r}, not {h['a']!r}"
         assert not tab.console_errors, "\n".join(tab.console_errors)
     finally:
         tab.close()

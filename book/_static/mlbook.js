@@ -11,8 +11,8 @@
      other broken over two lines, measured after drawing.
    * Static sliders: a step that swaps a precomputed frame (Plotly.animate) becomes one
      Plotly.update that leaves the figure as the frame would, computed once instead of twice;
-     where the frames only move and restyle points or bars, a quicker step redraws only the
-     traces that change (window.mlbookStep).
+     where the frames only move and restyle points or bars and change heatmaps' values, a
+     quicker step redraws only the traces that change (window.mlbookStep).
    * Accessibility: a scrollable output gets tabindex=0 and a name (keyboard users can scroll
      it); buttons whose aria-label hides their visible text lose the aria-label; the citation
      list's deprecated doc-biblioentry role becomes listitem. */
@@ -431,21 +431,25 @@
     const lay = Object.assign({}, held, paths(f.layout || {}, "", {}));
     return Object.assign({}, step, {method: "update", args: [upd, lay, traces]});
   }
-  // Quicker still, where a step only moves and restyles points or bars: when every trace is a
-  // scatter or a bar and the frames differ from one another only in the traces' points (x, y,
-  // numbers: a category axis would need its ticks again; text points keep their number), error
-  // bars, texts, hover, names and styles, plus the figure's title, a step is plotly's animate
+  // Quicker still, where a step only moves and restyles points or bars and changes heatmaps'
+  // values: when every trace is a scatter, a bar or a heatmap with a fixed colour range, and the
+  // frames differ from one another only in the traces' points (x, y, numbers: a category axis
+  // would need its ticks again; text points keep their number), error bars, texts, hover, names
+  // and styles, the heatmaps' values, texts and hover, plus the figure's title, a step is plotly's animate
   // without its closing redraw (redraw: false), given only the traces that change from frame to
   // frame: plotly recomputes the traces and draws those again, styles included, and leaves the
   // axes (which keep their ranges, as under animate) and the rest; then one relayout draws the
   // frame's title and, where names or styles change, the legend (bars and error bars, which the
-  // transition draws without part of their style, are styled again by a restyle that sets nothing). Such a
+  // transition draws without part of their style, are styled again by a restyle that sets nothing;
+  // heatmaps, which it does not draw, are drawn after it: drawHeatmaps below). Such a
   // step is a "skip" step for plotly, which moves the slider and tells mlbook.js
   // (plotly_sliderchange), and mlbook.js applies it: `window.mlbookStep`, which the tests and
   // benchmarks call too (tests/test_slider_steps.py: the same figure as plotly's own step).
   const QUICK_DATA = new Set(["x", "y", "text", "hovertext", "hovertemplate", "hoverinfo", "customdata",
     "textposition", "error_x.array", "error_x.arrayminus", "error_y.array", "error_y.arrayminus"]);
-  const QUICK_TYPES = new Set(["scatter", "bar"]);
+  const QUICK_TYPES = new Set(["scatter", "bar", "heatmap"]);
+  // a heatmap whose colour range is fixed and whose frames change only its values, texts and hover
+  const QUICK_HEAT = new Set(["z", "text", "customdata", "hovertemplate", "hovertext"]);
   const QUICK_LEGEND = new Set(["name", "line.color", "line.width", "line.dash", "marker.color", "marker.size",
     "marker.symbol", "marker.line.color", "marker.line.width", "textfont.color", "textfont.size", "fillcolor", "opacity"]);
   const QUICK_LAYOUT = /^title\./;
@@ -471,7 +475,7 @@
   function movingTraces(layout, data, frames) {  // the traces the frames change, if every step can be quick; else null
     if (!(data || []).length || !data.every(t => QUICK_TYPES.has(t.type || "scatter"))) return null;
     for (const p of varying(layout, frames.map(f => f.layout || {}))) if (!QUICK_LAYOUT.test(p)) return null;
-    const moving = [], restyled = new Set();
+    const moving = [], restyled = new Set(), heat = [];
     let legend = false;
     for (let i = 0; i < data.length; i++) {
       const mine = frames.map(f => (f.data || [])[frameTraces(f).indexOf(i)]);
@@ -481,6 +485,13 @@
       const texts = [data[i], ...mine].some(t => /text/.test(t.mode || ""));
       if (texts && new Set([data[i], ...mine].map(t => `${count(t.x)} ${count(t.y)} ${count(t.text)}`)).size > 1) return null;
       const changed = varying(data[i], mine);
+      if (data[i].type === "heatmap") {
+        const fixed = [data[i], ...mine].every(t => typeof t.zmin === "number" && typeof t.zmax === "number");
+        if (!fixed || !["zmin", "zmax"].every(k => [data[i], ...mine].every(t => t[k] === data[i][k]))) return null;
+        for (const p of changed) if (!QUICK_HEAT.has(p)) return null;
+        if (changed.size) heat.push(i);
+        continue;
+      }
       for (const p of changed) {
         if (QUICK_LEGEND.has(p)) legend = true;
         else if (!QUICK_DATA.has(p)) return null;
@@ -498,13 +509,13 @@
     // filled to the next (the fill is drawn from both).
     const subplot = t => `${t.xaxis || "x"}${t.yaxis || "y"}`, traces = new Set(moving);
     for (const key of new Set(moving.map(i => subplot(data[i])))) {
-      const mine = data.map((t, i) => i).filter(i => subplot(data[i]) === key);
+      const mine = data.map((t, i) => i).filter(i => subplot(data[i]) === key && data[i].type !== "heatmap");
       const at = mine.filter(i => traces.has(i));
       const tonext = mine.some(i => /^tonext/.test(data[i].fill || ""));
       for (const i of mine) if (tonext || (i > at[0] && i < at[at.length - 1])) traces.add(i);
     }
     const sorted = Array.from(traces).sort((a, b) => a - b);
-    return {traces: sorted, legend, restyled: sorted.filter(i => restyled.has(i))};
+    return {traces: sorted, legend, restyled: sorted.filter(i => restyled.has(i)), heat};
   }
   function quickStep(step, frames, moving) {
     const a = step && step.method === "animate" && Array.isArray(step.args) ? step.args : null;
@@ -512,20 +523,55 @@
     const f = names && frames.get(String(names[0]));
     if (!f || (opts.transition && opts.transition.duration) || (opts.frame && opts.frame.duration)) return null;
     const title = Object.fromEntries(Object.entries(paths(f.layout || {}, "", {})).filter(([k]) => QUICK_LAYOUT.test(k)));
-    const part = {data: moving.traces.map(i => f.data[frameTraces(f).indexOf(i)]), traces: moving.traces.slice()};
-    return Object.assign({}, step, {method: "skip", args: ["mlbook-quick", part, title, moving.legend, moving.restyled]});
+    const of = i => f.data[frameTraces(f).indexOf(i)];
+    const part = {data: moving.traces.map(of), traces: moving.traces.slice()};
+    const heat = {data: moving.heat.map(of), traces: moving.heat.slice()};
+    return Object.assign({}, step, {method: "skip", args: ["mlbook-quick", part, title, moving.legend, moving.restyled, heat]});
   }
   const QUICK_OPTS = {mode: "immediate", frame: {duration: 0, redraw: false}, transition: {duration: 0}};
+  function setPath(obj, path, v) {  // obj.a.b = v for "a.b", containers made as needed
+    const keys = path.split(".");
+    let o = obj;
+    for (const k of keys.slice(0, -1)) o = (o[k] && typeof o[k] === "object") ? o[k] : (o[k] = {});
+    o[keys[keys.length - 1]] = v;
+  }
+  // Plotly's transition draws only trace types it can animate, and leaves a subplot's heatmap layer
+  // out: the heatmaps of each subplot whose values changed are drawn again from the new calcdata
+  // with plotly's own heatmap drawing (its trace module), in their layer (made again if the
+  // transition took it away). Where these internals are not there (another plotly.js), the figure
+  // is drawn again whole, which is slower but the same.
+  function drawHeatmaps(gd, traces) {
+    const fl = gd._fullLayout, ids = new Map();
+    for (const t of traces) {
+      const tr = (gd._fullData || [])[t];
+      if (tr) ids.set(`${tr.xaxis}${tr.yaxis}`, tr._module);
+    }
+    for (const [id, mod] of ids) {
+      const pi = fl && fl._plots && fl._plots[id];
+      if (!pi || !pi.plot || !mod || typeof mod.plot !== "function") return window.Plotly.react(gd, gd.data, gd.layout);
+      const cds = (gd.calcdata || []).filter(cd => cd && cd[0] && cd[0].trace && cd[0].trace.type === "heatmap" &&
+        cd[0].trace.visible === true && `${cd[0].trace.xaxis}${cd[0].trace.yaxis}` === id);
+      let layer = pi.plot.select(".heatmaplayer");
+      if (layer.empty()) layer = pi.plot.insert("g", ":first-child").classed("heatmaplayer mlayer", true).datum({className: "heatmaplayer"});
+      mod.plot(gd, pi, cds, layer);
+      if (typeof mod.style === "function") mod.style(gd);
+    }
+    return gd;
+  }
   // Step `i` of slider `s` as a click on it applies it.
   window.mlbookStep = (gd, i, s = 0) => {
     const st = gd.layout.sliders[s].steps[i], P = window.Plotly;
     if (st.method === "skip" && Array.isArray(st.args) && st.args[0] === "mlbook-quick") {
-      const [, part, title, legend, restyled = []] = st.args;
+      const [, part, title, legend, restyled = [], heat = {data: [], traces: []}] = st.args;
+      // a heatmap's new values go into the figure's data first: the animate then computes every
+      // trace again (it draws only the scatters and bars), and the heatmaps are drawn after it
+      heat.traces.forEach((t, j) => { for (const [p, v] of Object.entries(paths(heat.data[j] || {}, "", {}))) setPath(gd.data[t], p, v); });
       // any legend attribute set (to the value it has) has plotly draw the legend again
       const lay = legend ? Object.assign({showlegend: gd._fullLayout.showlegend}, title) : title;
       // restyling a style attribute to the value it has (null: unset, as it is) styles the traces again
       const restyle = () => P.restyle(gd, {opacity: restyled.map(i => (gd.data[i].opacity !== undefined ? gd.data[i].opacity : null))}, restyled);
-      return (part.traces.length ? P.animate(gd, part, QUICK_OPTS) : Promise.resolve(gd))
+      return ((part.traces.length || heat.traces.length) ? P.animate(gd, part, QUICK_OPTS) : Promise.resolve(gd))
+        .then(() => (heat.traces.length ? drawHeatmaps(gd, heat.traces) : gd))
         .then(() => (restyled.length ? restyle() : gd))
         .then(() => (Object.keys(lay).length ? P.relayout(gd, lay) : gd));
     }
