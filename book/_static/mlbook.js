@@ -440,7 +440,7 @@
   // frame: plotly recomputes the traces and draws those again, styles included, and leaves the
   // axes (which keep their ranges, as under animate) and the rest; then one relayout draws the
   // frame's title and, where names or styles change, the legend (bars and error bars, which the
-  // transition draws without part of their style, are styled again by a restyle that sets nothing;
+  // transition draws without part of their style, are styled again by plotly's styling of their type;
   // heatmaps, which it does not draw, are drawn after it: drawHeatmaps below). Such a
   // step is a "skip" step for plotly, which moves the slider and tells mlbook.js
   // (plotly_sliderchange), and mlbook.js applies it: `window.mlbookStep`, which the tests and
@@ -568,8 +568,15 @@
       heat.traces.forEach((t, j) => { for (const [p, v] of Object.entries(paths(heat.data[j] || {}, "", {}))) setPath(gd.data[t], p, v); });
       // any legend attribute set (to the value it has) has plotly draw the legend again
       const lay = legend ? Object.assign({showlegend: gd._fullLayout.showlegend}, title) : title;
-      // restyling a style attribute to the value it has (null: unset, as it is) styles the traces again
-      const restyle = () => P.restyle(gd, {opacity: restyled.map(i => (gd.data[i].opacity !== undefined ? gd.data[i].opacity : null))}, restyled);
+      // plotly's own styling of those traces' types (their trace modules: scatter and bar style their
+      // error bars too); without it (another plotly.js), a restyle of a style attribute to the value
+      // it has (null: unset, as it is), which styles every trace again at the cost of a new
+      // supplyDefaults
+      const restyle = () => {
+        const mods = new Set(restyled.map(i => ((gd._fullData || [])[i] || {})._module));
+        if (Array.from(mods).every(m => m && typeof m.style === "function")) return mods.forEach(m => m.style(gd));
+        return P.restyle(gd, {opacity: restyled.map(i => (gd.data[i].opacity !== undefined ? gd.data[i].opacity : null))}, restyled);
+      };
       return ((part.traces.length || heat.traces.length) ? P.animate(gd, part, QUICK_OPTS) : Promise.resolve(gd))
         .then(() => (heat.traces.length ? drawHeatmaps(gd, heat.traces) : gd))
         .then(() => (restyled.length ? restyle() : gd))
