@@ -92,6 +92,11 @@ def test_cache_diagram_frames_show_each_schemes_contents(vary):
             assert ("in range" in summary.text[0]) == rep.in_range(view)
         query = frame.data[-1]
         assert set(np.asarray(query.x, dtype=float)) == {kw["t"] - 1.0}
+    # each legend entry rides on a trace with points in it (plotly leaves an empty trace out of the legend)
+    for label, frame in _frames(fig).items():
+        shown = {tr.name.split(",")[0] + ("" if "beyond" not in tr.name else " beyond") for tr in frame.data
+                 if tr.showlegend is not False and len(tr.x)}
+        assert shown == {"kept", "kept beyond", "evicted", "the query (newest token)"}, f"{vary}={label}: legend {shown}"
     # every frame draws each trace with as many points (a slider step then only moves them)
     counts = {tuple(len(tr.x) for tr in frame.data) for frame in fig.frames}
     assert len(counts) == 1, f"traces change their number of points between frames: {counts}"

@@ -131,6 +131,10 @@ def _cache(t: int, n_sink: int, window: int, trained_len: int | None, x_max: int
     size = 18 if x_max <= 20 else (16 if x_max <= 26 else 12)
     font = 9 if x_max <= 26 else 8
     points = _row_points(report)
+    # each kind's legend entry rides on the row with the most such points (plotly leaves an empty
+    # trace out of the legend: the full cache, on top, never evicts)
+    held = [[len(points[k][m][0]) if slots is None else slots[3 * k + m] for k in range(len(points))] for m in range(3)]
+    legend_row = [int(np.argmax(h)) for h in held]
 
     def padded(j: int, x: np.ndarray, *cols: np.ndarray) -> tuple[np.ndarray, ...]:
         spare = 0 if slots is None else slots[j] - len(x)
@@ -146,7 +150,7 @@ def _cache(t: int, n_sink: int, window: int, trained_len: int | None, x_max: int
             fig.add_scatter(
                 x=x, y=np.full(len(x), y), mode="markers+text",
                 text=texts, textposition="middle center",
-                textfont=dict(size=font, color="white"), name=name, legendgroup=("in range", "beyond")[m], showlegend=k == 0,
+                textfont=dict(size=font, color="white"), name=name, legendgroup=("in range", "beyond")[m], showlegend=k == legend_row[m],
                 marker=dict(size=size, symbol=symbol, color=color),
                 customdata=np.stack([given, offset], axis=-1) if len(x) else None,
                 hovertemplate="text position %{x}<br>given position %{customdata[0]}<br>"
@@ -155,7 +159,7 @@ def _cache(t: int, n_sink: int, window: int, trained_len: int | None, x_max: int
         (ev,) = padded(3 * k + 2, points[k][2][0])
         fig.add_scatter(
             x=ev, y=np.full(len(ev), y), mode="markers", name="evicted", legendgroup="evicted",
-            showlegend=k == 0, marker=dict(size=size - 6, symbol="x-thin", line=dict(width=1.5, color="#999")),
+            showlegend=k == legend_row[2], marker=dict(size=size - 6, symbol="x-thin", line=dict(width=1.5, color="#999")),
             hovertemplate="text position %{x}: evicted<extra></extra>",
         )
         inside = report.in_range(v)
