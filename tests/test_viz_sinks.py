@@ -97,6 +97,8 @@ def test_cache_diagram_frames_show_each_schemes_contents(vary):
         shown = {tr.name.split(",")[0] + ("" if "beyond" not in tr.name else " beyond") for tr in frame.data
                  if tr.showlegend is not False and len(tr.x)}
         assert shown == {"kept", "kept beyond", "evicted", "the query (newest token)"}, f"{vary}={label}: legend {shown}"
+    # the same names in every frame (a legend that changes size has plotly lay out the figure again)
+    assert len({tuple(tr.name for tr in frame.data) for frame in fig.frames}) == 1
     # every frame draws each trace with as many points (a slider step then only moves them)
     counts = {tuple(len(tr.x) for tr in frame.data) for frame in fig.frames}
     assert len(counts) == 1, f"traces change their number of points between frames: {counts}"

@@ -143,7 +143,9 @@ def _cache(t: int, n_sink: int, window: int, trained_len: int | None, x_max: int
 
     for k, v in enumerate(report.views):
         y = float(rows[v.scheme])
-        for m, (name, color, symbol) in enumerate(((f"kept, offset to the query ≤ L - 1 = {L - 1}", _IN, "square"),
+        # the legend's names do not change with L (the title gives it): a legend that changed size
+        # at a slider step would have plotly lay out the whole figure again
+        for m, (name, color, symbol) in enumerate((("kept, offset to the query ≤ L - 1", _IN, "square"),
                                                    ("kept, offset beyond the trained range", _OUT, "diamond"))):
             x, given, offset = padded(3 * k + m, *points[k][m])
             texts = [str(p) if xi != _PARKED_X else " " for p, xi in zip(given, x)]  # plotly drops an empty text
