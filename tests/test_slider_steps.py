@@ -52,9 +52,15 @@ CASES = {
     "learned.fig_tail_rows(tail_rows)": "quick",
 }
 
+
+def _tail_rows() -> Any:
+    from mlbook.analysis.learned import train_tail_rows
+
+    return train_tail_rows(T_max=64, mean_len=10.0, steps=30, batch_size=8, d_model=16, n_layers=1, seed=0)
+
+
 # the objects a figure of an analysis (not an experiment record) is drawn from: small, quick runs
-RUNS = {"tail_rows": lambda: __import__("mlbook.analysis.learned", fromlist=["x"]).train_tail_rows(
-    T_max=64, mean_len=10.0, steps=30, batch_size=8, d_model=16, n_layers=1, seed=0)}
+RUNS = {"tail_rows": _tail_rows}
 
 
 def _figure(key: str) -> Any:

@@ -574,7 +574,10 @@
       // supplyDefaults
       const restyle = () => {
         const mods = new Set(restyled.map(i => ((gd._fullData || [])[i] || {})._module));
-        if (Array.from(mods).every(m => m && typeof m.style === "function")) return mods.forEach(m => m.style(gd));
+        if (Array.from(mods).every(m => m && typeof m.style === "function")) {
+          mods.forEach(m => m.style(gd));
+          return gd;
+        }
         return P.restyle(gd, {opacity: restyled.map(i => (gd.data[i].opacity !== undefined ? gd.data[i].opacity : null))}, restyled);
       };
       return ((part.traces.length || heat.traces.length) ? P.animate(gd, part, QUICK_OPTS) : Promise.resolve(gd))
