@@ -552,10 +552,15 @@ JS_DCL = """() => { const n = performance.getEntriesByType('navigation')[0];
   return n.domContentLoadedEventEnd - n.startTime; }"""
 
 # Every step of the figure's first slider as a click applies it (window.mlbookStep, book/_static/mlbook.js),
-# each timed until the next frame is drawn; the step the slider started on comes last.
+# each timed until the next frame is drawn; the step the slider started on comes last. The figure is
+# first scrolled to the middle of the window, as it is when a reader drags its slider (a figure out
+# of view would be drawn but not painted), and the page left to settle.
 JS_TIME_STEPS = """async (id) => {
   const gd = document.getElementById(id), sl = gd.layout.sliders[0], ms = [];
   const frame = () => new Promise(r => requestAnimationFrame(() => setTimeout(r, 0)));
+  gd.scrollIntoView({block: "center"});
+  await new Promise(r => setTimeout(r, 500));  // what the scroll sets off (the theme's table of contents) settles
+  await frame();
   const order = sl.steps.map((_, i) => i).filter(i => i !== (sl.active || 0));
   order.push(sl.active || 0);
   for (const i of order) {
