@@ -1,8 +1,9 @@
 """On the site, a static slider step leaves the figure exactly as plotly's own step (Plotly.animate
 to a precomputed frame) leaves it (book/_static/mlbook.js): one Plotly.update, or, where the frames
 only move and restyle scatter points and bars, a "quick" step (animate without the closing redraw,
-given the traces that change, a restyle that styles bars and error bars again, and a relayout of
-the title and, where names or styles change, the legend).
+given the traces that change, a restyle that styles bars and error bars again, the frame's title
+written into the drawn title where only its words change, and a relayout of the rest of the title
+and, where names or styles change, the legend).
 
 For figures chosen for what can go wrong (heatmaps in subplots, horizontal bars re-sorted on a
 category axis under a fixed log range, autoranged axes, lines with markers, a frame title; for the
@@ -10,8 +11,8 @@ quick steps: a trace that stays while others move, names and colours that change
 bars, error bars, points parked out of sight, heatmaps with and without scatter traces),
 two copies of the figure are drawn on one page with the site's plotly.js and mlbook.js; for every
 step, one copy takes plotly's animate step and the other the site's step, and then both hold the
-same traces, title, axis ranges and categories, drawn text, path sizes, images, and the colours,
-widths and opacities of what is drawn (legend included).
+same traces, title (its drawn SVG too), axis ranges and categories, drawn text, path sizes, images,
+and the colours, widths and opacities of what is drawn (legend included).
 Headless Chromium as in tests/test_site.py (`-m browser`, part of `make test-browser`).
 """
 
@@ -110,6 +111,7 @@ JS_COMPARE = """async ([ida, idb]) => {
       .map(e => ['fill', 'stroke', 'stroke-width', 'stroke-dasharray', 'opacity', 'fill-opacity', 'font-size']
         .map(k => e.style.getPropertyValue(k) || e.getAttribute(k) || '').join(' ')),
     legend: Array.from(gd.querySelectorAll('.legendtext')).map(t => t.textContent),
+    titleDom: (gd.querySelector('.g-gtitle') || {}).outerHTML || '',
     images: Array.from(gd.querySelectorAll('image')).map(p => ['href', 'x', 'y', 'width', 'height'].map(k => p.getAttribute(k) || '').join(' '))});
   const plotly = a._mlbookSpec.layout.sliders[0].steps, site = b.layout.sliders[0].steps, out = [];
   const active = b.layout.sliders[0].active || 0;
