@@ -93,7 +93,7 @@ def fig_permutation_equivariance(report: EquivarianceReport | None = None, *, fl
                   annotation_position="top right")
     label_on_log_axis(fig, "y")
     fig.update_layout(
-        title=f"Permute the input, permute the output? Error per output position (exact zeros drawn at {floor:.0e})",
+        title=f"Permute the input, permute the output?<br><sup>error per output position; exact zeros drawn at {floor:.0e}</sup>",
         barmode="group", yaxis_type="log", yaxis_range=[math.log10(floor) - 0.5, 1],
         height=480, title_font_size=14,
         xaxis_title="output position j (token index)", yaxis_title="max |f(Px) − P f(x)| at position j",
@@ -219,8 +219,8 @@ def _wavelengths(d_head: int, base: float, length: int, fraction: bool = False) 
     label_on_log_axis(fig, "y")
     where = "no pair exceeds it" if first is None else f"first pair past it: i = {first} of {d_head // 2}"
     fig.update_layout(
-        title=f"Wavelength 2π/θ_i per pair, d_head={d_head}, base={format_base(base)} ({where})",
-        height=460, title_font_size=14,
+        title=f"Wavelength 2π/θ_i per pair, d_head={d_head}, base={format_base(base)}<br><sup>{where}</sup>",
+        height=480, title_font_size=14, margin=dict(t=120),
         xaxis_title="pair position 2i / d_head" if fraction else "pair index i",
         yaxis_title="wavelength 2π/θ_i (tokens, log scale)", yaxis_type="log",
         yaxis_range=[0.5, 7.5], xaxis_range=[-0.02, 1.0] if fraction else [-1, d_head // 2],
@@ -297,7 +297,7 @@ def fig_binary_vs_sinusoid(n_bits: int = 4, oversample: int = 3) -> go.Figure:
     fig.update_xaxes(title_text="position t (tokens)", dtick=1, row=n_bits, col=1)
     fig.update_layout(
         height=140 * n_bits + 140, title_font_size=14,
-        title="Bits of a binary counter are square waves; the sinusoidal encoding uses smooth waves",
+        title="Bits of a binary counter are square waves<br><sup>the sinusoidal encoding uses smooth waves of the same periods</sup>",
         legend=dict(orientation="h", y=-0.12, x=0),
     )
     return fig

@@ -189,9 +189,9 @@ def _windowed_kv(model: str) -> go.Figure:
                  line=dict(color=LINE_COLORS[0], width=3),
                  hovertemplate="%{x:,} tokens: %{y} GiB<extra>as released</extra>"),
         ],
-        title=_title(f"{m.name} ({m.checkpoint}): {m.local_per_global} local ({local} {m.window:,}) per global; "
-                     f"at 1M tokens the cache is {ratio:.1f}× smaller"),
-        height=440, margin=dict(t=70, b=60, l=70, r=20),
+        title=_title(f"{m.name} ({m.checkpoint}): {m.local_per_global} local ({local} {m.window:,}) per global"
+                     f"<br><sup>at 1M tokens the cache is {ratio:.1f}× smaller</sup>"),
+        height=460, margin=dict(t=90, b=60, l=70, r=20),
         xaxis=dict(title="context length (tokens, log scale)", type="log"),
         yaxis=dict(title="KV cache per request (GiB, bf16)", type="log", range=[-2, 3]),
         legend=dict(orientation="h", x=0, xanchor="left", y=1.0, yanchor="bottom"),
@@ -238,9 +238,9 @@ def _rotated_pairs(still: float, base: float, d_head: int = 64) -> go.Figure:
                          hovertemplate="pair %{x}: %{customdata}<extra>" + name + "</extra>"))
     return light_figure(
         data,
-        title=_title(f"{still:.0%} of the pairs still: partial rotary squeezes the ladder, p-RoPE cuts its slow end "
-                     f"(base {base:,.0f})"),
-        height=460, margin=dict(t=70, b=60, l=80, r=20),
+        title=_title(f"{still:.0%} of the pairs still (base {base:,.0f})"
+                     "<br><sup>partial rotary squeezes the ladder, p-RoPE cuts its slow end</sup>"),
+        height=500, margin=dict(t=110, b=60, l=80, r=20),
         xaxis=dict(title="pair i (channel i and i + r/2 of the rotated part)"),
         yaxis=dict(title="frequency θ_i (radians per token, log scale)", type="log", range=[-8.3, 0.4],
                    tickvals=[_FLOOR, 1e-6, 1e-4, 1e-2, 1], ticktext=["never turns", "1e-6", "1e-4", "0.01", "1"]),
@@ -374,9 +374,9 @@ def _shipped_scaling(model: str) -> go.Figure:
             dict(type="scatter", x=[row.original_len, row.original_len], y=[0, 1.05], mode="lines",
                  name="original context", line=dict(color="#888888", dash="dot"), hoverinfo="skip"),
         ],
-        title=_title(f"{row.name}: {row.scaling}, factor {s:g} on {row.original_len:,}, context {row.max_len:,}; "
-                     f"{kept} pairs kept, {interp} divided by {s:g}, {len(ratio) - kept - interp} blended"),
-        height=440, margin=dict(t=70, b=60, l=70, r=20),
+        title=_title(f"{row.name}: {row.scaling}, factor {s:g} on {row.original_len:,}, context {row.max_len:,}"
+                     f"<br><sup>{kept} pairs kept, {interp} divided by {s:g}, {len(ratio) - kept - interp} blended</sup>"),
+        height=460, margin=dict(t=90, b=60, l=70, r=20),
         xaxis=dict(title="trained wavelength 2π/θ_i (tokens, log scale)", type="log", range=[0.5, 7.2]),
         yaxis=dict(title="scaled θ_i / trained θ_i", range=[0, 1.05]),
         legend=dict(orientation="h", x=0, xanchor="left", y=1.0, yanchor="bottom"),

@@ -54,10 +54,11 @@ def fig_after_rope_lengths(record: dict[str, Any], method: str = "all") -> go.Fi
     fig.update_yaxes(title="loss (nats per character)", row=1, col=1)
     fig.update_yaxes(title="accuracy (fraction)", range=[0, 1.05], row=1, col=2)
     n = len(r["seeds"])
-    fig.update_layout(height=460, margin=dict(t=90, b=150),
+    # the legend above the panels: below them it ran into the slider's labels on a desktop column
+    fig.update_layout(height=560, margin=dict(t=170, b=60),
                       title=dict(text=f"Trained at L = {L}: loss and retrieval past L<br><sup>mean ± sd over "
-                                      f"{n} seed{'s' if n != 1 else ''}; dotted line: L</sup>"),
-                      legend=dict(orientation="h", y=-0.28, x=0))
+                                      f"{n} seed{'s' if n != 1 else ''}; dotted line: L</sup>", y=0.985, yanchor="top"),
+                      legend=dict(orientation="h", y=1.14, yanchor="bottom", x=0))
     return fig
 
 

@@ -49,8 +49,8 @@ def fig_passkey_heatmaps(record: dict[str, Any], phase: str = "zero_shot") -> go
         fig.update_xaxes(title="key depth", tickangle=0, row=1, col=c)
     fig.update_yaxes(title="context length (tokens)", row=1, col=1)
     what = "no fine-tuning" if phase == "zero_shot" else _passkey_finetune(record)
-    return finish_layout(fig, height=420, title="Passkey accuracy, all five digits right",
-                         subtitle=f"{what}; mean over {seeds_text(r)}; key depth 0 = start of the context, 1 = next to the question")
+    return finish_layout(fig, height=420, title=f"Passkey accuracy, all five digits right; mean over {seeds_text(r)}",
+                         subtitle=f"{what}; key depth 0 = start of the context, 1 = next to the question")
 
 
 def fig_passkey_vs_loss(record: dict[str, Any], phase: str = "zero_shot") -> go.Figure:
@@ -59,7 +59,7 @@ def fig_passkey_vs_loss(record: dict[str, Any], phase: str = "zero_shot") -> go.
     r = record_results(record, "passkey")
     if phase not in r["phases"]:
         raise ValueError(f"phase must be one of {', '.join(r['phases'])}, got {phase!r}")
-    fig = make_subplots(rows=1, cols=2, subplot_titles=("corpus loss (perplexity proxy)", "passkey accuracy, all digits"))
+    fig = make_subplots(rows=1, cols=2, subplot_titles=("corpus loss", "passkey accuracy, all digits"))
     for i, m in enumerate(r["methods"]):
         s = exp_passkey.summary(record, phase, m)
         style = dict(color=LINE_COLORS[i], dash=DASHES[i % 4])

@@ -128,9 +128,9 @@ def _angle_coverage(d_head: int, base: float, original_max_len: int, factor: flo
                        showarrow=False, xanchor="left", yanchor="top", font=dict(size=11, color="#555"))
     n_new = len(cov.unwrapped)
     fig.update_layout(
-        title=(f"s = {factor:g}: L' = {_fmt_len(cov.target_len)}, every angle x{cov.ratio:.3g}; "
-               f"pairs {first}..{d_head // 2 - 1} ({n_new} of {d_head // 2}) reach angles never seen"
-               if first is not None else f"s = {factor:g}: every pair wrapped in training"),
+        title=(f"s = {factor:g}: L' = {_fmt_len(cov.target_len)}, every angle x{cov.ratio:.3g}<br><sup>"
+               + (f"pairs {first}..{d_head // 2 - 1} ({n_new} of {d_head // 2}) reach angles never seen"
+                  if first is not None else "every pair wrapped in training") + "</sup>"),
         height=460, title_font_size=14,
         xaxis_title=f"pair index i (d_head = {d_head}, base = {base:,g})",
         yaxis_title="largest query-key angle (radians, log scale)", yaxis_type="log",
@@ -247,7 +247,7 @@ def _scaling(
         yaxis2=dict(anchor="x2", domain=[0.0, 0.475], type="log", title=dict(text="wavelength 2π/θ_i' (tokens)"),
                     range=[math.log10(2), math.log10(wave_max)], tickvals=ticks, ticktext=[_token_label(v) for v in ticks]),
         title=dict(text=f"s = {factor:g}: frequency ratio (top) and wavelength (bottom) per pair"
-                        + (f"; dynamic NTK at n = sL = {_fmt_len(seq_len)}" if at_sL and "dynamic" in methods else ""),
+                        + (f"<br><sup>dynamic NTK at n = sL = {_fmt_len(seq_len)}</sup>" if at_sL and "dynamic" in methods else ""),
                    y=0.985, yanchor="top", font=dict(size=14)),
         height=780, hovermode="closest",
         legend=dict(orientation="h", y=1.01, yanchor="bottom", x=0, xanchor="left", font=dict(size=11)),
@@ -387,8 +387,8 @@ def _score_fit(d_head: int, base: float, original_max_len: int, n_points: int, f
     sk = _score_fit_skeleton()  # axis domains and subplot-title positions, laid out once
     titles = (
         f"extrapolated: |a(m)| for distances m in [0, {factor:g}L), log axis",
-        f"interpolated (PI): a(m / {factor:g}) for m in [0, {factor:g}L); grey: the targets, placed at m = {factor:g}Δ_k",
-        f"zoom: a(m / {factor:g}) between integer distances, against straight lines between them",
+        f"interpolated (PI): a(m / {factor:g}) for m in [0, {factor:g}L)<br>grey: the targets, placed at m = {factor:g}Δ_k",
+        f"zoom: a(m / {factor:g}) between integer distances<br>against straight lines between them",
     )
     z0 = (L // 2) * int(round(factor))  # a window in the middle of the extended context
     m = np.arange(z0, z0 + zoom + 1, dtype=np.float64)

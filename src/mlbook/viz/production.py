@@ -181,15 +181,15 @@ def _family_kv(context_len: int = 131072, bytes_per_value: float = 2.0) -> go.Fi
     return light_figure(
         [bar],
         title=dict(text=(f"KV cache of one sequence at {context_len:,} tokens, {bytes_per_value:g} bytes per value<br>"
-                         "orange: a key and value for every head; blue: grouped-query or latent; "
-                         "pink: windowed layers cap part of the cache"), font=dict(size=14)),
+                         "<sup>orange: a key and value for every head; blue: grouped-query or latent;<br>"
+                         "pink: windowed layers cap part of the cache</sup>"), font=dict(size=14)),
         height=760,
         xaxis=dict(type="log", title=dict(text="KV cache per sequence (GiB, log scale)"), range=[-2, 3.6]),
         shapes=[dict(type="line", yref="paper", y0=0, y1=1, x0=gpu, x1=gpu,
                      line=dict(color=LINE_COLORS[2], dash="dot", width=2))],
         annotations=[dict(text="80 GB", yref="paper", y=1.0, yanchor="bottom", x=np.log10(gpu), showarrow=False,
                           font=dict(color=LINE_COLORS[2], size=12))],
-        margin=dict(l=230, r=40, t=90),
+        margin=dict(l=230, r=40, t=120),
     )
 
 

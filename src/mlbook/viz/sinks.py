@@ -54,11 +54,11 @@ def _parking(relevance: float, sink_score: float) -> go.Figure:
                 hovertemplate="%{x}: weight %{y:.3f} (sink evicted)<extra></extra>")
     out, out_ev = float(np.linalg.norm(ex.output)), float(np.linalg.norm(ex.output_evicted))
     fig.update_layout(
-        title=(f"relevance {relevance:g}: the sink holds {ex.weights[0]:.0%}; "
-               f"|Σ w v| = {out:.2f} kept, {out_ev:.2f} evicted"),
-        height=430, title_font_size=14, barmode="group",
+        title=(f"relevance {relevance:g}: the sink holds {ex.weights[0]:.0%}<br>"
+               f"<sup>|Σ w v| = {out:.2f} kept, {out_ev:.2f} evicted</sup>"),
+        height=470, title_font_size=14, barmode="group", margin=dict(t=120),
         xaxis_title="key token (‹s›: the first token of the text, the sink)",
-        yaxis_title="attention weight (each colour sums to 1)", yaxis_range=[0, 1.12],
+        yaxis_title="weight (each colour sums to 1)", yaxis_range=[0, 1.12],
         legend=dict(orientation="h", y=1.0, yanchor="bottom", x=1, xanchor="right"),
     )
     return fig

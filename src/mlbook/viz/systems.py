@@ -377,8 +377,8 @@ def fig_rope_benchmark(record: dict[str, Any]) -> go.Figure:
         barmode="group", xaxis_title="size of q (and of k)",
         yaxis=dict(type="log", title="time / time of q.clone(), k.clone() (log)",
                    range=[np.log10(min(ratios) / 1.5), np.log10(max(ratios) * 2)]),
-        annotations=[dict(text=(f"solid: the copy (1x); dashed: the goal ({res['goal_ratio']:g}x); the in-place "
-                                "kernel's floor is the copy into a buffer"), xref="paper",
+        annotations=[dict(text=(f"solid: the copy (1x); dashed: the goal ({res['goal_ratio']:g}x)<br>in place, "
+                                "the floor is the copy into a buffer"), xref="paper", align="left",
                           yref="paper", x=0, y=1.02, xanchor="left", yanchor="bottom", showarrow=False,
                           font=dict(size=12))],
         legend=dict(orientation="h", y=-0.2, x=0),
