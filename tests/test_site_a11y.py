@@ -8,6 +8,8 @@ its server, Chromium and page fixtures:
   without overlapping text: the bounding boxes of its title, axis titles, annotations
   (subplot titles), legend entries and slider or picker labels do not intersect, and none
   runs off the figure's sides. Each figure's screenshot is saved under _build/phone/.
+* at the narrowest desktop column (a 960 px window: figures 632 px wide) the same check holds for
+  every figure as drawn and after every step of its slider.
 * a window that changes width (a phone turned, a desktop window narrowed): one page loaded at
   a desktop's width and narrowed to 390 px passes the same check, and widened again draws
   every panel back where its figure puts it. mlbook.js redraws a figure for a new width
@@ -150,6 +152,44 @@ def test_a_page_narrowed_and_widened(server: str, browser: Any) -> None:
         moved = tab.js(JS_DOMAINS_MOVED)
         assert not moved, f"{RESIZED_PAGE} widened again: panels not where their figure puts them:\n  " + "\n  ".join(moved)
         assert not tab.console_errors, f"{RESIZED_PAGE}: console errors:\n" + "\n".join(tab.console_errors)
+    finally:
+        tab.close()
+
+
+# The narrowest desktop column: at this window width the theme's sidebars leave the article about
+# 632 px, the narrowest a figure is drawn at without mlbook.js's narrow layout (under 600 px);
+# wider windows give 664 to 792 px.
+DESKTOP = {"width": 960, "height": 900}
+
+# Step `i` of a figure's first slider as a click applies it, then a frame drawn.
+JS_STEP_DRAWN = """async ([id, i]) => { await window.mlbookStep(document.getElementById(id), i);
+  await new Promise(r => requestAnimationFrame(() => setTimeout(r, 0))); return true; }"""
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("page", _phone_pages())
+def test_figures_on_a_desktop_column(page: str, server: str, browser: Any) -> None:
+    """At the narrowest desktop column, every figure's title, axis titles, annotations, legend and
+    control labels stay inside the figure and clear of each other, as drawn and after every step
+    of its slider (a frame's title is written for its own values: 's = 16' is longer than 's = 4')."""
+    tab = Tab(browser, width=DESKTOP["width"], height=DESKTOP["height"])
+    try:
+        _load(tab, f"{server}/{page}")
+        ids = tab.js("() => Array.from(document.querySelectorAll('figure.mlbook-figure .mlbook-plotly')).map(e => e.id)")
+        problems = []
+        for div_id in ids:
+            r = tab.js(JS_TEXT_BOXES, div_id)
+            assert r["container"] >= 600, f"#{div_id} is {r['container']:.0f} px wide: not a desktop column (narrow under 600 px)"
+            found = [f"{t} runs off the figure" for t in r["clipped"]] + [f"{a} overlaps {b}" for a, b in overlaps(r["boxes"])]
+            problems += [f"#{div_id}: {x}" for x in found]
+            steps = tab.js("(id) => ((document.getElementById(id).layout.sliders || [])[0] || {steps: []}).steps.length", div_id)
+            for i in range(steps):
+                tab.js(JS_STEP_DRAWN, [div_id, i])
+                r = tab.js(JS_TEXT_BOXES, div_id)
+                found = [f"{t} runs off the figure" for t in r["clipped"]] + [f"{a} overlaps {b}" for a, b in overlaps(r["boxes"])]
+                problems += [f"#{div_id} at slider step {i}: {x}" for x in found]
+        problems = list(dict.fromkeys(problems))
+        assert not problems, f"{page} at {DESKTOP['width']} px:\n  " + "\n  ".join(problems)
     finally:
         tab.close()
 
