@@ -118,7 +118,7 @@ def _heatmap(T: int, d: int, base: float, fraction: bool = False) -> go.Figure:
         hovertemplate="position t=%{y}<br>column %{x}<br>PE=%{z}<extra></extra>",
     ))
     fig.update_layout(
-        title=f"Sinusoidal PE, T={T}, d={d}, base={format_base(base)}: column 2i = sin(ω_i t), 2i+1 = cos(ω_i t)",
+        title=f"Sinusoidal PE, T={T}, d={d}, base={format_base(base)}<br><sup>column 2i = sin(ω_i t), 2i+1 = cos(ω_i t)</sup>",
         height=520, title_font_size=14,
         xaxis_title=("column j / d (fraction of the width)" if fraction else "embedding dimension j (2i = sin, 2i+1 = cos)"),
         yaxis_title="position t (tokens)",

@@ -327,9 +327,9 @@ def _mrope(split: str, base: float, size: int = 11) -> go.Figure:
               **diverging(np.array([[-1.0, 1.0]])),
               colorbar=dict(title=dict(text="score / score at itself", side="right")),
               hovertemplate="dh = %{y}, dw = %{x}: %{z}<extra></extra>")],
-        title=_title(f"{split} (section {list(MROPE_SPLITS[split])}), base {base:,g}: "
-                     "the score depends on (dh, dw) only"),
-        height=480, margin=dict(t=70, b=60, l=70, r=20),
+        title=_title(f"{split} (section {list(MROPE_SPLITS[split])}), base {base:,g}"
+                     "<br><sup>the score depends on (dh, dw) only</sup>"),
+        height=490, margin=dict(t=80, b=60, l=70, r=20),
         xaxis=dict(title="column offset dw (patches)", constrain="domain"),
         yaxis=dict(title="row offset dh (patches)", autorange="reversed", scaleanchor="x"),
     )

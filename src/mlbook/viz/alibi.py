@@ -197,7 +197,7 @@ def _bias_map(head: int, n_heads: int, T: int, floor: float) -> go.Figure:
     ))
     fig.update_layout(
         title=(f"ALiBi bias −m·(i − j), head {head} of {n_heads}, m = {_slope_label(m)}"
-               + (f", down to the {floor:g} nat colour floor at distance {window}" if window is not None else "")),
+               + (f"<br><sup>down to the {floor:g} nat colour floor at distance {window}</sup>" if window is not None else "")),
         height=560, title_font_size=13,
         xaxis=dict(title="key position j (tokens)", constrain="domain"),
         yaxis=dict(title="query position i (tokens)", autorange="reversed", scaleanchor="x"),
