@@ -248,7 +248,7 @@ def _scaling(
                     range=[math.log10(2), math.log10(wave_max)], tickvals=ticks, ticktext=[_token_label(v) for v in ticks]),
         title=dict(text=f"s = {factor:g}: frequency ratio (top) and wavelength (bottom) per pair"
                         + (f"<br><sup>dynamic NTK at n = sL = {_fmt_len(seq_len)}</sup>" if at_sL and "dynamic" in methods else ""),
-                   y=0.985, yanchor="top", font=dict(size=14)),
+                   y=0.985, yanchor="top", font=dict(size=14), pad=dict(t=16 if at_sL and "dynamic" in methods else 0)),
         height=780, hovermode="closest",
         legend=dict(orientation="h", y=1.01, yanchor="bottom", x=0, xanchor="left", font=dict(size=11)),
         margin=dict(t=150, b=90, l=70, r=20),
