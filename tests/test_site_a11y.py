@@ -7,7 +7,7 @@ its server, Chromium and page fixtures:
 * (`-m phone`, `make test-phone`) at a phone's width (390 px) every plotly figure is drawn
   without overlapping text: the bounding boxes of its title, axis titles, annotations
   (subplot titles), legend entries and slider or picker labels do not intersect, and none
-  runs off the figure's sides. Each figure's screenshot is saved under _build/phone/.
+  runs off the figure's sides, top or bottom. Each figure's screenshot is saved under _build/phone/.
 * at the narrowest desktop column (a 960 px window: figures 632 px wide) the same check holds for
   every figure as drawn and after every step of its slider.
 * a window that changes width (a phone turned, a desktop window narrowed): one page loaded at
@@ -54,7 +54,8 @@ JS_TEXT_BOXES = """(id) => { const gd = document.getElementById(id), out = [];
   }
   const svg = gd.querySelector('.main-svg').getBoundingClientRect();
   return {boxes: out, width: svg.width, container: gd.getBoundingClientRect().width,
-          clipped: out.filter(b => b.x0 < svg.left - 1 || b.x1 > svg.right + 1).map(b => `${b.kind} ${JSON.stringify(b.text)}`)}; }"""
+          clipped: out.filter(b => b.x0 < svg.left - 1 || b.x1 > svg.right + 1 || b.y0 < svg.top - 1 || b.y1 > svg.bottom + 1)
+            .map(b => `${b.kind} ${JSON.stringify(b.text)}`)}; }"""
 
 
 def overlaps(boxes: list[dict[str, Any]], tol: float = OVERLAP_PX) -> list[tuple[str, str]]:
