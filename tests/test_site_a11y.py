@@ -178,17 +178,20 @@ def test_figures_on_a_desktop_column(page: str, server: str, browser: Any) -> No
         _load(tab, f"{server}/{page}")
         ids = tab.js("() => Array.from(document.querySelectorAll('figure.mlbook-figure .mlbook-plotly')).map(e => e.id)")
         problems = []
-        for div_id in ids:
+
+        def check(div_id: str, when: str) -> dict[str, Any]:
             r = tab.js(JS_TEXT_BOXES, div_id)
+            problems.extend(f"#{div_id}{when}: {t} runs off the figure" for t in r["clipped"])
+            problems.extend(f"#{div_id}{when}: {a} overlaps {b}" for a, b in overlaps(r["boxes"]))
+            return r
+
+        for div_id in ids:
+            r = check(div_id, "")
             assert r["container"] >= 600, f"#{div_id} is {r['container']:.0f} px wide: not a desktop column (narrow under 600 px)"
-            found = [f"{t} runs off the figure" for t in r["clipped"]] + [f"{a} overlaps {b}" for a, b in overlaps(r["boxes"])]
-            problems += [f"#{div_id}: {x}" for x in found]
             steps = tab.js("(id) => ((document.getElementById(id).layout.sliders || [])[0] || {steps: []}).steps.length", div_id)
             for i in range(steps):
                 tab.js(JS_STEP_DRAWN, [div_id, i])
-                r = tab.js(JS_TEXT_BOXES, div_id)
-                found = [f"{t} runs off the figure" for t in r["clipped"]] + [f"{a} overlaps {b}" for a, b in overlaps(r["boxes"])]
-                problems += [f"#{div_id} at slider step {i}: {x}" for x in found]
+                check(div_id, f" at slider step {i}")
         problems = list(dict.fromkeys(problems))
         assert not problems, f"{page} at {DESKTOP['width']} px:\n  " + "\n  ".join(problems)
     finally:
