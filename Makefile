@@ -36,7 +36,7 @@ endef
 
 .PHONY: help venv book test test-lib test-notebooks colab-check site-strict outputs-check outputs test-browser \
         chromium axe screenshot setup-cells bench bench-lib bench-book cache-check clean lab pdf test-pdf test-speed test-phone \
-        site-browser
+        site-browser outputs-portability outputs-spread
 
 help:
 	@echo "make book         create .venv, install, execute every notebook, build the site into $(SITE)"
@@ -45,6 +45,8 @@ help:
 	@echo "make outputs      re-execute the notebooks as the site build does and write their outputs back"
 	@echo "                  into notebooks/*.ipynb (NOTEBOOKS='notebooks/01_x.ipynb ...' for some)"
 	@echo "make colab-check  every notebook run as in Colab (NOTEBOOKS='notebooks/01_x.ipynb ...' for some)"
+	@echo "make outputs-portability  the committed-outputs check against executions under two other CPUs'"
+	@echo "                  arithmetic (ATEN_CPU_CAPABILITY=default, avx2; ~5 min); make outputs-spread after it"
 	@echo "make setup-cells  rewrite every notebook's setup cell from the repository URL in _config.yml"
 	@echo "make bench        re-measure the committed benchmark records (quiet machine, ~20 min): the library's"
 	@echo "                  (make bench-lib) and the book's live-slider redraw times (make bench-book)"
@@ -139,6 +141,38 @@ colab-check: $(STAMP) $(COLAB_STAMP) cache-check
 # See tools/notebook_outputs.py (the sanitisers for what varies between runs are listed there).
 outputs-check: site-strict
 	$(BIN)/python tools/notebook_outputs.py check --cache $(CACHE) $(NOTEBOOKS)
+
+# The outputs check against other CPUs' arithmetic, emulated on this machine: every notebook executed
+# as the site build does, once per setting below, each with fresh quick records (nothing reused), into
+# _build/portability/NAME/, then `notebook_outputs.py check --executed` on each. A setting caps torch's
+# kernels (ATEN_CPU_CAPABILITY), MKL's (MKL_ENABLE_INSTRUCTIONS), numpy's SIMD loops
+# (NPY_DISABLE_CPU_FEATURES) and numpy's OpenBLAS kernels (OPENBLAS_CORETYPE) at one instruction
+# set: `default` an x86-64-v2 machine (SSE4.2), `avx2` an AVX2 one (Haswell, Zen 2). The two run side
+# by side on the two cores (about 5 minutes); not part of `make test`. `make outputs-spread` then
+# prints how much each cell's numbers moved (what tools/colab/cpu_bounds.py's bounds are set from).
+PORTABILITY := _build/portability
+PORTABILITY_ENV_default := ATEN_CPU_CAPABILITY=default MKL_ENABLE_INSTRUCTIONS=SSE4_2 \
+  NPY_DISABLE_CPU_FEATURES="X86_V3 X86_V4 AVX512_ICL AVX512_SPR" OPENBLAS_CORETYPE=Nehalem
+PORTABILITY_ENV_avx2 := ATEN_CPU_CAPABILITY=avx2 MKL_ENABLE_INSTRUCTIONS=AVX2 \
+  NPY_DISABLE_CPU_FEATURES="X86_V4 AVX512_ICL AVX512_SPR" OPENBLAS_CORETYPE=Haswell
+PORTABILITY_SETTINGS := default avx2
+
+outputs-portability: $(STAMP)
+	rm -rf $(PORTABILITY); mkdir -p $(PORTABILITY)
+	pids=(); for s in $(PORTABILITY_SETTINGS); do \
+	  case $$s in default) envs='$(PORTABILITY_ENV_default)';; avx2) envs='$(PORTABILITY_ENV_avx2)';; \
+	    *) echo "error: PORTABILITY_SETTINGS: unknown setting '$$s' (allowed: default avx2)"; exit 2;; esac; \
+	  echo "[portability] $$s: $$envs"; \
+	  ( eval "export $$envs"; $(BIN)/python tools/notebook_outputs.py execute --out $(PORTABILITY)/$$s $(NOTEBOOKS) \
+	    > $(PORTABILITY)/$$s.log 2>&1 ) & pids+=($$!); \
+	done; rc=0; for p in "$${pids[@]}"; do wait $$p || rc=1; done; \
+	grep -h '^\[outputs\]' $(PORTABILITY)/*.log; \
+	for s in $(PORTABILITY_SETTINGS); do echo "[portability] the committed outputs against the $$s run:"; \
+	  $(BIN)/python tools/notebook_outputs.py check --executed $(PORTABILITY)/$$s $(NOTEBOOKS) || rc=1; done; \
+	exit $$rc
+
+outputs-spread: $(STAMP)
+	$(BIN)/python tools/notebook_outputs.py spread $(foreach s,$(PORTABILITY_SETTINGS),--executed $(PORTABILITY)/$(s)) $(NOTEBOOKS)
 
 # Re-execute the notebooks (NOTEBOOKS='notebooks/01_x.ipynb ...' for some) exactly as the site
 # build does (static mode, one torch thread, this build's quick experiment records, the

@@ -68,6 +68,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools" / "colab"))
 
+import cpu_bounds  # noqa: E402  (the cells whose numbers depend on the CPU; the Colab check reads it too)
 from nbval_colab import MISSING_RECORD  # noqa: E402  (the Colab check fails on the same phrase)
 NOTEBOOKS = ROOT / "notebooks"
 DEFAULT_CACHE = ROOT / "_build" / ".jupyter_cache"
@@ -299,6 +300,16 @@ def items_match(committed: Sequence[Item], fresh: Sequence[Item]) -> bool:
     return True
 
 
+def items_within(committed: Sequence[Item], fresh: Sequence[Item], bound: cpu_bounds.CpuBound) -> bool:
+    """`items_match`, except that decimal numbers may differ within `bound` (a cell whose numbers
+    depend on the CPU's arithmetic; tools/colab/cpu_bounds.py): the same items, the same text
+    between the numbers, the same integers."""
+    if len(committed) != len(fresh):
+        return False
+    return all(a.label == b.label and (a.text == b.text or cpu_bounds.within(a.text, b.text, bound))
+               for a, b in zip(committed, fresh))
+
+
 def _render(items: Sequence[Item]) -> list[str]:
     lines = []
     for it in items:
@@ -366,9 +377,15 @@ def compare_notebooks(committed: dict[str, Any], fresh: dict[str, Any], name: st
         if _strict_key(old, sanitised=False) == _strict_key(new, sanitised=False) or _strict_key(old) == _strict_key(new):
             continue  # the same (up to the sanitisers): no need to look closer
         a, b = output_items(old), output_items(new)
-        if not items_match(a, b):
-            problems.append(f"{name}, cell {i} (id {cell.get('id', '?')}): the committed outputs are not what the "
-                            f"code prints now:\n{short_diff(a, b)}")
+        if items_match(a, b):
+            continue
+        bound = cpu_bounds.bound_for(name, cell.get("id"))
+        if bound is not None and items_within(a, b, bound):
+            continue  # the CPU's arithmetic moved its numbers, within their bound
+        where = (f" (its numbers may move by atol {bound.atol:g} + rtol {bound.rtol:g} + line_rtol "
+                 f"{bound.line_rtol:g} with the CPU: tools/colab/cpu_bounds.py)" if bound else "")
+        problems.append(f"{name}, cell {i} (id {cell.get('id', '?')}): the committed outputs are not what the "
+                        f"code prints now{where}:\n{short_diff(a, b)}")
     return problems
 
 
@@ -391,10 +408,15 @@ def executed_copy(cache_dir: Path, nb: Any) -> Any | None:
     return merged
 
 
-def check(paths: Sequence[Path], cache_dir: Path) -> int:
+def check(paths: Sequence[Path], cache_dir: Path, executed: Path | None = None) -> int:
     import nbformat
 
-    if not (cache_dir / "global.db").is_file():
+    if executed is not None:
+        if not executed.is_dir():
+            print(f"[outputs] --executed: no folder {executed}: `notebook_outputs.py execute --out {executed}` "
+                  "makes one", file=sys.stderr)
+            return 2
+    elif not (cache_dir / "global.db").is_file():
         print(f"[outputs] no jupyter-cache at {cache_dir}: the site build (`make site-strict` or `make book`) "
               "executes the notebooks into it; run it first", file=sys.stderr)
         return 2
@@ -404,11 +426,16 @@ def check(paths: Sequence[Path], cache_dir: Path) -> int:
     for path in paths:
         name = _display_name(path)
         nb = nbformat.read(path, as_version=4)
-        fresh = executed_copy(cache_dir, nb)
+        if executed is None:
+            fresh = executed_copy(cache_dir, nb)
+        else:
+            copy_path = executed / path.name
+            fresh = nbformat.read(copy_path, as_version=4) if copy_path.is_file() else None
         if fresh is None:
-            problems = committed_errors(nb, name) + missing_records(nb, name) + [
-                f"{name}: the site build has no executed copy of this notebook's current code in {cache_dir} "
-                "(not in _toc.yml, or edited after the build): run the site build again"]
+            missing = (f"the site build has no executed copy of this notebook's current code in {cache_dir} "
+                       "(not in _toc.yml, or edited after the build): run the site build again" if executed is None
+                       else f"no executed copy in {executed}: `notebook_outputs.py execute --out {executed}` makes it")
+            problems = committed_errors(nb, name) + missing_records(nb, name) + [f"{name}: {missing}"]
         else:
             problems = compare_notebooks(nb, fresh, name)
         if problems:
@@ -421,8 +448,10 @@ def check(paths: Sequence[Path], cache_dir: Path) -> int:
         print(f"[outputs] {len(stale)} of {len(paths)} notebooks have stale committed outputs. "
               + refresh_hint(stale), file=sys.stderr)
         return 1
+    against = "the site build's executions" if executed is None else f"the executions in {_display_name(executed)}"
     print(f"[outputs] the committed outputs of {len(paths)} notebooks are what the code prints now "
-          f"(compared with the site build's executions in {secs:.1f} s)")
+          f"(compared with {against} in {secs:.1f} s; numbers within their CPU bounds where "
+          "tools/colab/cpu_bounds.py lists the cell)")
     return 0
 
 
@@ -497,9 +526,27 @@ def kernel_env(results: Path) -> dict[str, str]:
     return env
 
 
-def refresh(paths: Sequence[Path], results: Path | None, timeout: int | None = None) -> int:
+def _use_kernel_env(results: Path) -> None:
+    """This process's environment made the site build's kernels' (they inherit it)."""
+    results.mkdir(parents=True, exist_ok=True)
+    env = kernel_env(results.resolve())
+    for key in set(os.environ) - set(env):
+        del os.environ[key]
+    os.environ.update(env)
+
+
+def _execute(path: Path, timeout: int) -> Any:
+    """`path` executed as the site build executes it (nbclient through jupyter-cache)."""
     import nbformat
     from jupyter_cache.executors.utils import single_nb_execution
+
+    run = nbformat.read(path, as_version=4)
+    return single_nb_execution(run, cwd=str(path.parent), timeout=timeout, allow_errors=False,
+                               meta_override=True, record_timing=False)
+
+
+def refresh(paths: Sequence[Path], results: Path | None, timeout: int | None = None) -> int:
+    import nbformat
 
     timeout = timeout or _config_timeout()
     tmp = None
@@ -507,19 +554,13 @@ def refresh(paths: Sequence[Path], results: Path | None, timeout: int | None = N
         tmp = tempfile.TemporaryDirectory(prefix="mlbook-results-")
         results = Path(tmp.name)
         print(f"[outputs] quick experiment records: a fresh folder ({results}); pass --results to reuse some")
-    results.mkdir(parents=True, exist_ok=True)
-    env = kernel_env(results.resolve())
-    for key in set(os.environ) - set(env):
-        del os.environ[key]
-    os.environ.update(env)  # the kernels inherit this process's environment
+    _use_kernel_env(results)
     failed = []
     try:
         for path in paths:
             name = _display_name(path)
             start = time.perf_counter()
-            run = nbformat.read(path, as_version=4)
-            res = single_nb_execution(run, cwd=str(path.parent), timeout=timeout, allow_errors=False,
-                                      meta_override=True, record_timing=False)
+            res = _execute(path, timeout)
             secs = time.perf_counter() - start
             if res.err is not None:
                 failed.append(name)
@@ -554,24 +595,130 @@ def refresh(paths: Sequence[Path], results: Path | None, timeout: int | None = N
     return 0
 
 
+def execute(paths: Sequence[Path], out_dir: Path, timeout: int | None = None) -> int:
+    """Execute the notebooks as `refresh` does, each with a fresh folder of quick records
+    (`out_dir`/results: nothing trained under another CPU arithmetic is reused), and write the
+    executed copies to `out_dir` (NN_x.ipynb) for `check --executed out_dir`: the committed
+    notebooks are left alone. `make outputs-portability` runs it under other
+    ATEN_CPU_CAPABILITY settings."""
+    import nbformat
+
+    timeout = timeout or _config_timeout()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    _use_kernel_env(out_dir / "results")
+    from_env = os.environ.get("ATEN_CPU_CAPABILITY", "(native)")
+    failed = []
+    for path in paths:
+        name = _display_name(path)
+        start = time.perf_counter()
+        res = _execute(path, timeout)
+        secs = time.perf_counter() - start
+        nbformat.write(res.nb, out_dir / path.name)  # with its error outputs, if any: the check reports them
+        if res.err is not None:
+            failed.append(name)
+            print(f"[outputs] {name}: FAILED after {secs:.0f} s (ATEN_CPU_CAPABILITY={from_env}):\n"
+                  f"{res.exc_string[-3000:]}", file=sys.stderr)
+        else:
+            print(f"[outputs] {name}: executed in {secs:.0f} s (ATEN_CPU_CAPABILITY={from_env})")
+    if failed:
+        print(f"[outputs] FAILED: {', '.join(failed)}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def spread(paths: Sequence[Path], cache_dir: Path | None, folders: Sequence[Path]) -> int:
+    """Per code cell whose outputs differ between the committed notebook and its executions
+    (the site build's cache, and each folder made by `execute`), the largest absolute and
+    relative difference of its decimal numbers against the committed outputs, or where the
+    shape differs: what tools/colab/cpu_bounds.py's bounds are measured from."""
+    import nbformat
+
+    sources: list[tuple[str, Any]] = []
+    for path in paths:
+        nb = nbformat.read(path, as_version=4)
+        runs: list[tuple[str, Any]] = []
+        if cache_dir is not None and (cache_dir / "global.db").is_file():
+            runs.append(("site build", executed_copy(cache_dir, nb)))
+        for folder in folders:
+            copy_path = folder / path.name
+            runs.append((folder.name, nbformat.read(copy_path, as_version=4) if copy_path.is_file() else None))
+        sources.append((_display_name(path), (nb, runs)))
+    varied = 0
+    for name, (nb, runs) in sources:
+        for i, cell in _code_cells(nb):
+            committed = output_items(cell.get("outputs", []))
+            b_ = cpu_bounds.bound_for(name, cell.get("id"))
+            report = []
+            for label, run in runs:
+                if run is None:
+                    report.append(f"    {label}: no executed copy")
+                    continue
+                other = next((c for c in run.get("cells", []) if c.get("id") == cell.get("id")), None)
+                if other is None or _source(other) != _source(cell):
+                    report.append(f"    {label}: the executed copy has other code in this cell")
+                    continue
+                fresh = output_items(other.get("outputs", []))
+                if items_match(committed, fresh):
+                    continue
+                if len(committed) != len(fresh) or any(a.label != b.label for a, b in zip(committed, fresh)):
+                    report.append(f"    {label}: other outputs ({len(fresh)} against {len(committed)} committed)")
+                    continue
+                parts = []
+                for a, b in zip(committed, fresh):
+                    if a.text == b.text:
+                        continue
+                    d = cpu_bounds.largest_difference(a.text, b.text)
+                    parts.append(f"[{a.label}] " + ("shape differs" if d is None else
+                                                    f"abs {d[0]:.3g}, rel {d[1]:.3g}, line-rel {d[2]:.3g}"))
+                    if d is not None and b_ is not None and not cpu_bounds.within(a.text, b.text, b_):
+                        parts[-1] += " (OUTSIDE its bound)"
+                report.append(f"    {label}: " + "; ".join(parts))
+            if report:
+                varied += 1
+                b = cpu_bounds.bound_for(name, cell.get("id"))
+                bound = (f"bound atol {b.atol:g}, rtol {b.rtol:g}, line_rtol {b.line_rtol:g}" if b
+                         else "no bound: compared exactly")
+                print(f"{name}, cell {i} (id {cell.get('id', '?')}), {bound}:")
+                print("\n".join(report))
+    print(f"[outputs] {varied} cells whose outputs differ between the committed notebooks and "
+          f"{1 + len(folders) if cache_dir else len(folders)} executions")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="command", required=True)
     c = sub.add_parser("check", help="compare the committed outputs with the site build's executions")
     c.add_argument("notebooks", nargs="*", type=Path, help="default: notebooks/*.ipynb")
     c.add_argument("--cache", type=Path, default=DEFAULT_CACHE, help="the site build's jupyter-cache folder")
+    c.add_argument("--executed", type=Path,
+                   help="compare with the executed copies in this folder (made by `execute`) instead of the cache")
     r = sub.add_parser("refresh", help="execute the notebooks as the site build does; write their outputs back")
     r.add_argument("notebooks", nargs="*", type=Path, help="default: notebooks/*.ipynb")
     r.add_argument("--results", type=Path,
                    help="MLBOOK_RESULTS for the run (quick records); default: a fresh temporary folder")
     r.add_argument("--timeout", type=int, help="seconds per cell (default: execute.timeout in _config.yml)")
+    e = sub.add_parser("execute", help="execute the notebooks as the site build does into a folder of copies "
+                                       "(for check --executed)")
+    e.add_argument("notebooks", nargs="*", type=Path, help="default: notebooks/*.ipynb")
+    e.add_argument("--out", type=Path, required=True, help="folder for the executed copies (and their quick records)")
+    e.add_argument("--timeout", type=int, help="seconds per cell (default: execute.timeout in _config.yml)")
+    sp = sub.add_parser("spread", help="how each cell's outputs differ between the committed notebooks and "
+                                       "executions (the site build's cache and folders made by execute)")
+    sp.add_argument("notebooks", nargs="*", type=Path, help="default: notebooks/*.ipynb")
+    sp.add_argument("--cache", type=Path, default=DEFAULT_CACHE, help="the site build's jupyter-cache folder")
+    sp.add_argument("--executed", type=Path, action="append", default=[], help="a folder made by execute (repeat)")
     args = ap.parse_args(argv)
     paths = [p.resolve() for p in args.notebooks] or sorted(NOTEBOOKS.glob("*.ipynb"))
     missing = [str(p) for p in paths if not p.is_file()]
     if missing:
         sys.exit(f"no such notebook: {', '.join(missing)}")
     if args.command == "check":
-        return check(paths, args.cache.resolve())
+        return check(paths, args.cache.resolve(), args.executed.resolve() if args.executed else None)
+    if args.command == "spread":
+        return spread(paths, args.cache.resolve(), [f.resolve() for f in args.executed])
+    if args.command == "execute":
+        return execute(paths, args.out.resolve(), args.timeout)
     return refresh(paths, args.results.resolve() if args.results else None, args.timeout)
 
 
