@@ -9,12 +9,14 @@ full-budget record is missing.
 from __future__ import annotations
 
 import importlib.util
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tools" / "colab"))  # the plugin imports cpu_bounds, its neighbour (as in the runner)
 _spec = importlib.util.spec_from_file_location("nbval_colab", ROOT / "tools" / "colab" / "nbval_colab.py")
 assert _spec and _spec.loader
 plugin = importlib.util.module_from_spec(_spec)
@@ -109,3 +111,42 @@ def test_default_order_takes_the_slowest_notebooks_first_then_the_untimed_from_t
     committed = json.loads(colab_check.TIMES.read_text())
     on_disk = {p.name for p in (ROOT / "notebooks").glob("*.ipynb")}
     assert set(committed) == on_disk, f"tools/colab/times.json names {sorted(set(committed) ^ on_disk)} wrongly"
+
+
+# --- `# NBVAL_CHECK_OUTPUT` cells whose numbers depend on the CPU (tools/colab/cpu_bounds.py) ----------
+def test_a_bounded_cell_passes_within_its_bound_and_fails_beyond_it() -> None:
+    bound = plugin.cpu_bounds.CpuBound("99_x", "c0", "round-off", 1e-6, 0.0, 0.0, "test")
+    ref = [text("correct 1.2e-07; positions reset 4.2e-01, first off at step 1\n")]
+    assert plugin.outputs_within([text("correct 8.9e-08; positions reset 4.2e-01, first off at step 1\n")],
+                                 ref, bound)
+    for other in ("correct 8.9e-08; positions reset 4.3e-01, first off at step 1\n",  # a real number moved
+                  "correct 8.9e-08; positions reset 4.2e-01, first off at step 2\n",  # an integer
+                  "correct 8.9e-08; positions kept 4.2e-01, first off at step 1\n"):  # a word
+        assert not plugin.outputs_within([text(other)], ref, bound)
+    assert not plugin.outputs_within([text(ref[0]["text"]), text("more\n")] + [
+        {"output_type": "stream", "name": "stderr", "text": "warning\n"}], ref, bound)  # another stream
+
+
+def test_nbvals_comparison_applies_the_bound_of_the_listed_cell_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The plugin wraps nbval's IPyNbCell.compare_outputs: nbval's exact verdict first, then, for a
+    cell listed in cpu_bounds.py, the bound."""
+    import nbval.plugin
+
+    class Cell:  # what the wrapper reads of nbval's cell item; nbval's own comparison says "differs"
+        def __init__(self, notebook: str, cell_id: str) -> None:
+            self.fspath, self.cell, self.comparison_traceback = f"/content/{notebook}", {"id": cell_id}, []
+
+        def compare_outputs(self, test: Any, ref: Any, skip_compare: Any = None) -> bool:
+            self.comparison_traceback = ["differs"]
+            return test == ref
+
+    monkeypatch.setattr(nbval.plugin, "IPyNbCell", Cell)
+    monkeypatch.setattr(plugin.cpu_bounds, "BOUNDS",
+                        (plugin.cpu_bounds.CpuBound("11_systems", "42ed877f", "round-off", 1e-6, 0.0, 0.0, "test"),))
+    plugin.pytest_configure(None)  # type: ignore[arg-type]
+    ref, near = [text("correct 1.2e-07\n")], [text("correct 8.9e-08\n")]
+    listed, other = Cell("11_systems.ipynb", "42ed877f"), Cell("11_systems.ipynb", "another")
+    assert listed.compare_outputs(near, ref) and listed.comparison_traceback == []
+    assert not other.compare_outputs(near, ref) and other.comparison_traceback == ["differs"]
+    assert not listed.compare_outputs([text("correct 2.2e-06\n")], ref)
+    assert "cpu_bounds.py" in listed.comparison_traceback[-1]

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import copy
 import importlib.util
+import json
+import math
 import os
 import sys
 from pathlib import Path
@@ -320,3 +322,169 @@ def test_refresh_writes_back_then_leaves_the_file_alone_and_refuses_a_missing_re
     printed["text"] = "No saved full-budget record for 'x'; make one with: ...\n"
     assert tool.refresh([path], tmp_path / "results") == 1
     assert path.read_bytes() == first and "nothing written" in capsys.readouterr().err
+
+
+# --- cells whose numbers depend on the CPU (tools/colab/cpu_bounds.py) ----------------------------
+bounds = tool.cpu_bounds
+_NUM = bounds.NUMBER
+
+
+def _bound(atol: float = 0.02, rtol: float = 0.0, line_rtol: float = 0.0) -> Any:
+    return bounds.CpuBound("99_x", "c0", "a quick run's losses", atol, rtol, line_rtol, "made up for a test")
+
+
+def compare_bounded(committed: list[Any], fresh: list[Any], bound: Any, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    monkeypatch.setattr(bounds, "BOUNDS", (bound,))
+    return compare(committed, fresh)
+
+
+TABLE = "scheme     L=32    4L\nRoPE      2.234  2.496\nALiBi     2.142  2.372\n(seeds [0], 120 steps)\n"
+
+
+def test_a_bounded_cell_lets_its_decimals_move_within_the_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    moved = TABLE.replace("2.234", "2.236").replace("2.496", "2.49").replace("  2.372", "   2.38")  # columns move
+    assert compare_bounded([stream(TABLE)], [stream(moved)], _bound(), monkeypatch) == []
+    monkeypatch.undo()
+    assert compare([stream(TABLE)], [stream(moved)])  # a cell listed nowhere: exact
+
+
+@pytest.mark.parametrize("change", [
+    ("2.496", "2.530"),  # beyond atol 0.02
+    ("RoPE", "NoPE"),  # a label
+    ("[0]", "[1]"),  # an integer: the seeds
+    ("120 steps", "121 steps"),
+    ("2.142  2.372\n", "2.142  2.372  2.400\n"),  # one more value
+    ("2.142", "2"),  # a decimal printed as an integer
+])
+def test_a_bounded_cell_still_fails_on_anything_else(change: tuple[str, str],
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    (problem,) = compare_bounded([stream(TABLE)], [stream(TABLE.replace(*change))], _bound(), monkeypatch)
+    assert "cell 1 (id c0)" in problem and "cpu_bounds.py" in problem
+
+
+def test_line_rtol_scales_with_the_largest_value_on_the_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A curve whose values pass near 0 moves by a share of its own scale, not of each value."""
+    a = "data[0].y = [50000.0, 12.0, 0.5]\ndata[1].y = [0.5, 0.25]\n"
+    b = "data[0].y = [50200.0, 210.0, 0.6]\ndata[1].y = [0.5, 0.25]\n"
+    bound = _bound(atol=1e-4, rtol=1e-3, line_rtol=1e-2)
+    assert compare_bounded([stream(a)], [stream(b)], bound, monkeypatch) == []
+    assert compare_bounded([stream(a)], [stream(b.replace("[0.5, 0.25]", "[0.6, 0.25]"))], bound, monkeypatch)
+
+
+def test_a_bounded_figure_is_compared_by_its_data(monkeypatch: pytest.MonkeyPatch) -> None:
+    bound = _bound(atol=1e-6, rtol=2e-3)
+    assert compare_bounded([figure([0.8147, 1e-6])], [figure([0.8148, 1.7e-6])], bound, monkeypatch) == []
+    assert compare_bounded([figure([0.8147, 1e-6])], [figure([0.83, 1e-6])], bound, monkeypatch)
+    assert compare_bounded([figure([0.8147, 1e-6])], [figure([0.8147, 1e-6, 0.5])], bound, monkeypatch)
+
+
+def _committed_cell(b: Any) -> tuple[Path, Any]:
+    path = ROOT / "notebooks" / f"{b.notebook}.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    return path, next(c for c in nb.cells if c.get("id") == b.cell)
+
+
+@pytest.mark.parametrize("b", bounds.BOUNDS, ids=[f"{b.notebook}-{b.cell}" for b in bounds.BOUNDS])
+def test_each_bound_names_a_cell_with_decimals_says_what_and_was_measured(b: Any) -> None:
+    path, cell = _committed_cell(b)
+    assert cell.cell_type == "code"
+    decimals = [t for it in tool.output_items(cell.outputs) for t in _NUM.findall(it.text) if bounds._is_decimal(t)]
+    assert decimals, f"{path.name} {b.cell}: no decimal number to bound"
+    assert b.what and b.measured and min(b.atol, b.rtol, b.line_rtol) >= 0
+    assert len({(x.notebook, x.cell) for x in bounds.BOUNDS}) == len(bounds.BOUNDS)
+
+
+@pytest.mark.parametrize("b", bounds.BOUNDS, ids=[f"{b.notebook}-{b.cell}" for b in bounds.BOUNDS])
+def test_each_bounded_cell_still_fails_when_a_number_moves_past_its_bound(b: Any) -> None:
+    """As a code change would: every decimal number of the committed cell shifted by twice
+    what its bound allows (a changed constant moves them all), then only the largest one;
+    both must fail the check, and the committed outputs themselves pass."""
+    path, cell = _committed_cell(b)
+    name = f"notebooks/{path.name}"
+    nb = nbformat.read(path, as_version=4)
+
+    def shifted(only_largest: bool) -> Any:
+        out = copy.deepcopy(nb)
+        target = next(c for c in out.cells if c.get("id") == b.cell)
+        for o in target.outputs:
+            if only_largest and o.get("output_type") != "stream":
+                continue
+            if o.get("output_type") == "stream":  # what the check compares: timings and dates masked
+                o["text"] = tool.sanitise(tool._text(o["text"]))
+            largest = max((abs(float(t)) for t in _NUM.findall(tool._text(o.get("text", "")) + json_text(o))
+                           if bounds._is_decimal(t) and math.isfinite(float(t))), default=0.0)
+
+            def push(m: Any) -> str:
+                t = m.group(0)
+                if not bounds._is_decimal(t) or not math.isfinite(float(t)):
+                    return t
+                v = float(t)
+                if only_largest and abs(v) != largest:
+                    return t
+                step = 2 * (b.atol + b.rtol * abs(v) + b.line_rtol * largest) + 1e-3 * abs(v) + 1e-9
+                return repr(v + step)
+            rewrite(o, push)
+        return out
+
+    assert tool.compare_notebooks(nb, copy.deepcopy(nb), name) == []
+    has_text = any(o.get("output_type") == "stream" for o in cell.outputs)
+    for only_largest in (False, True) if has_text else (False,):
+        problems = tool.compare_notebooks(nb, shifted(only_largest), name)
+        assert any(f"(id {b.cell})" in p and "cpu_bounds.py" in p for p in problems), (only_largest, problems)
+
+
+def json_text(out: Any) -> str:
+    return " ".join(tool._text(v) for v in (out.get("data") or {}).values() if isinstance(v, (str, list)))
+
+
+def rewrite(out: Any, push: Any) -> None:
+    """Every number in a stream's text, and in a figure's JSON inside HTML, rewritten by `push`."""
+    if out.get("output_type") == "stream":
+        out["text"] = _NUM.sub(push, tool._text(out["text"]))
+    for mime, value in (out.get("data") or {}).items():
+        if mime == "text/html":
+            html = tool._text(value)
+            for m in reversed(list(tool._FIG_START.finditer(html))):
+                fig, end = json.JSONDecoder().raw_decode(html, m.end())
+                text = json.dumps(fig)
+                new = json.dumps(_rewrite_json(fig, push))
+                assert text != new or not fig.get("data")
+                html = html[: m.end()] + new + html[end:]
+            out["data"][mime] = html
+        elif mime == "text/plain":
+            out["data"][mime] = _NUM.sub(push, tool._text(value))
+
+
+def _rewrite_json(value: Any, push: Any) -> Any:
+    if isinstance(value, float):
+        return float(_NUM.sub(push, repr(value)))
+    if isinstance(value, list):
+        return [_rewrite_json(v, push) for v in value]
+    if isinstance(value, dict):
+        if set(value) >= {"dtype", "bdata"}:
+            return _rewrite_json(tool._round(value), push)
+        return {k: _rewrite_json(v, push) for k, v in value.items()}
+    return value
+
+
+def test_a_code_change_in_a_bounded_cell_is_caught_in_a_real_kernel(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """Change a constant, expect a failure: a notebook printing a number from a module beside
+    it, executed as the site build executes notebooks, committed, then executed again after the
+    constant changed within its CPU bound (passes) and beyond it (fails)."""
+    monkeypatch.setattr(bounds, "BOUNDS", (bounds.CpuBound("99_x", "c0", "a loss", 0.02, 0.0, 0.0, "test"),))
+    nb = notebook([], sources=["import constants\nprint(f'RoPE loss at 4L: {constants.LOSS:.3f} (seeds [0])')"])
+    path = tmp_path / "99_x.ipynb"
+    nbformat.write(nb, path)
+
+    def run(loss: float) -> Any:
+        (tmp_path / "constants.py").write_text(f"LOSS = {loss}\n")
+        res = tool._execute(path, timeout=60)
+        assert res.err is None, res.exc_string
+        return res.nb
+
+    committed = run(2.496)
+    assert "2.496" in tool._text(committed.cells[1].outputs[0]["text"])
+    assert tool.compare_notebooks(committed, run(2.498), "notebooks/99_x.ipynb") == []
+    (problem,) = tool.compare_notebooks(committed, run(2.61), "notebooks/99_x.ipynb")
+    assert "-RoPE loss at 4L: 2.496" in problem and "+RoPE loss at 4L: 2.610" in problem

@@ -147,7 +147,8 @@ def main(argv: list[str] | None = None) -> int:
         (startup / "00-google-colab.py").write_text("import google.colab  # as Colab's kernel does\n")
         runner = tmp / "runner"
         runner.mkdir()
-        shutil.copy2(ROOT / "tools" / "colab" / "nbval_colab.py", runner / "nbval_colab.py")
+        for module in ("nbval_colab.py", "cpu_bounds.py"):  # the plugin, and the CPU bounds it applies
+            shutil.copy2(ROOT / "tools" / "colab" / module, runner / module)
 
         env = {k: v for k, v in os.environ.items()
                if k not in {"MLBOOK_STATIC", "MLBOOK_RESULTS", "PYTHONPATH", "VIRTUAL_ENV", "JUPYTER_PATH",

@@ -46,7 +46,67 @@ class CpuBound:
     measured: str  # the largest differences seen across CPU capabilities, in words
 
 
-BOUNDS: tuple[CpuBound, ...] = ()
+# "committed" is the machine that made the committed outputs (its numbers match this machine's
+# avx2 run: an AVX2 machine); "avx512" this project's AMD EPYC run natively; "default" and "avx2"
+# the same machine under `make outputs-portability`'s two settings. Measured 2026-12-02, torch
+# 2.13.0+cpu, numpy 2.4.6.
+BOUNDS: tuple[CpuBound, ...] = (
+    CpuBound("03_learned", "c12",
+             "the correct decoding's largest drift: float32 round-off in a small model's logits",
+             atol=1e-5, rtol=0.0, line_rtol=0.0,
+             measured="1.4e-06 committed, 1.7e-06 avx512 and default (abs 3e-07); every other number equal. "
+                      "Any value under 1e-5 reads as the page says: float rounding, far below the 1e-4 tolerance"),
+    CpuBound("03_learned", "c13",
+             "the drift figure: the correct decoding's curve is float32 round-off (about 1e-6), the reset "
+             "positions' curves are logits differences of a small model (0.07 to 1)",
+             atol=5e-6, rtol=2e-3, line_rtol=0.0,
+             measured="round-off curve 9.5e-07 against 1.7e-06 (abs 7e-07); the others in the 4th digit "
+                      "(0.0739 against 0.07391, 0.8147 against 0.8148: rel 1.4e-04); largest abs 1e-04"),
+    CpuBound("07_context_extension", "c1ecbef1",
+             "the score fit: a float64 solve of a nearly singular system (numpy's OpenBLAS and SIMD cos); "
+             "at the smallest ridge (1e-10) the extrapolated curve, up to 6e4, is set by its round-off",
+             atol=1e-4, rtol=2e-3, line_rtol=1e-2,
+             measured="ridge 1e-10: abs 224 on a curve reaching 5.8e4 (0.39% of it: line-rel 0.0039), rel 0.34 "
+                      "near its zeros; at the other ridges abs 1 on the extrapolated curve (up to 224, rel 4.5e-3) "
+                      "and the 4th digit elsewhere (abs 1e-4)"),
+    CpuBound("11_systems", "42ed877f",
+             "the correct cache's largest logit difference: float32 round-off (about 1e-7)",
+             atol=1e-6, rtol=0.0, line_rtol=0.0,
+             measured="1.2e-07 committed, 8.9e-08 default (abs 3.1e-08); every other number equal"),
+    CpuBound("20_exp_permutation", "c14",
+             "the position-free encoder's permutation error: float64 round-off (about 1e-15)",
+             atol=1e-12, rtol=0.0, line_rtol=0.0,
+             measured="1.11e-15 committed, 8.88e-16 default (abs 2.2e-16); every other number equal"),
+    CpuBound("21_exp_extrapolation", "c21",
+             "the quick run's losses (a small model trained here for 120 steps)",
+             atol=0.02, rtol=0.0, line_rtol=0.0,
+             measured="abs 0.002 avx512, 0.004 default (RoPE at 4L: 2.496, 2.498, 2.492)"),
+    CpuBound("22_exp_context_extension", "c18",
+             "the quick run's losses (a small model trained and fine-tuned here)",
+             atol=0.01, rtol=0.0, line_rtol=0.0,
+             measured="abs 0.001 default (2.613 against 2.612); avx512 equal"),
+    CpuBound("23_exp_t5_length", "c18",
+             "the quick run's exact-match scores: t5_tail has not learned the task reliably at its "
+             "trained length, so its scores move by whole examples with the rounding",
+             atol=0.25, rtol=0.0, line_rtol=0.0,
+             measured="t5_tail at length 12: 0.523 committed, 0.570 avx512, 0.578 default, 0.648 avx2 (abs 0.125); "
+                      "learned16 past 8: 0.105 to 0.158 (abs 0.049)"),
+    CpuBound("24_exp_attention_sinks", "c17",
+             "the quick run's attention shares (a small model trained here)",
+             atol=1e-3, rtol=0.0, line_rtol=0.0,
+             measured="abs 1e-04 default (0.1167 against 0.1168); avx512 equal"),
+    CpuBound("25_exp_passkey", "c19",
+             "the quick run's passkey accuracies and losses: one small model trained for a minute, whose "
+             "retrieval at L is half-learned, so it lands elsewhere with each rounding; only the table's "
+             "shape, the verdict line and the list of failing seeds hold across CPUs",
+             atol=0.5, rtol=0.0, line_rtol=0.0,
+             measured="accuracy at L, depth 0.75: 0.75 committed, 0.31 avx512, 0.44 default (abs 0.44); "
+                      "losses abs 0.055 (2.217 against 2.162)"),
+    CpuBound("26_exp_after_rope", "e7c22",
+             "the quick run's losses (six small models trained here for 100 steps)",
+             atol=0.01, rtol=0.0, line_rtol=0.0,
+             measured="abs 0.002 avx512 and default (3.090 against 3.088)"),
+)
 
 
 def bound_for(notebook: str, cell_id: str | None) -> CpuBound | None:
