@@ -371,6 +371,27 @@ def test_line_rtol_scales_with_the_largest_value_on_the_line(monkeypatch: pytest
     assert compare_bounded([stream(a)], [stream(b.replace("[0.5, 0.25]", "[0.6, 0.25]"))], bound, monkeypatch)
 
 
+def test_rows_have_their_own_atol_and_a_mask_hides_only_what_it_names(monkeypatch: pytest.MonkeyPatch) -> None:
+    text = ("Seeds below 0.5: RoPE seed 0; PI seed 0\n- per digit: chance 0.1\n"
+            "RoPE   64   1.512   0.65\nRoPE  128   2.217   0.00\n")
+    bound = bounds.CpuBound("99_x", "c0", "test", 0.0, 0.0, 0.0, "test",
+                            rows=((r"^RoPE\s+64\b", (0.15, 0.5)), (r"^RoPE", (0.15,))), mask=r"^Seeds below .*?(?=^- )")
+    ok = text.replace("RoPE seed 0; PI seed 0", "PI seed 0").replace("0.65", "0.31").replace("2.217", "2.162")
+    assert compare_bounded([stream(text)], [stream(ok)], bound, monkeypatch) == []
+    for bad in (ok.replace("0.31", "0.10"),  # past the row's 0.5
+                ok.replace("1.512", "1.700"),  # a loss past 0.15
+                ok.replace("   0.00", "   0.20"),  # another row's accuracy past 0.15
+                ok.replace("chance 0.1", "chance 0.2"),  # outside every row: exact
+                ok.replace("- per digit", "- per token")):  # text after the mask
+        assert compare_bounded([stream(text)], [stream(bad)], bound, monkeypatch), bad
+
+
+def test_an_exact_zero_printed_as_0_counts_as_a_decimal(monkeypatch: pytest.MonkeyPatch) -> None:
+    bound = _bound(atol=1e-12)
+    assert compare_bounded([stream("gap 1.11e-15 at 3\n")], [stream("gap 0 at 3\n")], bound, monkeypatch) == []
+    assert compare_bounded([stream("gap 1.11e-15 at 3\n")], [stream("gap 1.11e-15 at 0\n")], bound, monkeypatch)
+
+
 def test_a_bounded_figure_is_compared_by_its_data(monkeypatch: pytest.MonkeyPatch) -> None:
     bound = _bound(atol=1e-6, rtol=2e-3)
     assert compare_bounded([figure([0.8147, 1e-6])], [figure([0.8148, 1.7e-6])], bound, monkeypatch) == []
@@ -402,6 +423,7 @@ def test_each_bounded_cell_still_fails_when_a_number_moves_past_its_bound(b: Any
     path, cell = _committed_cell(b)
     name = f"notebooks/{path.name}"
     nb = nbformat.read(path, as_version=4)
+    top = max([b.atol] + [x for _, atols in b.rows for x in atols])  # the loosest atol of any row
 
     def shifted(only_largest: bool) -> Any:
         out = copy.deepcopy(nb)
@@ -421,7 +443,7 @@ def test_each_bounded_cell_still_fails_when_a_number_moves_past_its_bound(b: Any
                 v = float(t)
                 if only_largest and abs(v) != largest:
                     return t
-                step = 2 * (b.atol + b.rtol * abs(v) + b.line_rtol * largest) + 1e-3 * abs(v) + 1e-9
+                step = 2 * (top + b.rtol * abs(v) + b.line_rtol * largest) + 1e-3 * abs(v) + 1e-9
                 return repr(v + step)
             rewrite(o, push)
         return out

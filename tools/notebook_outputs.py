@@ -382,8 +382,8 @@ def compare_notebooks(committed: dict[str, Any], fresh: dict[str, Any], name: st
         bound = cpu_bounds.bound_for(name, cell.get("id"))
         if bound is not None and items_within(a, b, bound):
             continue  # the CPU's arithmetic moved its numbers, within their bound
-        where = (f" (its numbers may move by atol {bound.atol:g} + rtol {bound.rtol:g} + line_rtol "
-                 f"{bound.line_rtol:g} with the CPU: tools/colab/cpu_bounds.py)" if bound else "")
+        where = (f" (its numbers may move with the CPU by {bound.describe()}: tools/colab/cpu_bounds.py)"
+                 if bound else "")
         problems.append(f"{name}, cell {i} (id {cell.get('id', '?')}): the committed outputs are not what the "
                         f"code prints now{where}:\n{short_diff(a, b)}")
     return problems
@@ -667,7 +667,7 @@ def spread(paths: Sequence[Path], cache_dir: Path | None, folders: Sequence[Path
                 for a, b in zip(committed, fresh):
                     if a.text == b.text:
                         continue
-                    d = cpu_bounds.largest_difference(a.text, b.text)
+                    d = cpu_bounds.largest_difference(a.text, b.text, b_)
                     parts.append(f"[{a.label}] " + ("shape differs" if d is None else
                                                     f"abs {d[0]:.3g}, rel {d[1]:.3g}, line-rel {d[2]:.3g}"))
                     if d is not None and b_ is not None and not cpu_bounds.within(a.text, b.text, b_):
@@ -676,8 +676,7 @@ def spread(paths: Sequence[Path], cache_dir: Path | None, folders: Sequence[Path
             if report:
                 varied += 1
                 b = cpu_bounds.bound_for(name, cell.get("id"))
-                bound = (f"bound atol {b.atol:g}, rtol {b.rtol:g}, line_rtol {b.line_rtol:g}" if b
-                         else "no bound: compared exactly")
+                bound = f"bound {b.describe()}" if b else "no bound: compared exactly"
                 print(f"{name}, cell {i} (id {cell.get('id', '?')}), {bound}:")
                 print("\n".join(report))
     print(f"[outputs] {varied} cells whose outputs differ between the committed notebooks and "

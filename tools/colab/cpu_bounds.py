@@ -47,12 +47,38 @@ class CpuBound:
     rtol: float  # relative to the larger of the two numbers
     line_rtol: float  # relative to the largest magnitude on the number's line (a figure trace, a table row)
     measured: str  # the largest differences seen across CPU capabilities, in words
+    # Rows with their own atol: (regex searched in the committed line, atols of the line's decimal
+    # numbers in order, the last one repeating). The first row that matches a line applies.
+    rows: tuple[tuple[str, tuple[float, ...]], ...] = ()
+    # Text that varies with the CPU beyond its numbers (a list computed from them), replaced by
+    # '<varies with the CPU>' on both sides before the comparison; `what` says why.
+    mask: str | None = None
+
+    def atol_at(self, line: str, k: int) -> float:
+        """The atol of the k-th decimal number (from 0) on the committed line `line`."""
+        for pattern, atols in self.rows:
+            if re.search(pattern, line):
+                return atols[min(k, len(atols) - 1)]
+        return self.atol
+
+    def describe(self) -> str:
+        """The bound in one line, as the checks print it."""
+        rows = "".join(f"; rows {p!r}: atol {', '.join(f'{x:g}' for x in a)}" for p, a in self.rows)
+        mask = f"; masked {self.mask!r}" if self.mask else ""
+        return f"atol {self.atol:g}, rtol {self.rtol:g}, line_rtol {self.line_rtol:g}{rows}{mask}"
+
+    def masked(self, text: str) -> str:
+        return text if self.mask is None else re.sub(self.mask, MASKED, text, flags=re.DOTALL | re.MULTILINE)
 
 
-# "committed" is the machine that made the committed outputs (its numbers match this machine's
-# avx2 run: an AVX2 machine); "avx512" this project's AMD EPYC run natively; "default" and "avx2"
-# the same machine under `make outputs-portability`'s two settings. Measured 2026-12-02, torch
-# 2.13.0+cpu, numpy 2.4.6.
+MASKED = "<varies with the CPU>"
+
+
+# "committed" is the machine that made the committed outputs (unknown; its numbers equal this
+# machine's avx2 run in all but page 23's quick run); "avx512" this project's AMD EPYC run natively;
+# "default" and "avx2" the same AMD EPYC under `make outputs-portability`'s two settings (kernels
+# held to the SSE baseline and to AVX2). Not sampled: MKL's AVX-512 kernels on an Intel CPU, aarch64.
+# Measured 2026-12-02, torch 2.13.0+cpu, numpy 2.4.6.
 BOUNDS: tuple[CpuBound, ...] = (
     CpuBound("03_learned", "c12",
              "the correct decoding's largest drift: float32 round-off in a small model's logits",
@@ -106,9 +132,10 @@ BOUNDS: tuple[CpuBound, ...] = (
     CpuBound("20_exp_permutation", "c14",
              "the position-free encoder's permutation error: float64 round-off (about 1e-15)",
              atol=1e-12, rtol=0.0, line_rtol=0.0,
-             measured="1.11e-15 committed, 8.88e-16 default (abs 2.2e-16); every other number equal"),
+             measured="1.11e-15 committed, avx512 and avx2, 8.88e-16 default (abs 2.2e-16); every other number "
+                      "equal (an exact 0 would print as 0, which counts as a decimal here)"),
     CpuBound("21_exp_extrapolation", "c21",
-             "the quick run's losses (a small model trained here for 120 steps)",
+             "the quick run's losses (six small models trained here for 120 steps)",
              atol=0.02, rtol=0.0, line_rtol=0.0,
              measured="abs 0.002 avx512, 0.004 default (RoPE at 4L: 2.496, 2.498, 2.492)"),
     CpuBound("22_exp_context_extension", "c18",
@@ -116,21 +143,30 @@ BOUNDS: tuple[CpuBound, ...] = (
              atol=0.01, rtol=0.0, line_rtol=0.0,
              measured="abs 0.001 default (2.613 against 2.612); avx512 equal"),
     CpuBound("23_exp_t5_length", "c18",
-             "the quick run's exact-match scores: t5_tail has not learned the task reliably at its "
-             "trained length, so its scores move by whole examples with the rounding",
-             atol=0.25, rtol=0.0, line_rtol=0.0,
-             measured="t5_tail at length 12: 0.523 committed, 0.570 avx512, 0.578 default, 0.648 avx2 (abs 0.125); "
-                      "learned16 past 8: 0.105 to 0.158 (abs 0.049)"),
+             "the quick run's scores: training ends at another model with each rounding, and t5_tail, which "
+             "has not learned the task reliably, scores near 0.5 past its trained length, where that "
+             "moves it most; learned16's scores at 8 (1.000) and its exact match past 8 (0.000) held",
+             atol=0.0, rtol=0.0, line_rtol=0.0,
+             rows=((r"^t5_tail\b", (0.25,)), (r"^learned16\s+8\b", (0.02,)), (r"^learned16\b", (0.02, 0.06))),
+             measured="t5_tail exact match at 12: 0.523 committed, 0.570 avx512, 0.578 default, 0.648 avx2 (abs 0.125), "
+                      "at 16: 0.094 against 0.148 (abs 0.054), at 8: 0.898 against 0.914; learned16's token "
+                      "accuracy at 12: 0.133 against 0.152 to 0.158 (abs 0.025), at 16: abs 0.004"),
     CpuBound("24_exp_attention_sinks", "c17",
-             "the quick run's attention shares (a small model trained here)",
+             "the quick run's losses and attention shares (two small models trained here)",
              atol=1e-3, rtol=0.0, line_rtol=0.0,
-             measured="abs 1e-04 default (0.1167 against 0.1168); avx512 equal"),
+             measured="one change in loss, abs 1e-04 default (0.1167 against 0.1168); every share and every "
+                      "other number equal; avx512 equal"),
     CpuBound("25_exp_passkey", "c19",
              "the quick run's passkey accuracies and losses: one small model trained for a minute, whose "
-             "retrieval at L is half-learned, so it lands elsewhere with each rounding; only the table's "
-             "shape, the verdict line and the list of failing seeds hold across CPUs",
-             atol=0.5, rtol=0.0, line_rtol=0.0,
-             measured="accuracy at L, depth 0.75: 0.75 committed, 0.31 avx512, 0.44 default (abs 0.44); "
+             "retrieval at L is half learned, so it lands elsewhere with each rounding. The list of settings "
+             "below 0.5 at L is masked: natively RoPE zero-shot averages exactly 0.500 there, one passkey "
+             "from joining it. The RoPE row at L may move by 0.5 in its accuracies, the other rows by 0.15, "
+             "every loss by 0.15; the rest of the cell is exact",
+             atol=0.0, rtol=0.0, line_rtol=0.0,
+             rows=((r"^RoPE\s+64\b", (0.15, 0.5)), (r"^RoPE", (0.15,))),
+             mask=r"^Seeds below .*?(?=^- without)",
+             measured="RoPE at L, depth 1: 0.75 committed, 0.31 avx512, 0.44 default (abs 0.44); mean 0.65 against "
+                      "0.50 and 0.56; other rows' accuracies abs 0.06 (0.00 against 0.06, RoPE + YaRN at 256); "
                       "losses abs 0.055 (2.217 against 2.162)"),
     CpuBound("26_exp_after_rope", "e7c22",
              "the quick run's losses (six small models trained here for 100 steps)",
@@ -167,24 +203,32 @@ class ShapeDiffers(ValueError):
     """Two texts differ in more than their decimal numbers."""
 
 
-def _pairs(a: str, b: str) -> list[tuple[float, float, float]]:
+def _is_zero(token: str) -> bool:
+    return token in ("0", "-0", "+0")
+
+
+def _pairs(a: str, b: str) -> list[tuple[float, float, float, str, int]]:
     """The decimal numbers of two texts of the same shape, paired, each with the largest
-    magnitude on its line in either text; ShapeDiffers where the shapes differ (other text
-    between the numbers, another count of numbers, another integer, a decimal for an integer,
-    a nan or inf that is not in both)."""
+    magnitude on its line in either text, that line of `a` and the number's place on it;
+    ShapeDiffers where the shapes differ (other text between the numbers, another count of
+    numbers, another integer, a decimal for an integer, a nan or inf that is not in both). A
+    bare 0 counts as a decimal beside one (a format such as '.3g' prints an exact zero as 0)."""
     sa, na = split_numbers(a)
     sb, nb = split_numbers(b)
     if sa != sb:
         raise ShapeDiffers("other text between the numbers")
     out = []
-    for xs, ys in zip(na, nb):
+    for line, xs, ys in zip(a.splitlines(), na, nb):
         if len(xs) != len(ys):
             raise ShapeDiffers("another count of numbers")
         pairs = []
         for x, y in zip(xs, ys):
-            if _is_decimal(x) != _is_decimal(y) or (not _is_decimal(x) and x != y):
+            dx, dy = _is_decimal(x), _is_decimal(y)
+            if dx != dy and not ((dx and _is_zero(y)) or (dy and _is_zero(x))):
                 raise ShapeDiffers(f"{x} against {y}")
-            if not _is_decimal(x):
+            if not (dx or dy):
+                if x != y:
+                    raise ShapeDiffers(f"{x} against {y}")
                 continue
             fx, fy = float(x), float(y)
             if not (math.isfinite(fx) and math.isfinite(fy)):
@@ -193,20 +237,22 @@ def _pairs(a: str, b: str) -> list[tuple[float, float, float]]:
                 continue
             pairs.append((fx, fy))
         scale = max((max(abs(fx), abs(fy)) for fx, fy in pairs), default=0.0)
-        out.extend((fx, fy, scale) for fx, fy in pairs)
+        out.extend((fx, fy, scale, line, k) for k, (fx, fy) in enumerate(pairs))
     return out
 
 
-def largest_difference(a: str, b: str) -> tuple[float, float, float] | None:
+def largest_difference(a: str, b: str, bound: CpuBound | None = None) -> tuple[float, float, float] | None:
     """The largest absolute difference between the decimal numbers of two texts of the same
-    shape, the largest relative to the larger of the two numbers, and the largest relative to
-    the largest magnitude on its line; None where their shapes differ."""
+    shape (after `bound`'s mask, if any), the largest relative to the larger of the two numbers,
+    and the largest relative to the largest magnitude on its line; None where shapes differ."""
+    if bound is not None:
+        a, b = bound.masked(a), bound.masked(b)
     try:
         pairs = _pairs(a, b)
     except ShapeDiffers:
         return None
     worst = [0.0, 0.0, 0.0]
-    for fx, fy, scale in pairs:
+    for fx, fy, scale, _, _ in pairs:
         d = abs(fx - fy)
         worst[0] = max(worst[0], d)
         if d:
@@ -216,11 +262,12 @@ def largest_difference(a: str, b: str) -> tuple[float, float, float] | None:
 
 
 def within(a: str, b: str, bound: CpuBound) -> bool:
-    """Whether two texts agree as `bound` allows: the same shape and integers, each decimal
-    number within atol + rtol * max(|a|, |b|) + line_rtol * (the largest magnitude on its line)."""
+    """Whether `b` agrees with the committed text `a` as `bound` allows: after its mask, the same
+    shape and integers, each decimal number within atol + rtol * max(|a|, |b|) + line_rtol *
+    (the largest magnitude on its line), atol by its row where the bound gives rows."""
     try:
-        pairs = _pairs(a, b)
+        pairs = _pairs(bound.masked(a), bound.masked(b))
     except ShapeDiffers:
         return False
-    return all(abs(fx - fy) <= bound.atol + bound.rtol * max(abs(fx), abs(fy)) + bound.line_rtol * scale
-               for fx, fy, scale in pairs)
+    return all(abs(fx - fy) <= bound.atol_at(line, k) + bound.rtol * max(abs(fx), abs(fy)) + bound.line_rtol * scale
+               for fx, fy, scale, line, k in pairs)

@@ -105,8 +105,7 @@ def pytest_configure(config: pytest.Config) -> None:
             return True
         if bound is not None:
             self.comparison_traceback.append(
-                f"(outside the CPU bound of this cell in cpu_bounds.py: atol {bound.atol:g}, rtol {bound.rtol:g}, "
-                f"line_rtol {bound.line_rtol:g})")
+                f"(outside the CPU bound of this cell in cpu_bounds.py: {bound.describe()})")
         return False
 
     compare_outputs.cpu_bounds = True  # type: ignore[attr-defined]
