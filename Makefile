@@ -145,15 +145,15 @@ outputs-check: site-strict
 # The outputs check against other CPUs' arithmetic, emulated on this machine: every notebook executed
 # as the site build does, once per setting below, each with fresh quick records (nothing reused), into
 # _build/portability/NAME/, then `notebook_outputs.py check --executed` on each. A setting caps torch's
-# kernels (ATEN_CPU_CAPABILITY), MKL's (MKL_ENABLE_INSTRUCTIONS), numpy's SIMD loops
+# kernels (ATEN_CPU_CAPABILITY), MKL's (MKL_ENABLE_INSTRUCTIONS), oneDNN's (ONEDNN_MAX_CPU_ISA), numpy's SIMD loops
 # (NPY_DISABLE_CPU_FEATURES) and numpy's OpenBLAS kernels (OPENBLAS_CORETYPE) at one instruction
 # set: `default` an x86-64-v2 machine (SSE4.2), `avx2` an AVX2 one (Haswell, Zen 2). The two run side
 # by side on the two cores (about 5 minutes); not part of `make test`. `make outputs-spread` then
 # prints how much each cell's numbers moved (what tools/colab/cpu_bounds.py's bounds are set from).
 PORTABILITY := _build/portability
-PORTABILITY_ENV_default := ATEN_CPU_CAPABILITY=default MKL_ENABLE_INSTRUCTIONS=SSE4_2 \
+PORTABILITY_ENV_default := ATEN_CPU_CAPABILITY=default MKL_ENABLE_INSTRUCTIONS=SSE4_2 ONEDNN_MAX_CPU_ISA=SSE41 \
   NPY_DISABLE_CPU_FEATURES="X86_V3 X86_V4 AVX512_ICL AVX512_SPR" OPENBLAS_CORETYPE=Nehalem
-PORTABILITY_ENV_avx2 := ATEN_CPU_CAPABILITY=avx2 MKL_ENABLE_INSTRUCTIONS=AVX2 \
+PORTABILITY_ENV_avx2 := ATEN_CPU_CAPABILITY=avx2 MKL_ENABLE_INSTRUCTIONS=AVX2 ONEDNN_MAX_CPU_ISA=AVX2 \
   NPY_DISABLE_CPU_FEATURES="X86_V4 AVX512_ICL AVX512_SPR" OPENBLAS_CORETYPE=Haswell
 PORTABILITY_SETTINGS := default avx2
 
