@@ -15,6 +15,7 @@ import importlib.util
 import json
 import math
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -510,3 +511,33 @@ def test_a_code_change_in_a_bounded_cell_is_caught_in_a_real_kernel(tmp_path: Pa
     assert tool.compare_notebooks(committed, run(2.498), "notebooks/99_x.ipynb") == []
     (problem,) = tool.compare_notebooks(committed, run(2.61), "notebooks/99_x.ipynb")
     assert "-RoPE loss at 4L: 2.496" in problem and "+RoPE loss at 4L: 2.610" in problem
+
+
+ROWED = [b for b in bounds.BOUNDS if b.rows]
+
+
+@pytest.mark.parametrize("b", ROWED, ids=[f"{b.notebook}-{b.cell}" for b in ROWED])
+def test_a_tight_row_of_a_real_cell_catches_a_move_past_its_own_atol(b: Any) -> None:
+    """The rows keep their own teeth: each row's numbers moved by twice that row's largest atol
+    (and the rest of the cell left alone) fail the check."""
+    path, _ = _committed_cell(b)
+    nb = nbformat.read(path, as_version=4)
+    for pattern, atols in b.rows:
+        out = copy.deepcopy(nb)
+        target = next(c for c in out.cells if c.get("id") == b.cell)
+        step = 2 * max(atols) + 1e-3
+        moved = 0
+        for o in target.outputs:
+            if o.get("output_type") != "stream":
+                continue
+            lines = tool.sanitise(tool._text(o["text"])).splitlines(keepends=True)
+            for i, line in enumerate(lines):
+                # only the lines this row is the first to match, as the bound applies it
+                if next((p for p, _ in b.rows if re.search(p, line)), None) == pattern:
+                    lines[i] = _NUM.sub(lambda m: repr(float(m.group(0)) + step) if bounds._is_decimal(m.group(0))
+                                        else m.group(0), line)
+                    moved += 1
+            o["text"] = "".join(lines)
+        assert moved, f"{pattern!r} matches no line of {path.name} {b.cell}"
+        problems = tool.compare_notebooks(nb, out, f"notebooks/{path.name}")
+        assert any(f"(id {b.cell})" in p for p in problems), pattern

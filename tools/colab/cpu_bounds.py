@@ -20,7 +20,8 @@ Each bound of a cell that moved was set from the spread measured with `python to
 between the committed outputs (made on the machine that last refreshed them), this machine's
 native run (AVX-512) and runs under ATEN_CPU_CAPABILITY=default and =avx2 (`make
 outputs-portability` makes those): the largest difference seen is in `measured`, and the
-bound leaves room above it for CPUs not tried (another vendor's MKL path, aarch64). Seven cells
+bound leaves room above it for CPUs not tried (another vendor's MKL path, aarch64), except where a
+bound says that a quantity cannot be bounded and is compared by shape only. Seven cells
 print a round-off level (a largest error of float rounding) that the runs here printed alike,
 but that another order of summation changes; they are bounded at the level where the page's
 claim still holds.
@@ -74,8 +75,7 @@ class CpuBound:
 MASKED = "<varies with the CPU>"
 
 
-# "committed" is the machine that made the committed outputs (unknown; its numbers equal this
-# machine's avx2 run in all but page 23's quick run); "avx512" this project's AMD EPYC run natively;
+# "committed" is the machine that made the committed outputs (unknown); "avx512" this project's AMD EPYC run natively;
 # "default" and "avx2" the same AMD EPYC under `make outputs-portability`'s two settings (kernels
 # held to the SSE baseline and to AVX2), each run twice: oneDNN left alone, then held too
 # (ONEDNN_MAX_CPU_ISA; the make target's settings). With oneDNN held to AVX2 the avx2 run equals the
@@ -148,10 +148,10 @@ BOUNDS: tuple[CpuBound, ...] = (
              measured="abs 0.001 default (2.613 against 2.612); avx512 equal"),
     CpuBound("23_exp_t5_length", "c18",
              "the quick run's scores: training ends at another model with each rounding, and t5_tail, which "
-             "has not learned the task reliably, scores near 0.5 past its trained length, where that "
-             "moves it most; learned16's scores at 8 (1.000) and its exact match past 8 (0.000) held",
+             "has not learned the task reliably, moves most past its trained length (0.25 there, 0.05 at 8); "
+             "learned16's scores at 8 (1.000) and its exact match past 8 (0.000) held",
              atol=0.0, rtol=0.0, line_rtol=0.0,
-             rows=((r"^t5_tail\b", (0.25,)), (r"^learned16\s+8\b", (0.02,)), (r"^learned16\b", (0.02, 0.06))),
+             rows=((r"^t5_tail\s+8\b", (0.05,)), (r"^t5_tail\b", (0.25,)), (r"^learned16\s+8\b", (0.02,)), (r"^learned16\b", (0.02, 0.06))),
              measured="t5_tail exact match at 12: 0.523 committed, 0.570 avx512, 0.578 and 0.539 default, 0.648 avx2 "
                       "without oneDNN held (abs 0.125); at 16: 0.094 against 0.148 and 0.055 (abs 0.054); token "
                       "accuracy at 16: 0.508 against 0.428 (abs 0.080); at 8: 0.898 against 0.914; learned16's token "
@@ -163,12 +163,14 @@ BOUNDS: tuple[CpuBound, ...] = (
                       "other number equal; avx512 equal"),
     CpuBound("25_exp_passkey", "c19",
              "the quick run's passkey accuracies and losses: one small model trained for a minute, whose "
-             "retrieval at L is half learned, so it lands elsewhere with each rounding. The list of settings "
-             "below 0.5 at L is masked: natively RoPE zero-shot averages exactly 0.500 there, one passkey "
-             "from joining it. The RoPE row at L may move by 0.5 in its accuracies, the other rows by 0.15, "
-             "every loss by 0.15; the rest of the cell is exact",
+             "retrieval at L is half learned, so it lands elsewhere with each rounding. The RoPE row at L "
+             "cannot be bounded: its accuracies are compared by shape only (atol 1; 0.31 to 0.75 seen at "
+             "depth 1, with the committed 0.75 the highest). The list of settings below 0.5 at L is masked "
+             "whole (natively RoPE zero-shot averages exactly 0.500 there, one passkey from joining it), so "
+             "the fine-tuned settings' failures, listed only there, go unchecked too. The other rows may move "
+             "by 0.15, every loss by 0.15; the rest of the cell is exact",
              atol=0.0, rtol=0.0, line_rtol=0.0,
-             rows=((r"^RoPE\s+64\b", (0.15, 0.5)), (r"^RoPE", (0.15,))),
+             rows=((r"^RoPE\s+64\b", (0.15, 1.0)), (r"^RoPE", (0.15,))),
              mask=r"^Seeds below .*?(?=^- without)",
              measured="RoPE at L, depth 1: 0.75 committed, 0.31 avx512, 0.44 default (abs 0.44); mean 0.65 against "
                       "0.50 and 0.56; other rows' accuracies abs 0.06 (0.00 against 0.06, RoPE + YaRN at 256); "
