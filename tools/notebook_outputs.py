@@ -12,6 +12,14 @@ records from the package (src/mlbook/results/full/, which ships with mlbook).
 
     python tools/notebook_outputs.py check   [--cache _build/.jupyter_cache] [notebooks/NN_x.ipynb ...]
     python tools/notebook_outputs.py refresh [--results DIR] [notebooks/NN_x.ipynb ...]
+    python tools/notebook_outputs.py execute --out DIR [notebooks/NN_x.ipynb ...]
+    python tools/notebook_outputs.py check --executed DIR
+    python tools/notebook_outputs.py spread [--executed DIR ...]
+
+`execute` and `check --executed` are the portability check (`make outputs-portability`: the
+notebooks executed under other CPUs' arithmetic, the committed outputs checked against each);
+`spread` prints how far each cell's numbers moved. Cells whose numbers depend on the CPU are
+listed in tools/colab/cpu_bounds.py and compared within their bounds (see there).
 
 `check` (`make outputs-check`, part of `make test`, after the strict site build) executes
 nothing: it takes each notebook's executed copy from the site build's jupyter-cache (the
@@ -675,8 +683,7 @@ def spread(paths: Sequence[Path], cache_dir: Path | None, folders: Sequence[Path
                 report.append(f"    {label}: " + "; ".join(parts))
             if report:
                 varied += 1
-                b = cpu_bounds.bound_for(name, cell.get("id"))
-                bound = f"bound {b.describe()}" if b else "no bound: compared exactly"
+                bound = f"bound {b_.describe()}" if b_ else "no bound: compared exactly"
                 print(f"{name}, cell {i} (id {cell.get('id', '?')}), {bound}:")
                 print("\n".join(report))
     print(f"[outputs] {varied} cells whose outputs differ between the committed notebooks and "
