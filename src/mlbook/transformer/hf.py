@@ -1,11 +1,22 @@
 """From a Hugging Face config to the library's settings, and a Llama's weights into a GPT.
 
-A `config.json` states a RoPE model's positions in a handful of fields: `rope_theta`,
-`partial_rotary_factor`, `max_position_embeddings` and the `rope_scaling` dict. How
-`transformers` 4.57 reads them (`modeling_rope_utils.py`) is what this module reproduces, key by
-key; where transformers would only warn, or would read a key and not use it, this module refuses
-with a sentence saying which key and why. Nothing is dropped silently.
+A `config.json` states a RoPE model's positions in one of two layouts:
 
+    transformers 4.x   rope_theta, partial_rotary_factor, max_position_embeddings at the top level and
+                       the scaling in the rope_scaling dict
+    transformers 5     one rope_parameters dict: rope_type, rope_theta, partial_rotary_factor and the
+                       scaling's keys, per layer type where the layer kinds rotate differently
+
+How transformers reads them (`modeling_rope_utils.py`: 5.15's `standardize_rope_params` and
+`ROPE_INIT_FUNCTIONS`, and 4.57's) is what this module reproduces, key by key, for both layouts; a
+multimodal config is read through its text config. Where transformers would only warn, or would
+read a key and not use it, or where the two layouts or the two versions would give the same config
+different values, this module refuses with a sentence saying which key and why. Nothing is
+dropped silently.
+
+    hf_text_config(config)            -> a multimodal config's text config (the config itself otherwise)
+    hf_rope_layout(config)            -> which layout the config uses
+    hf_rope_parameters(config)        -> per layer type, its RoPE settings in transformers 5's form
     rope_options_from_hf(config)      -> the `GPTConfig.rope` dict: base, pairing, scaling and its parameters
     rope_scaling_from_hf(config)      -> the `RopeScaling` alone (with the head's rotary width)
     gpt_config_from_hf(config)        -> a GPTConfig (Llama-layout decoders)
@@ -14,26 +25,32 @@ with a sentence saying which key and why. Nothing is dropped silently.
     hf_rotating_layers(config)        -> per layer, whether it rotates (False: a NoPE layer)
     hf_layer_types(config)            -> per layer, its attention kind ("full_attention", "sliding_attention", ...)
 
-How the `rope_scaling` keys map (transformers 4.57.6, ROPE_INIT_FUNCTIONS):
+How the scaling keys map (the same names in rope_scaling and rope_parameters):
 
-    rope_type ("type" in older configs)     "default" -> "none"; linear, dynamic, yarn, llama3, longrope
-    factor                                  factor (longrope: replaced by max_position_embeddings /
-                                            original_max_position_embeddings when the config has the latter)
-    original_max_position_embeddings        original_max_len (yarn: falls back to max_position_embeddings;
+    rope_type ("type" in older configs)     "default" -> "none"; linear, dynamic, yarn, llama3, longrope;
+                                            "mrope" (Qwen2-VL) is default RoPE with M-RoPE sections,
+                                            "su" (Phi-3) is longrope
+    factor                                  factor (longrope: max_position_embeddings /
+                                            original_max_position_embeddings when the factor is absent)
+    original_max_position_embeddings        original_max_len (yarn, llama3: falls back to max_position_embeddings;
                                             dynamic: transformers uses max_position_embeddings, always;
-                                            longrope: the top-level config field, not this key)
+                                            longrope: the top-level field first, as Phi-3 writes it)
     beta_fast, beta_slow, truncate          yarn's ramp
     attention_factor, mscale, mscale_all_dim
                                             yarn's factor on cos and sin (longrope: attention_factor)
     low_freq_factor, high_freq_factor       llama3
     short_factor, long_factor               longrope
+    mrope_section, mrope_interleaved        M-RoPE's split of the pairs over (time, height, width): for
+                                            text tokens the three positions are equal, so they change nothing
 
-`config` may be a `transformers.PretrainedConfig` or a plain dict read from a config.json.
+`config` may be a `transformers.PretrainedConfig` (4.x or 5) or a plain dict read from a config.json.
 """
 
 from __future__ import annotations
 
-from dataclasses import fields
+import math
+from dataclasses import dataclass, fields
+from os import PathLike
 from typing import Any, Mapping
 
 import torch
@@ -42,15 +59,24 @@ from torch import nn
 from mlbook.transformer.models import GPT, ROPE_OPTIONS, GPTConfig
 from mlbook.transformer.positional import convert_rotary_weights
 from mlbook.transformer.rope_scaling import RopeScaling
-from mlbook.transformer.validate import check_choice, check_int
+from mlbook.transformer.validate import check_bool, check_choice, check_int
 
 __all__ = [
     "HF_ROPE_TYPES",
     "HF_SCALING_KEYS",
     "LEGACY_ROPE_TYPES",
     "SLIDE_EVERY_LAYER",
+    "TEXT_CONFIG_NAMES",
+    "LEGACY_LAYER_TYPES",
+    "DEFAULT_ROPE_THETA",
     "hf_get",
+    "hf_text_config",
     "hf_rope_type",
+    "hf_rope_layout",
+    "hf_rope_parameters",
+    "hf_rope_parameters_for",
+    "hf_rope_layer_type",
+    "hf_rope_base",
     "hf_head_dim",
     "hf_rotary_dim",
     "rope_options_from_hf",
@@ -65,8 +91,8 @@ HF_ROPE_TYPES: dict[str, str] = {
     "longrope": "longrope",
 }
 
-# The keys each rope_type reads (transformers 4.57.6, _validate_*_parameters and _compute_*_parameters),
-# besides "rope_type" / "type"
+# The keys each rope_type reads (transformers 4.57.6 and 5.15, _validate_*_parameters and _compute_*_parameters),
+# besides "rope_type" / "type", "rope_theta", "partial_rotary_factor" and the M-RoPE sections
 HF_SCALING_KEYS: dict[str, frozenset[str]] = {
     "default": frozenset(),
     "linear": frozenset({"factor"}),
@@ -80,12 +106,10 @@ HF_SCALING_KEYS: dict[str, frozenset[str]] = {
 
 # Names other libraries or older configs use, and what to write instead
 LEGACY_ROPE_TYPES: dict[str, str] = {
-    "su": "'su' is what Phi-3's first configs called LongRoPE; transformers 4.57 renames it only inside "
-          "Phi3Config. Write rope_type='longrope'",
+    "su": "'su' is what Phi-3's first configs called LongRoPE; transformers renames it only inside Phi3Config and "
+          "Phi4MultimodalConfig (model_type 'phi3', 'phi4_multimodal'). Write rope_type='longrope'",
     "ntk": "transformers has no static NTK scaling ('ntk' is this library's name); a config meaning NTK-aware "
            "scaling at inference uses rope_type='dynamic'",
-    "mrope": "'mrope' (Qwen2-VL's multimodal RoPE) splits the pairs over time, height and width; a text-only "
-             "GPT has one position per token and cannot reproduce it",
     "default_rope": "write rope_type='default'",
 }
 
@@ -96,11 +120,47 @@ def hf_get(config: Any, key: str, default: Any = None) -> Any:
     return default if value is None else value
 
 
+def _check_config(config: Any) -> None:
+    """Refuse what cannot be a config before anything reads it: a model name, a path, a number, a list."""
+    if isinstance(config, (str, bytes, PathLike)):
+        raise TypeError(f"config must be a transformers config or a dict read from config.json, got the string "
+                        f"{config!r}: load it first (json.load(open(path)), or AutoConfig.from_pretrained(name) "
+                        "where the hub is reachable)")
+    if config is None or isinstance(config, (bool, int, float, list, tuple, set)) or not (
+            isinstance(config, Mapping) or hasattr(config, "__dict__")):
+        raise TypeError(f"config must be a transformers config or a dict read from config.json, got "
+                        f"{type(config).__name__} ({config!r})")
+
+
+# The names under which a composite (multimodal, encoder-decoder) config nests its text model, in the order
+# transformers' PretrainedConfig.get_text_config() searches them
+TEXT_CONFIG_NAMES: tuple[str, ...] = ("text_encoder", "decoder", "generator", "text_config")
+
+
+def hf_text_config(config: Any) -> Any:
+    """The config of the text model: a multimodal config's `text_config` (Llama 4, Gemma 3, Qwen3-VL, Qwen3.5),
+    as transformers' `get_text_config()` finds it; the config itself when it nests none."""
+    _check_config(config)
+    if not isinstance(config, Mapping):
+        get = getattr(config, "get_text_config", None)
+        return get() if callable(get) else config
+    found = [k for k in TEXT_CONFIG_NAMES if config.get(k) is not None]
+    if len(found) > 1:
+        raise ValueError(f"config nests several sub-configs {found}; pass the text model's one (e.g. config[{found[-1]!r}])")
+    if not found:
+        return config
+    text = config[found[0]]
+    if not isinstance(text, Mapping):
+        raise TypeError(f"config[{found[0]!r}] must be a dict (the text model's config), got {type(text).__name__}")
+    return text
+
+
 def every_nth(n_layers: int, n: int, kind: Any, other: Any, *, first: bool = False) -> tuple[Any, ...]:
     """Per-layer values with `kind` at every n-th layer and `other` elsewhere, as configs state them:
     layers n-1, 2n-1, ... (first=False: Gemma 3's and Cohere 2's sliding_window_pattern, Gemma 2's and
-    gpt-oss's alternation with n = 2, Llama 4's and SmolLM3's no_rope_layer_interval) or layers 0, n,
-    2n, ... (first=True: ModernBERT's global_attn_every_n_layers)."""
+    gpt-oss's alternation with n = 2, Llama 4's and SmolLM3's no_rope_layer_interval, Qwen3-Next's and
+    Qwen3.5's full_attention_interval) or layers 0, n, 2n, ... (first=True: ModernBERT's
+    global_attn_every_n_layers)."""
     check_int("n_layers", n_layers, 1)
     check_int("n", n, 1)
     return tuple(kind if (i % n == 0 if first else (i + 1) % n == 0) else other for i in range(n_layers))
@@ -110,14 +170,20 @@ def every_nth(n_layers: int, n: int, kind: Any, other: Any, *, first: bool = Fal
 NOPE_INTERVAL_FAMILIES: tuple[str, ...] = ("llama4", "smollm3")
 
 
+def _n_layers(config: Any) -> int:
+    return check_int("num_hidden_layers", hf_get(config, "num_hidden_layers"), 1)
+
+
 def hf_rotating_layers(config: Any) -> tuple[bool, ...]:
-    """Per layer, whether it rotates its queries and keys, as transformers 4.57 derives it.
+    """Per layer, whether it rotates its queries and keys, as transformers derives it.
 
     `no_rope_layers` when the config lists it (1 = the layer rotates, 0 = NoPE); otherwise, with
     `no_rope_layer_interval` (or a Llama 4 / SmolLM3 config, whose default interval is 4), layer i is
-    NoPE when (i + 1) % interval == 0; otherwise every layer rotates.
+    NoPE when (i + 1) % interval == 0; otherwise every layer rotates. A multimodal config is read
+    through its text config.
     """
-    n = check_int("num_hidden_layers", hf_get(config, "num_hidden_layers"), 1)
+    config = hf_text_config(config)
+    n = _n_layers(config)
     no_rope = hf_get(config, "no_rope_layers")
     if no_rope:
         if len(no_rope) != n:
@@ -131,37 +197,54 @@ def hf_rotating_layers(config: Any) -> tuple[bool, ...]:
     return every_nth(n, check_int("no_rope_layer_interval", interval, 1), False, True)
 
 
-def hf_layer_types(config: Any) -> tuple[str, ...]:
-    """Each layer's attention kind, as transformers 4.57 derives it.
+# Older layer-type names and the ones transformers 5 maps them to (configuration_utils._LEGACY_LAYER_TYPE_REMAP)
+LEGACY_LAYER_TYPES: dict[str, str] = {"conv": "linear_attention", "mamba": "linear_attention",
+                                      "attention": "full_attention"}
+# families whose layer_types default to linear attention with every full_attention_interval-th layer full
+# (Qwen3NextConfig, Qwen3_5TextConfig: interval 4 by default)
+LINEAR_INTERVAL_FAMILIES: tuple[str, ...] = ("qwen3_next", "qwen3_5")
 
-    `layer_types` when the config lists it (gpt-oss, recent Gemma and Qwen saves); otherwise, by
-    the key the family uses: Llama 4 (`hf_rotating_layers`: rotating layers chunked, NoPE layers
-    full); Gemma 3 and Cohere 2 `sliding_window_pattern` (layer i full when (i + 1) % pattern == 0);
-    Gemma 2 (sliding, full, alternating); Qwen2/Qwen3 `use_sliding_window` with `max_window_layers`;
-    a bare `sliding_window` (Mistral): every layer.
+
+def hf_layer_types(config: Any) -> tuple[str, ...]:
+    """Each layer's attention kind, as transformers derives it (a multimodal config: its text config's).
+
+    `layer_types` when the config lists it (gpt-oss, recent Gemma and Qwen saves; older names mapped as
+    transformers 5 maps them: "mamba" and "conv" -> "linear_attention", "attention" -> "full_attention");
+    otherwise, by the key the family uses: Llama 4 (`hf_rotating_layers`: rotating layers chunked, NoPE
+    layers full); Qwen3-Next and Qwen3.5 `full_attention_interval` (4 by default: every 4th layer full,
+    the others linear attention); Gemma 3 and Cohere 2 `sliding_window_pattern` (layer i full when
+    (i + 1) % pattern == 0); Gemma 2 (sliding, full, alternating); Qwen2/Qwen3 `use_sliding_window` with
+    `max_window_layers`; a bare `sliding_window` (Mistral): every layer.
     """
-    n = check_int("num_hidden_layers", hf_get(config, "num_hidden_layers"), 1)
+    config = hf_text_config(config)
+    n = _n_layers(config)
     model_type = str(hf_get(config, "model_type", ""))
     kinds = hf_get(config, "layer_types")
     if kinds is not None:
-        kinds = tuple(kinds)
+        if isinstance(kinds, (str, bytes)) or not isinstance(kinds, (list, tuple)):
+            raise TypeError(f"layer_types must be a list of layer kinds, got {type(kinds).__name__} ({kinds!r})")
+        kinds = tuple(LEGACY_LAYER_TYPES.get(k, k) for k in kinds)
         if len(kinds) != n:
             raise ValueError(f"layer_types has {len(kinds)} entries but num_hidden_layers is {n}")
         return kinds
     if model_type.startswith("llama4"):
         return tuple("chunked_attention" if r else "full_attention" for r in hf_rotating_layers(config))
+    interval = hf_get(config, "full_attention_interval")
+    if interval is not None or model_type.startswith(LINEAR_INTERVAL_FAMILIES):
+        every = check_int("full_attention_interval", 4 if interval is None else interval, 1)
+        return every_nth(n, every, "full_attention", "linear_attention")
     pattern = hf_get(config, "sliding_window_pattern", hf_get(config, "_sliding_window_pattern"))
     if hf_get(config, "sliding_window") is None:
         return ("full_attention",) * n
     if pattern is not None:
-        return every_nth(n, int(pattern), "full_attention", "sliding_attention")
+        return every_nth(n, check_int("sliding_window_pattern", pattern, 1), "full_attention", "sliding_attention")
     if model_type == "gemma2":
         return every_nth(n, 2, "full_attention", "sliding_attention")
     use = config.get("use_sliding_window") if isinstance(config, Mapping) else getattr(config, "use_sliding_window", None)
     if use is not None:
         if not use:
             return ("full_attention",) * n
-        first = int(hf_get(config, "max_window_layers", n))
+        first = check_int("max_window_layers", hf_get(config, "max_window_layers", n), 0)
         return tuple("sliding_attention" if i >= first else "full_attention" for i in range(n))
     return ("sliding_attention",) * n
 
@@ -171,39 +254,306 @@ def _has(config: Any, key: str) -> bool:
         getattr(config, key, None) is not None)
 
 
-def hf_rope_type(rope_scaling: Mapping[str, Any] | None) -> str:
-    """The scaling's type as transformers reads it: rope_type, else the legacy "type", else "default".
+# families whose config class renames the legacy LongRoPE names "su" and "yarn" to "longrope" (Phi3Config,
+# Phi4MultimodalConfig)
+SU_FAMILIES: tuple[str, ...] = ("phi3", "phi4_multimodal")
 
-    Raises for a type transformers 4.57 does not compute, naming the fix where one is known
-    (LEGACY_ROPE_TYPES), and when rope_type and type disagree.
+
+def hf_rope_type(rope_scaling: Mapping[str, Any] | None, model_type: str | None = None) -> str:
+    """The RoPE type as transformers reads it from a rope_scaling / rope_parameters dict: rope_type,
+    else the legacy "type", else "default".
+
+    Names transformers renames are read as it reads them: "mrope" (Qwen2-VL's first configs) is
+    default RoPE with M-RoPE sections; "su" (Phi-3's first name for LongRoPE) and "yarn" are
+    "longrope" for the families whose config class renames them (`SU_FAMILIES`, given model_type). Raises for a type
+    transformers does not compute, naming the fix where one is known (LEGACY_ROPE_TYPES), and when
+    rope_type and type disagree.
     """
     if rope_scaling is None:
         return "default"
     if not isinstance(rope_scaling, Mapping):
-        raise TypeError(f"rope_scaling must be a dict (or None), got {type(rope_scaling).__name__}")
+        raise TypeError(f"rope_scaling must be a dict (or None), got {type(rope_scaling).__name__} ({rope_scaling!r})")
     kinds = {rope_scaling[k] for k in ("rope_type", "type") if rope_scaling.get(k) is not None}
     if len(kinds) > 1:
         raise ValueError(f"rope_scaling gives rope_type={rope_scaling['rope_type']!r} and type="
                          f"{rope_scaling['type']!r}; transformers reads rope_type. Keep one")
     kind = kinds.pop() if kinds else "default"
+    if not isinstance(kind, str):
+        raise TypeError(f"rope_scaling's rope_type must be a string, got {type(kind).__name__} ({kind!r})")
+    if kind == "mrope":
+        return "default"
+    if kind in ("su", "yarn") and str(model_type or "").startswith(SU_FAMILIES):
+        return "longrope"
     if kind in LEGACY_ROPE_TYPES:
-        raise ValueError(f"rope_scaling type {kind!r} is not one transformers 4.57 computes: {LEGACY_ROPE_TYPES[kind]}")
+        raise ValueError(f"rope_scaling type {kind!r} is not one transformers computes: {LEGACY_ROPE_TYPES[kind]}")
     return check_choice("rope_scaling type", kind, tuple(HF_ROPE_TYPES))
 
 
-def hf_head_dim(config: Any) -> int:
-    """The attention head width: head_dim if the config gives it, else hidden_size // num_attention_heads."""
-    return int(hf_get(config, "head_dim") or hf_get(config, "hidden_size") // hf_get(config, "num_attention_heads"))
+# --- Where a config keeps its RoPE settings: the two layouts -------------------------
+#
+#   transformers 4.x   rope_theta, partial_rotary_factor (GPT-NeoX: rotary_pct) and max_position_embeddings
+#                      at the top level; the scaling in rope_scaling (None: no scaling)
+#   transformers 5     one rope_parameters dict holding the type, the base (rope_theta), the partial
+#                      rotary factor and the scaling's keys; a dict per layer type where the layer kinds
+#                      rotate differently ({"full_attention": {...}, "sliding_attention": {...}});
+#                      for llama3, yarn and longrope, original_max_position_embeddings moves inside
+#                      (a top-level one first, as Phi-3 writes it)
+#
+# transformers 5 reads a 4.x config too (configuration_utils + modeling_rope_utils.convert_rope_params_to_dict
+# and standardize_rope_params): rope_scaling, when given, becomes rope_parameters; rope_theta and
+# partial_rotary_factor fill what the dict lacks. Where the two layouts, or the two versions, would give a
+# config different values, this module refuses with both values named instead of choosing one.
+
+# keys of a rope dict that are not the scaling's own
+ROPE_BASE_KEYS: frozenset[str] = frozenset({"rope_type", "type", "rope_theta", "partial_rotary_factor"})
+# M-RoPE (Qwen2-VL, Qwen3-VL, Qwen3.5): the rotary pairs split over (time, height, width) positions; for
+# text tokens the three positions are equal, so each pair turns at its ordinary frequency
+MROPE_KEYS: frozenset[str] = frozenset({"mrope_section", "mrope_interleaved"})
+# the types that move original_max_position_embeddings into the dict (standardize_rope_params)
+_ORIGINAL_INSIDE = ("llama3", "yarn", "longrope")
 
 
-def _partial_rotary_factor(config: Any) -> float:
-    # GPT-NeoX configs call it rotary_pct; transformers' GPTNeoXConfig copies it to partial_rotary_factor
-    return float(hf_get(config, "partial_rotary_factor", hf_get(config, "rotary_pct", 1.0)))
+def _number(where: str, value: Any, *, positive: bool = True) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{where} must be a number, got {type(value).__name__} ({value!r})")
+    if not math.isfinite(value) or (positive and value <= 0):
+        raise ValueError(f"{where} must be a finite number > 0, got {value!r}")
+    return float(value)
 
 
-def hf_rotary_dim(config: Any) -> int:
-    """The channels per head that rotate, as transformers computes them: int(head_dim * partial_rotary_factor)."""
-    return int(hf_head_dim(config) * _partial_rotary_factor(config))
+def _length(where: str, value: Any) -> int:
+    """A length in tokens: a whole positive number (512.0 is 512; 512.5 is refused, not truncated)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value != int(value):
+        raise TypeError(f"{where} must be a whole number of tokens, got {type(value).__name__} ({value!r})")
+    if value < 1:
+        raise ValueError(f"{where} must be >= 1, got {value!r}")
+    return int(value)
+
+
+def _prf(where: str, value: Any) -> float:
+    prf = _number(where, value)
+    if prf > 1:
+        raise ValueError(f"{where} must be in (0, 1] (the fraction of each head's channels that rotate), got {value!r}")
+    return prf
+
+
+@dataclass(frozen=True)
+class _RopeRead:
+    layout: str  # "transformers 5 (rope_parameters)", "transformers 4 (rope_theta, rope_scaling)" or "none"
+    per_type: dict[str, dict[str, Any]]  # layer type -> that layer type's rope dict, standardized
+    top_original: int | None  # the top-level original_max_position_embeddings, when the config states one
+    inner_original_v4: bool  # a 4.x rope_scaling stated original_max_position_embeddings itself
+
+
+def _v4_dict(text: Any, model_type: str) -> dict[str, Any] | None:
+    """The 4.x layout as transformers 5 converts it: rope_scaling (or {}), with rope_theta and the partial factor."""
+    rs = hf_get(text, "rope_scaling")
+    if rs is not None and not isinstance(rs, Mapping):
+        raise TypeError(f"rope_scaling must be a dict (or null), got {type(rs).__name__} ({rs!r})")
+    theta = hf_get(text, "rope_theta", hf_get(text, "rotary_emb_base"))
+    prf = hf_get(text, "partial_rotary_factor", hf_get(text, "rotary_pct"))
+    if rs is None and theta is None and prf is None:
+        return None
+    d = dict(rs or {})
+    if "rope_theta" in d and theta is None:
+        raise ValueError(f"rope_scaling holds rope_theta={d['rope_theta']!r} but the config has no top-level rope_theta: "
+                         "transformers 5 reads the one inside, 4.57 ignores it and uses its default 10,000. Move it "
+                         "to the top level (4.x's layout) or rename rope_scaling to rope_parameters (5's)")
+    if theta is not None:
+        _fill(d, "rope_theta", _number("rope_theta", theta), "rope_scaling")
+    if prf is not None:
+        _fill(d, "partial_rotary_factor", _prf("partial_rotary_factor", prf), "rope_scaling")
+    return d
+
+
+def _standard(d: Mapping[str, Any], where: str, model_type: str) -> dict[str, Any]:
+    """One rope dict with rope_type set (legacy names read as transformers reads them) and its numbers checked."""
+    out = dict(d)
+    kind = hf_rope_type(out, model_type)
+    out.pop("type", None)
+    out["rope_type"] = kind
+    if "rope_theta" in out:
+        out["rope_theta"] = _number(f"{where}['rope_theta']", out["rope_theta"])
+    if "partial_rotary_factor" in out:
+        out["partial_rotary_factor"] = _prf(f"{where}['partial_rotary_factor']", out["partial_rotary_factor"])
+    if "original_max_position_embeddings" in out and out["original_max_position_embeddings"] is not None:
+        out["original_max_position_embeddings"] = _length(f"{where}['original_max_position_embeddings']",
+                                                          out["original_max_position_embeddings"])
+    return out
+
+
+def _fill(d: dict[str, Any], key: str, value: Any, where: str) -> None:
+    """d[key] = value unless d states another value, which is refused with both named."""
+    if value is None:
+        return
+    if key in d and d[key] != value:
+        raise ValueError(f"{where} gives {key}={d[key]!r} but the config's top level gives {key}={value!r}; "
+                         "transformers 5 takes the dict's base and the top-level partial_rotary_factor and "
+                         "original_max_position_embeddings, transformers 4.x the top level: make them agree")
+    d[key] = value
+
+
+def _read_rope(config: Any) -> _RopeRead:
+    text = hf_text_config(config)
+    model_type = str(hf_get(text, "model_type", ""))
+    if _has(text, "num_hidden_layers"):
+        kinds = hf_layer_types(text)
+    else:  # a config holding only its RoPE fields: one layer type unless it lists its own
+        kinds = tuple(LEGACY_LAYER_TYPES.get(k, k) for k in (hf_get(text, "layer_types") or ("full_attention",)))
+    v5 = hf_get(text, "rope_parameters")
+    is_object = not isinstance(text, Mapping)
+    v4 = None if (is_object and v5 is not None) else _v4_dict(text, model_type)  # a v5 object's rope_scaling is v5's
+    top_orig = hf_get(text, "original_max_position_embeddings")
+    top_orig = None if top_orig is None else _length("original_max_position_embeddings", top_orig)
+    types = tuple(dict.fromkeys(kinds))
+    if v5 is not None and not isinstance(v5, Mapping):
+        raise TypeError(f"rope_parameters must be a dict, got {type(v5).__name__} ({v5!r})")
+
+    def per_layer(d: Mapping[str, Any], where: str) -> dict[str, dict[str, Any]]:
+        nested = [isinstance(v, Mapping) for v in d.values()]
+        if d and all(nested):
+            unknown = sorted(set(d) - set(types))
+            if unknown:
+                raise ValueError(f"{where} has entries for layer types {unknown}, which no layer of this config has "
+                                 f"(its layer types: {list(types)})")
+            missing = [t for t in types if t not in d and t != "linear_attention"]
+            if missing:
+                raise ValueError(f"{where} gives per-layer-type dicts for {sorted(d)} but none for {missing}")
+            return {t: _standard(d[t], f"{where}[{t!r}]", model_type) for t in d}
+        if any(nested):
+            raise ValueError(f"{where} mixes per-layer-type dicts and plain keys: {sorted(d)}; give one dict, or one "
+                             "per layer type")
+        one = _standard(d, where, model_type)
+        return {t: dict(one) for t in types if t != "linear_attention"} or {"full_attention": one}
+
+    def merged(d: Mapping[str, Any], where: str, theta: Any, prf: Any) -> dict[str, dict[str, Any]]:
+        out = per_layer(d, where)
+        for t, p in out.items():
+            _fill(p, "rope_theta", theta, f"{where}[{t!r}]" if len(out) > 1 else where)
+            _fill(p, "partial_rotary_factor", prf, f"{where}[{t!r}]" if len(out) > 1 else where)
+            if p["rope_type"] in _ORIGINAL_INSIDE and top_orig is not None:
+                _fill(p, "original_max_position_embeddings", top_orig, where)
+            p.setdefault("rope_theta", DEFAULT_ROPE_THETA)
+        return out
+
+    theta = hf_get(text, "rope_theta", hf_get(text, "rotary_emb_base"))
+    theta = None if theta is None else _number("rope_theta", theta)
+    prf = hf_get(text, "partial_rotary_factor", hf_get(text, "rotary_pct"))
+    prf = None if prf is None else _prf("partial_rotary_factor", prf)
+    rs = None if is_object and v5 is not None else hf_get(text, "rope_scaling")
+    if v5 is not None:
+        per5 = merged(v5, "rope_parameters", None if is_object else theta, None if is_object else prf)
+        if rs is not None:
+            per4 = merged(v4 or {}, "rope_scaling", None, None)
+            if per4 != per5:
+                raise ValueError(f"config gives rope_parameters={dict(v5)!r} (transformers 5's layout) and "
+                                 f"rope_scaling={dict(rs)!r} with rope_theta={theta!r} (4.x's), and they differ: "
+                                 "transformers 5 takes rope_scaling, 4.x ignores rope_parameters. Keep one")
+        return _RopeRead("transformers 5 (rope_parameters)", per5, top_orig, False)
+    if v4 is None:
+        return _RopeRead("none", merged({}, "rope_scaling", None, None), top_orig, False)
+    d = dict(v4)
+    inner = "original_max_position_embeddings" in (rs or {})
+    # Gemma 3's 4.x layout: sliding layers rotate at rope_local_base_freq, without the scaling
+    local = hf_get(text, "rope_local_base_freq")
+    if local is not None and "sliding_attention" in types:
+        glob = per_layer(d, "rope_scaling")
+        per = {t: p for t, p in glob.items()}
+        per["sliding_attention"] = {"rope_type": "default", "rope_theta": _number("rope_local_base_freq", local)}
+        if "partial_rotary_factor" in d:
+            per["sliding_attention"]["partial_rotary_factor"] = d["partial_rotary_factor"]
+        for t, p in per.items():
+            if p["rope_type"] in _ORIGINAL_INSIDE and top_orig is not None:
+                _fill(p, "original_max_position_embeddings", top_orig, "rope_scaling")
+            p.setdefault("rope_theta", DEFAULT_ROPE_THETA)
+        return _RopeRead("transformers 4 (rope_theta, rope_scaling)", per, top_orig, inner)
+    return _RopeRead("transformers 4 (rope_theta, rope_scaling)", merged(d, "rope_scaling", None, None), top_orig, inner)
+
+
+# transformers' RotaryEmbeddingConfigMixin.default_theta: the base of a config that states none
+DEFAULT_ROPE_THETA = 10000.0
+
+
+def hf_rope_layout(config: Any) -> str:
+    """Where the config keeps its RoPE settings: "transformers 5 (rope_parameters)", "transformers 4
+    (rope_theta, rope_scaling)", or "none" (no RoPE field at all: base 10,000, no scaling)."""
+    return _read_rope(config).layout
+
+
+def hf_rope_parameters(config: Any) -> dict[str, dict[str, Any]]:
+    """Each attention layer type's RoPE settings, in transformers 5's form, whichever layout the config uses.
+
+    Keys: the config's layer types (`hf_layer_types`; linear-attention layers do not rotate and are
+    left out). Values: {"rope_type", "rope_theta", the scaling's keys, and partial_rotary_factor,
+    original_max_position_embeddings or the M-RoPE sections where the config states them}. A config
+    with one set of settings gives every layer type the same dict.
+    """
+    return {t: dict(p) for t, p in _read_rope(config).per_type.items()}
+
+
+def hf_rope_layer_type(config: Any, layer_type: str | None = None) -> str:
+    """The layer type whose RoPE settings `hf_rope_parameters_for` reads: layer_type itself (checked), else
+    the first layer type when every type shares its settings, else "full_attention" (the layers a context
+    extension is about)."""
+    per = _read_rope(config).per_type
+    if layer_type is not None:
+        return check_choice("layer_type", layer_type, tuple(per))
+    first = next(iter(per))
+    if all(p == per[first] for p in per.values()):
+        return "full_attention" if "full_attention" in per else first
+    if "full_attention" in per:
+        return "full_attention"
+    raise ValueError(f"the config's layer types {sorted(per)} rotate differently and none is full_attention: "
+                     "pass layer_type")
+
+
+def hf_rope_parameters_for(config: Any, layer_type: str | None = None) -> dict[str, Any]:
+    """One layer type's RoPE settings (`hf_rope_parameters`). layer_type=None: the settings every layer
+    type shares, else the full-attention layers' (`hf_rope_layer_type`)."""
+    return dict(_read_rope(config).per_type[hf_rope_layer_type(config, layer_type)])
+
+
+def hf_rope_base(config: Any, layer_type: str | None = None) -> float:
+    """The RoPE base (rope_theta) of a layer type, read from either layout (`hf_rope_parameters_for`)."""
+    return float(hf_rope_parameters_for(config, layer_type)["rope_theta"])
+
+
+# families whose full-attention layers have their own, wider head (Gemma4TextConfig: global_head_dim, 512 by default)
+GLOBAL_HEAD_FAMILIES: tuple[str, ...] = ("gemma4",)
+
+
+def hf_head_dim(config: Any, layer_type: str | None = None) -> int:
+    """The head width transformers' rotary embedding reads: head_dim if the config gives it, else
+    hidden_size // num_attention_heads; under latent attention (kv_lora_rank with qk_rope_head_dim:
+    DeepSeek-V2/V3, Kimi K2, GLM-5) qk_rope_head_dim, which DeepseekV3Config copies into head_dim; for
+    Gemma 4's full-attention layers (layer_type="full_attention") its global_head_dim (512 by default)."""
+    text = hf_text_config(config)
+    model_type = str(hf_get(text, "model_type", ""))
+    if _has(text, "kv_lora_rank") and _has(text, "qk_rope_head_dim"):
+        return check_int("qk_rope_head_dim", hf_get(text, "qk_rope_head_dim"), 2)
+    if layer_type == "full_attention" and model_type.startswith(GLOBAL_HEAD_FAMILIES):
+        return check_int("global_head_dim", hf_get(text, "global_head_dim", 512), 2)
+    if _has(text, "head_dim"):
+        return check_int("head_dim", hf_get(text, "head_dim"), 1)
+    hidden = check_int("hidden_size", hf_get(text, "hidden_size"), 1)
+    heads = check_int("num_attention_heads", hf_get(text, "num_attention_heads"), 1)
+    return hidden // heads
+
+
+def _partial_rotary_factor(config: Any, layer_type: str | None = None) -> float:
+    # GPT-NeoX configs call it rotary_pct; both layouts are read by hf_rope_parameters_for
+    return float(hf_rope_parameters_for(config, layer_type).get("partial_rotary_factor", 1.0))
+
+
+def hf_rotary_dim(config: Any, layer_type: str | None = None) -> int:
+    """The channels per head that rotate, as transformers computes them: int(head_dim * partial_rotary_factor)
+    (both from either layout; a "proportional" layer rotates its whole head, its last pairs at frequency 0)."""
+    layer_type = hf_rope_layer_type(config, layer_type)
+    p = hf_rope_parameters_for(config, layer_type)
+    head = hf_head_dim(config, layer_type)
+    if p["rope_type"] == "proportional":
+        return head
+    return int(head * float(p.get("partial_rotary_factor", 1.0)))
 
 
 def _float(name: str, value: Any) -> float:
@@ -212,78 +562,114 @@ def _float(name: str, value: Any) -> float:
     return float(value)
 
 
-def _scaling_parameters(config: Any) -> tuple[str, dict[str, Any]]:
-    """(library scaling name, RopeScaling keyword arguments) for config's rope_scaling, as transformers reads it."""
-    rs = hf_get(config, "rope_scaling")
-    kind = hf_rope_type(rs)
+def _check_mrope(p: Mapping[str, Any], rotary_pairs: int) -> None:
+    section = p.get("mrope_section")
+    if section is None:
+        return
+    if not isinstance(section, (list, tuple)) or not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0
+                                                        for s in section):
+        raise TypeError(f"mrope_section must be a list of pair counts (ints), got {section!r}")
+    if sum(section) != rotary_pairs:
+        raise ValueError(f"mrope_section {list(section)} covers {sum(section)} pairs but the head rotates "
+                         f"{rotary_pairs}: the sections must add up to the rotary pairs")
+
+
+def _scaling_parameters(config: Any, layer_type: str | None = None) -> tuple[str, dict[str, Any]]:
+    """(library scaling name, RopeScaling keyword arguments) for a layer type's RoPE, as transformers reads it."""
+    read = _read_rope(config)
+    text = hf_text_config(config)
+    p = hf_rope_parameters_for(config, layer_type)
+    kind = p["rope_type"]
+    v5 = read.layout.startswith("transformers 5")
+    if p.get("mrope_section") is not None:
+        _check_mrope(p, hf_rotary_dim(config, layer_type) // 2)
+    given = {k: v for k, v in p.items() if k not in ROPE_BASE_KEYS | MROPE_KEYS}
     if kind == "default":
-        extra = sorted(set(rs or {}) - {"rope_type", "type"})
+        extra = sorted(given)
         if extra:
             raise ValueError(f"rope_scaling has rope_type 'default' but also {extra}, which default RoPE does not "
                              "read; remove them or name the scaling they belong to")
         return "none", {}
-    given = {k: v for k, v in rs.items() if k not in ("rope_type", "type")}
     unknown = sorted(set(given) - HF_SCALING_KEYS[kind])
     if unknown:
         raise ValueError(f"rope_scaling key(s) {unknown} are not read by transformers' {kind!r} scaling (it reads "
                          f"{sorted(HF_SCALING_KEYS[kind])}); a key it ignores is a setting the model would not "
                          "get: remove it or fix its name")
-    max_pos = hf_get(config, "max_position_embeddings")
+    max_pos = hf_get(text, "max_position_embeddings")
+    max_pos = None if max_pos is None else _length("max_position_embeddings", max_pos)
     args: dict[str, Any] = {}
     if kind in ("linear", "dynamic", "yarn", "llama3"):
-        if "factor" not in given:
-            raise ValueError(f"rope_scaling of type {kind!r} needs 'factor'")
+        if given.get("factor") is None:
+            raise ValueError(f"rope_scaling of type {kind!r} needs 'factor' (transformers raises KeyError without it)")
         args["factor"] = _float("factor", given["factor"])
+    if kind in ("dynamic", "yarn", "llama3", "longrope") and max_pos is None and given.get(
+            "original_max_position_embeddings") is None:
+        raise ValueError(f"rope_scaling of type {kind!r} needs max_position_embeddings (or "
+                         "original_max_position_embeddings) to know the trained length")
+    orig = given.get("original_max_position_embeddings")
     if kind == "dynamic":
         # transformers' dynamic NTK grows past max_position_embeddings, whatever rope_scaling says
-        orig = given.get("original_max_position_embeddings")
+        if max_pos is None:
+            raise ValueError("rope_scaling of type 'dynamic' needs max_position_embeddings: transformers grows the "
+                             "base past it")
         if orig is not None and orig != max_pos:
             raise ValueError(f"rope_scaling['original_max_position_embeddings']={orig} differs from "
-                             f"max_position_embeddings={max_pos}: transformers 4.57's dynamic scaling uses "
+                             f"max_position_embeddings={max_pos}: transformers' dynamic scaling (4.57 and 5) uses "
                              "max_position_embeddings and ignores the key; make them equal")
-        args["original_max_len"] = int(max_pos)
-    elif kind == "yarn":
-        args["original_max_len"] = int(given.get("original_max_position_embeddings") or max_pos)
-        for key in ("beta_fast", "beta_slow", "attention_factor", "mscale", "mscale_all_dim"):
-            if given.get(key) is not None:
-                args[key] = _float(key, given[key])
-        if "truncate" in given:
-            if not isinstance(given["truncate"], bool):
-                raise TypeError(f"rope_scaling['truncate'] must be true or false, got {given['truncate']!r}")
-            args["truncate"] = given["truncate"]
-    elif kind == "llama3":
-        missing = sorted({"original_max_position_embeddings", "low_freq_factor", "high_freq_factor"} - set(given))
-        if missing:
-            raise ValueError(f"rope_scaling of type 'llama3' needs {missing}")
-        args["original_max_len"] = int(given["original_max_position_embeddings"])
-        args["low_freq_factor"] = _float("low_freq_factor", given["low_freq_factor"])
-        args["high_freq_factor"] = _float("high_freq_factor", given["high_freq_factor"])
+        args["original_max_len"] = max_pos
+    elif kind in ("yarn", "llama3"):
+        if (not v5 and read.top_original is not None and not read.inner_original_v4
+                and read.top_original != max_pos and kind == "yarn"):
+            raise ValueError(f"original_max_position_embeddings={read.top_original} is at the config's top level, "
+                             f"outside rope_scaling: transformers 5 reads it as YaRN's trained length, 4.57 ignores it "
+                             f"and uses max_position_embeddings={max_pos}. Move it into rope_scaling")
+        args["original_max_len"] = int(orig if orig is not None else max_pos)
+        if kind == "yarn":
+            for key in ("beta_fast", "beta_slow", "attention_factor", "mscale", "mscale_all_dim"):
+                if given.get(key) is not None:
+                    args[key] = _float(key, given[key])
+            if "truncate" in given:
+                if not isinstance(given["truncate"], bool):
+                    raise TypeError(f"rope_scaling['truncate'] must be true or false, got {given['truncate']!r}")
+                args["truncate"] = given["truncate"]
+        else:
+            missing = sorted({"low_freq_factor", "high_freq_factor"} - set(given))
+            if missing:
+                raise ValueError(f"rope_scaling of type 'llama3' needs {missing}")
+            args["low_freq_factor"] = _float("low_freq_factor", given["low_freq_factor"])
+            args["high_freq_factor"] = _float("high_freq_factor", given["high_freq_factor"])
     elif kind == "longrope":
         for key in ("short_factor", "long_factor"):
             if key not in given:
                 raise ValueError(f"rope_scaling of type 'longrope' needs {key!r}, one factor per frequency pair")
+            if not isinstance(given[key], (list, tuple)):
+                raise TypeError(f"rope_scaling[{key!r}] must be a list of numbers, one per frequency pair, got "
+                                f"{type(given[key]).__name__}")
             args[key] = tuple(given[key])
-        # transformers reads the trained length from the config's own original_max_position_embeddings
-        # (Phi-3's layout) and then takes factor = max_position_embeddings / that length
-        inner = given.get("original_max_position_embeddings")
-        if _has(config, "original_max_position_embeddings"):
-            L = int(hf_get(config, "original_max_position_embeddings"))
-            factor = max_pos / L
-            if "factor" in given and _float("factor", given["factor"]) != factor:
-                raise ValueError(f"rope_scaling['factor']={given['factor']} differs from max_position_embeddings / "
-                                 f"original_max_position_embeddings = {max_pos} / {L} = {factor:g}, which "
-                                 "transformers 4.57 uses instead for longrope; make them agree")
+        if read.top_original is not None:
+            L = read.top_original
+        elif orig is not None and v5:
+            L = orig  # transformers 5's own layout keeps the trained length inside
         else:
+            if orig is not None and orig != max_pos:
+                raise ValueError(f"rope_scaling['original_max_position_embeddings']={orig}, but transformers 4.57's "
+                                 f"longrope switches factors at max_position_embeddings={max_pos} (it reads only the "
+                                 "top-level original_max_position_embeddings) while transformers 5 switches at the "
+                                 "key's value; move it to the top level")
             L = int(max_pos)
-            if "factor" not in given and "attention_factor" not in given:
-                raise ValueError("rope_scaling of type 'longrope' needs 'factor' (or 'attention_factor', or a "
-                                 "top-level original_max_position_embeddings) to set its attention factor")
-            factor = _float("factor", given.get("factor", 1.0))
-        if inner is not None and inner != L:
-            raise ValueError(f"rope_scaling['original_max_position_embeddings']={inner}, but transformers 4.57's "
-                             f"longrope switches factors at {L} (the config's top-level "
-                             "original_max_position_embeddings, else max_position_embeddings) and ignores the key; "
-                             "move it to the top level")
+        if given.get("factor") is not None:
+            factor = _float("factor", given["factor"])
+            if read.top_original is not None and max_pos is not None and factor != max_pos / L:
+                raise ValueError(f"rope_scaling['factor']={given['factor']} differs from max_position_embeddings / "
+                                 f"original_max_position_embeddings = {max_pos} / {L} = {max_pos / L:g}: transformers "
+                                 "4.57 uses the ratio for longrope, transformers 5 the factor; make them agree")
+        elif L != max_pos and max_pos is not None:
+            factor = max_pos / L
+        elif given.get("attention_factor") is None:
+            raise ValueError("rope_scaling of type 'longrope' needs 'factor' (or 'attention_factor', or an "
+                             "original_max_position_embeddings) to set its attention factor")
+        else:
+            factor = 1.0
         args["original_max_len"] = L
         # factor only sets the attention factor, and transformers gives 1 for any factor <= 1, as 1 does
         args["factor"] = max(factor, 1.0)
@@ -292,33 +678,34 @@ def _scaling_parameters(config: Any) -> tuple[str, dict[str, Any]]:
     return HF_ROPE_TYPES[kind], args
 
 
-def rope_scaling_from_hf(config: Any) -> RopeScaling:
-    """The `RopeScaling` transformers 4.57 applies for config (frequencies over the rotary width `hf_rotary_dim`)."""
-    name, args = _scaling_parameters(config)
+def rope_scaling_from_hf(config: Any, layer_type: str | None = None) -> RopeScaling:
+    """The `RopeScaling` transformers applies for a layer type of config (frequencies over the rotary
+    width `hf_rotary_dim`, at the base `hf_rope_base`), from either layout."""
+    name, args = _scaling_parameters(config, layer_type)
     return RopeScaling(name, **args)
 
 
-def rope_options_from_hf(config: Any, pairing: str = "half") -> dict[str, Any]:
+def rope_options_from_hf(config: Any, pairing: str = "half", layer_type: str | None = None) -> dict[str, Any]:
     """The `GPTConfig.rope` options that reproduce config's RoPE: base, pairing, scaling and its parameters.
 
     partial_rotary_factor != 1 becomes the "partial_rotary_factor" option where GPTConfig has it,
     else an error (it is never dropped).
     """
     check_choice("pairing", pairing, ("half", "interleaved"))
-    base = hf_get(config, "rope_theta", hf_get(config, "rotary_emb_base", 10000.0))
-    rope: dict[str, Any] = {"base": float(base), "pairing": pairing}
-    name, args = _scaling_parameters(config)
+    rope: dict[str, Any] = {"base": hf_rope_base(config, layer_type), "pairing": pairing}
+    name, args = _scaling_parameters(config, layer_type)
     RopeScaling(name, **args)  # validate here, with the library's messages
     if name != "none":
         rope.update(scaling=name, **args)
-    prf = _partial_rotary_factor(config)
-    if prf != 1.0:
+    prf = _partial_rotary_factor(config, layer_type)
+    if prf != 1.0 and name != "proportional":
+        head, rot = hf_head_dim(config, layer_type), hf_rotary_dim(config, layer_type)
         if "partial_rotary_factor" not in ROPE_OPTIONS:
-            raise ValueError(f"partial_rotary_factor={prf:g} (only the first {hf_rotary_dim(config)} of "
-                             f"{hf_head_dim(config)} channels rotate) is not supported by this GPT build")
-        if round(prf * hf_head_dim(config)) != hf_rotary_dim(config):
-            raise ValueError(f"partial_rotary_factor={prf:g} of head_dim={hf_head_dim(config)} is not a whole "
-                             f"number of channels; transformers truncates it to {hf_rotary_dim(config)}")
+            raise ValueError(f"partial_rotary_factor={prf:g} (only the first {rot} of {head} channels rotate) is not "
+                             "supported by this GPT build")
+        if round(prf * head) != rot:
+            raise ValueError(f"partial_rotary_factor={prf:g} of head_dim={head} is not a whole number of channels; "
+                             f"transformers truncates it to {rot}")
         rope["partial_rotary_factor"] = prf
     return rope
 
@@ -331,8 +718,8 @@ SLIDE_EVERY_LAYER: tuple[str, ...] = ("mistral", "mixtral")
 def _architecture_options(config: Any) -> dict[str, Any]:
     """GQA and per-layer attention settings, where GPTConfig has the field; an error where it does not."""
     out: dict[str, Any] = {}
-    n_heads = int(hf_get(config, "num_attention_heads"))
-    n_kv = int(hf_get(config, "num_key_value_heads", n_heads))
+    n_heads = check_int("num_attention_heads", hf_get(config, "num_attention_heads"), 1)
+    n_kv = check_int("num_key_value_heads", hf_get(config, "num_key_value_heads", n_heads), 1)
     if n_kv != n_heads:
         if "n_kv_heads" not in _GPT_FIELDS:
             raise ValueError(f"grouped-query attention (num_key_value_heads={n_kv} < num_attention_heads={n_heads}) "
@@ -368,12 +755,17 @@ def _architecture_options(config: Any) -> dict[str, Any]:
         else:  # Mistral's layout: every layer slides
             out["layer_types"] = hf_layer_types(config)
             out["sliding_window"] = int(window)
-    local_base = hf_get(config, "rope_local_base_freq")
-    if local_base is not None and "sliding_attention" in out.get("layer_types", ()):
-        if "rope_local_base" not in _GPT_FIELDS:
-            refuse.append("rope_local_base_freq")
-        else:
-            out["rope_local_base"] = float(local_base)
+    per = hf_rope_parameters(config)
+    if ("sliding_attention" in out.get("layer_types", ()) and "full_attention" in per
+            and per.get("sliding_attention") != per["full_attention"]):
+        local, full = per["sliding_attention"], per.get("full_attention", {})
+        same_rest = {k: v for k, v in local.items() if k != "rope_theta"} == {
+            "rope_type": "default", **({"partial_rotary_factor": full["partial_rotary_factor"]}
+                                       if "partial_rotary_factor" in full else {})}
+        if "rope_local_base" not in _GPT_FIELDS or not same_rest:
+            refuse.append(f"sliding layers' own RoPE {local}")
+        else:  # Gemma 3's layout: sliding layers at their own base, unscaled
+            out["rope_local_base"] = float(local["rope_theta"])
     if refuse:
         raise ValueError(f"config sets {refuse}, which this GPT cannot reproduce; converting without them would "
                          "change the model's attention")
@@ -381,24 +773,29 @@ def _architecture_options(config: Any) -> dict[str, Any]:
 
 
 def gpt_config_from_hf(config: Any, pairing: str = "half") -> GPTConfig:
-    """A GPTConfig (RMSNorm, SwiGLU, no biases unless attention_bias) for a Llama-layout config.
+    """A GPTConfig (RMSNorm, SwiGLU, no biases unless attention_bias) for a Llama-layout config (either
+    layout of its RoPE settings; a multimodal config's text config).
 
     Raises where the config asks for something the GPT would not do (head_dim other than
     hidden_size / num_attention_heads, chunked attention, temperature tuning, ...).
     """
-    d_model, n_heads = int(hf_get(config, "hidden_size")), int(hf_get(config, "num_attention_heads"))
+    config = hf_text_config(config)
+    d_model = check_int("hidden_size", hf_get(config, "hidden_size"), 1)
+    n_heads = check_int("num_attention_heads", hf_get(config, "num_attention_heads"), 1)
     if hf_head_dim(config) * n_heads != d_model:
         raise ValueError(f"head_dim={hf_head_dim(config)} times num_attention_heads={n_heads} must equal "
                          f"hidden_size={d_model} for this GPT (its heads split d_model)")
-    if hf_get(config, "mlp_bias", False):
+    if check_bool("mlp_bias", hf_get(config, "mlp_bias", False)):
         raise ValueError("mlp_bias=True is not supported: GPTConfig.bias covers attention and MLP together")
     return GPTConfig(
-        vocab_size=int(hf_get(config, "vocab_size")), d_model=d_model, n_heads=n_heads,
-        n_layers=int(hf_get(config, "num_hidden_layers")), max_len=int(hf_get(config, "max_position_embeddings")),
-        positional="rope", d_ff=int(hf_get(config, "intermediate_size")), rope=rope_options_from_hf(config, pairing),
-        norm="rms", mlp="swiglu", bias=bool(hf_get(config, "attention_bias", False)),
-        tie_embeddings=bool(hf_get(config, "tie_word_embeddings", False)),
-        norm_eps=float(hf_get(config, "rms_norm_eps", 1e-6)), **_architecture_options(config),
+        vocab_size=check_int("vocab_size", hf_get(config, "vocab_size"), 1), d_model=d_model, n_heads=n_heads,
+        n_layers=_n_layers(config),
+        max_len=_length("max_position_embeddings", hf_get(config, "max_position_embeddings")),
+        positional="rope", d_ff=check_int("intermediate_size", hf_get(config, "intermediate_size"), 1),
+        rope=rope_options_from_hf(config, pairing),
+        norm="rms", mlp="swiglu", bias=check_bool("attention_bias", hf_get(config, "attention_bias", False)),
+        tie_embeddings=check_bool("tie_word_embeddings", hf_get(config, "tie_word_embeddings", False)),
+        norm_eps=_number("rms_norm_eps", hf_get(config, "rms_norm_eps", 1e-6)), **_architecture_options(config),
     )
 
 
