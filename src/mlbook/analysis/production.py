@@ -24,7 +24,7 @@ from typing import Any, Mapping
 
 from mlbook.analysis.systems import format_bytes
 from mlbook.data.model_families import ModelFamily
-from mlbook.transformer.hf import hf_layer_types
+from mlbook.transformer.hf import GLOBAL_HEAD_FAMILIES, hf_head_dim, hf_layer_types, hf_text_config
 from mlbook.transformer.latent import mha_cache_values, mla_cache_values
 from mlbook.transformer.validate import check_choice, check_int, check_positive_float
 
@@ -38,6 +38,7 @@ __all__ = [
     "kv_cache_plan",
     "family_kv_plan",
     "config_layer_types",
+    "config_kv_heads",
     "config_kv_plan",
     "DeviceFit",
     "device_fit",
@@ -119,10 +120,12 @@ LAYER_KINDS: tuple[str, ...] = ("full_attention", "sliding_attention", "chunked_
 class LayerCache:
     """The layers of one kind: how many, the values one token adds to each, and the most tokens each holds."""
 
-    kind: str  # "full_attention", "sliding_attention" or "chunked_attention" (Hugging Face's layer_types names)
+    kind: str  # "full_attention", "sliding_attention" or "chunked_attention" (Hugging Face's layer_types names),
+    # or, from a config (`config_kv_plan`), "linear_attention" (a fixed-size state, no per-token growth)
     layers: int
     values_per_token: int  # 2 n_kv_heads d_head, or kv_lora_rank + qk_rope_head_dim for latent attention
     cap: int | None  # the window or chunk: most tokens one layer holds; None: every token
+    fixed_values: int = 0  # values one layer holds whatever the length (linear attention's recurrent and conv state)
 
     def tokens(self, context_len: int) -> int:
         """Tokens one layer of this kind holds after context_len tokens: min(context_len, cap)."""
@@ -148,7 +151,8 @@ class KVCachePlan:
 
     def part_bytes(self, part: LayerCache, context_len: int, batch: int = 1) -> int:
         """Bytes held by the layers of `part` after context_len tokens, for batch sequences."""
-        return int(round(part.layers * part.values_per_token * part.tokens(context_len) * batch * self.bytes_per_value))
+        values = part.values_per_token * part.tokens(context_len) + part.fixed_values
+        return int(round(part.layers * values * batch * self.bytes_per_value))
 
     def bytes(self, context_len: int, batch: int = 1) -> int:
         """Bytes held after context_len tokens for batch sequences: the sum over layer kinds of
@@ -163,6 +167,8 @@ class KVCachePlan:
         for p in self.parts:
             cap = "every token" if p.cap is None else f"at most {p.cap:,} tokens"
             what = ("latent + rotary key" if self.latent else "K and V") + f", {p.values_per_token:,} values per token"
+            if p.kind == "linear_attention":
+                cap, what = "whatever the length", f"a fixed state of {p.fixed_values:,} values"
             lines.append(f"{p.layers:>3} {p.kind:<17} ({what}, {cap}): "
                          f"{format_bytes(self.part_bytes(p, context_len, batch))}")
         lines.append(f"total at {context_len:,} tokens x batch {batch}: {format_bytes(self.bytes(context_len, batch))}")
@@ -227,33 +233,156 @@ def family_kv_plan(row: ModelFamily, bytes_per_value: float = 2.0) -> KVCachePla
 
 def _text_config(config: Mapping[str, Any]) -> Mapping[str, Any]:
     if not isinstance(config, Mapping):
-        raise TypeError(f"config must be a dict read from config.json, got {type(config).__name__}")
-    text = config.get("text_config")
-    return text if isinstance(text, Mapping) else config
+        raise TypeError(f"config must be a dict read from config.json, got {type(config).__name__} ({config!r})")
+    return hf_text_config(config)
 
 
 def config_layer_types(config: Mapping[str, Any]) -> tuple[str, ...]:
     """Each layer's kind from a `config.json` dict (a multimodal config's text_config is used), as
-    transformers 4.57 derives it: `mlbook.transformer.hf.hf_layer_types`, which holds the rules."""
+    transformers derives it: `mlbook.transformer.hf.hf_layer_types`, which holds the rules."""
     return hf_layer_types(_text_config(config))
 
 
-def config_kv_plan(config: Mapping[str, Any], bytes_per_value: float = 2.0) -> KVCachePlan:
-    """`kv_cache_plan` from a model's `config.json` (a dict; a multimodal config's text_config is
-    used): num_hidden_layers, num_key_value_heads (default num_attention_heads), head_dim (default
-    hidden_size / num_attention_heads), `config_layer_types`, sliding_window,
-    attention_chunk_size, and kv_lora_rank with qk_rope_head_dim for latent attention."""
+def config_kv_heads(config: Mapping[str, Any]) -> int:
+    """The KV heads a config states, under every spelling transformers reads: num_key_value_heads;
+    Falcon's num_kv_heads with new_decoder_architecture, else 1 under multi_query (FalconConfig's default)
+    or every head; GPT-BigCode's multi_query (1); otherwise num_attention_heads (multi-head)."""
     c = _text_config(config)
-    if str(c.get("model_type", "")) in ("modernbert", "bert", "t5"):
+    n_heads = check_int("num_attention_heads", c.get("num_attention_heads", c.get("n_head")), 1)
+    model_type = str(c.get("model_type", ""))
+    if model_type == "falcon":
+        if c.get("new_decoder_architecture"):
+            n_kv = c.get("num_kv_heads")
+            return n_heads if n_kv is None else check_int("num_kv_heads", n_kv, 1)
+        return 1 if c.get("multi_query", True) else n_heads
+    if model_type == "gpt_bigcode":
+        return 1 if c.get("multi_query", True) else n_heads
+    for key in ("num_key_value_heads", "num_kv_heads", "n_head_kv"):
+        if c.get(key) is not None:
+            n_kv = check_int(key, c[key], 1)
+            if n_heads % n_kv:
+                raise ValueError(f"{key}={n_kv} must divide num_attention_heads={n_heads} (each KV head serves a "
+                                 "whole group of query heads)")
+            return n_kv
+    return n_heads
+
+
+def _linear_state_values(c: Mapping[str, Any]) -> int:
+    """Values one linear-attention layer keeps (Qwen3-Next's and Qwen3.5's Gated DeltaNet, as transformers 5.15's
+    cache holds them): the recurrent state, linear_num_value_heads x linear_key_head_dim x linear_value_head_dim,
+    and the causal convolution's last linear_conv_kernel_dim inputs of its q, k, v channels."""
+    need = ("linear_num_value_heads", "linear_num_key_heads", "linear_key_head_dim", "linear_value_head_dim",
+            "linear_conv_kernel_dim")
+    missing = [k for k in need if c.get(k) is None]
+    if missing:
+        raise ValueError(f"layer_types has linear_attention layers, whose fixed-size state this calculator counts "
+                         f"from {list(need)}; the config lacks {missing}")
+    v_heads, k_heads, dk, dv, kernel = (check_int(k, c[k], 1) for k in need)
+    conv_channels = 2 * k_heads * dk + v_heads * dv
+    return v_heads * dk * dv + conv_channels * kernel
+
+
+# what a config's per-block attention settings (Nemotron's DeciLM block_configs) may hold, and what is refused
+_BLOCK_REFUSED = ("num_sink_tokens", "sparsify", "unshifted_sink", "use_prefill_window_in_sink_attention")
+
+
+def _block_layers(c: Mapping[str, Any], n_heads: int) -> list[tuple[str, int, int | None]]:
+    """(kind, KV heads, window) per layer from block_configs: a no_op or replace_with_linear attention holds no
+    cache; n_heads_in_group query heads share a KV head; window_length makes the layer slide."""
+    blocks = c["block_configs"]
+    n = check_int("num_hidden_layers", c.get("num_hidden_layers"), 1)
+    if not isinstance(blocks, list) or len(blocks) != n:
+        raise ValueError(f"block_configs must list one block per layer ({n}), got "
+                         f"{len(blocks) if isinstance(blocks, list) else type(blocks).__name__}")
+    out: list[tuple[str, int, int | None]] = []
+    for i, b in enumerate(blocks):
+        a = b.get("attention") if isinstance(b, Mapping) else None
+        if not isinstance(a, Mapping):
+            raise ValueError(f"block_configs[{i}] has no 'attention' dict")
+        used = [k for k in _BLOCK_REFUSED if a.get(k)]
+        if used:
+            raise ValueError(f"block_configs[{i}]['attention'] sets {used}, which this calculator does not model")
+        if a.get("no_op") or a.get("replace_with_linear"):
+            out.append(("no_attention", 0, None))
+            continue
+        group = check_int(f"block_configs[{i}]['attention']['n_heads_in_group']", a.get("n_heads_in_group"), 1)
+        if n_heads % group:
+            raise ValueError(f"block_configs[{i}]: n_heads_in_group={group} must divide num_attention_heads={n_heads}")
+        window = a.get("window_length")
+        out.append(("sliding_attention" if window else "full_attention", n_heads // group,
+                    None if not window else check_int(f"block_configs[{i}]['attention']['window_length']", window, 1)))
+    return out
+
+
+def config_kv_plan(config: Mapping[str, Any], bytes_per_value: float = 2.0) -> KVCachePlan:
+    """The KV cache a model's `config.json` implies (a dict; a multimodal config's text_config is used).
+
+    Read as the configs state it: `config_kv_heads` (every spelling of the KV heads), head_dim (default
+    hidden_size / num_attention_heads; Gemma 4's full layers: global_head_dim, 512 by default, with
+    num_global_key_value_heads), `config_layer_types` (layer_types, full_attention_interval, ...),
+    sliding_window, attention_chunk_size, kv_lora_rank with qk_rope_head_dim for latent attention (the
+    latent and the rotary key, `transformer.latent.mla_cache_values`), Nemotron's per-layer block_configs,
+    Gemma 4's num_kv_shared_layers (the last layers reuse an earlier layer's cache and hold none).
+    Linear-attention layers (Qwen3-Next, Qwen3.5) hold a fixed-size state, counted apart
+    (`LayerCache.fixed_values`); kinds this calculator does not model (DeepSeek-V4's compressed
+    attention) are refused by name."""
+    c = _text_config(config)
+    model_type = str(c.get("model_type", ""))
+    if model_type in ("modernbert", "bert", "t5"):
         raise ValueError(f"model_type {c.get('model_type')!r} is not a decoder-only model: it keeps no KV cache")
+    bytes_per_value = check_positive_float("bytes_per_value", bytes_per_value)
     n_heads = check_int("num_attention_heads", c.get("num_attention_heads"), 1)
-    n_kv = c.get("num_key_value_heads") or n_heads
-    d_head = c.get("head_dim") or check_int("hidden_size", c.get("hidden_size"), 1) // n_heads
     latent = c.get("kv_lora_rank")
-    return kv_cache_plan(
-        c["num_hidden_layers"], n_kv, d_head, layer_types=config_layer_types(c), sliding_window=c.get("sliding_window"),
-        chunk_size=c.get("attention_chunk_size"), kv_lora_rank=latent,
-        qk_rope_head_dim=c.get("qk_rope_head_dim") if latent is not None else None, bytes_per_value=bytes_per_value)
+    if latent is not None:
+        check_int("kv_lora_rank", latent, 1)
+        rope = check_int("qk_rope_head_dim", c.get("qk_rope_head_dim"), 1)
+        per_layer_values = {"*": mla_cache_values(1, latent, rope)}
+    if c.get("block_configs") is not None:
+        if latent is not None:
+            raise ValueError("block_configs with kv_lora_rank: this calculator reads one or the other")
+        d_head = hf_head_dim(c)
+        layers = [(k, 2 * h * d_head, w) for k, h, w in _block_layers(c, n_heads)]
+    else:
+        kinds = config_layer_types(c)
+        unknown = sorted(set(kinds) - set(LAYER_KINDS) - {"linear_attention"})
+        if unknown:
+            raise ValueError(f"layer_types has {unknown} layers, whose cache this calculator does not model (it "
+                             f"counts {', '.join(LAYER_KINDS)} and linear_attention)")
+        n_kv = config_kv_heads(c)
+        caps = {"full_attention": None, "sliding_attention": c.get("sliding_window"),
+                "chunked_attention": c.get("attention_chunk_size"), "linear_attention": None}
+        for kind, key in (("sliding_attention", "sliding_window"), ("chunked_attention", "attention_chunk_size")):
+            if kind in kinds:
+                if caps[kind] is None:
+                    raise ValueError(f"layer_types has {kind} layers but the config gives no {key}")
+                caps[kind] = check_int(key, caps[kind], 1)
+        layers = []
+        for kind in kinds:
+            if kind == "linear_attention":
+                layers.append((kind, 0, None))
+            elif latent is not None:
+                layers.append((kind, per_layer_values["*"], caps[kind]))
+            elif kind == "full_attention" and model_type.startswith(GLOBAL_HEAD_FAMILIES):
+                heads = c.get("num_global_key_value_heads") if c.get("attention_k_eq_v", True) else None
+                heads = n_kv if heads is None else check_int("num_global_key_value_heads", heads, 1)
+                layers.append((kind, 2 * heads * hf_head_dim(c, "full_attention"), None))
+            else:
+                layers.append((kind, 2 * n_kv * hf_head_dim(c), caps[kind]))
+        shared = c.get("num_kv_shared_layers") or 0
+        if shared:
+            check_int("num_kv_shared_layers", shared, 0)
+            layers = layers[:len(layers) - shared] + [("no_attention", 0, None)] * shared
+    state = _linear_state_values(c) if any(k == "linear_attention" for k, _, _ in layers) else 0
+    groups: dict[tuple[str, int, int | None], int] = {}
+    for key in layers:
+        groups[key] = groups.get(key, 0) + 1
+    order = LAYER_KINDS + ("linear_attention",)
+    parts = tuple(LayerCache(kind, count, values, cap, state if kind == "linear_attention" else 0)
+                  for (kind, values, cap), count in sorted(groups.items(), key=lambda kv: (order.index(kv[0][0])
+                  if kv[0][0] in order else len(order), -kv[0][1])) if kind != "no_attention")
+    if not parts:
+        raise ValueError("the config has no layer that keeps a cache")
+    return KVCachePlan(parts, bytes_per_value, latent is not None)
 
 
 # ---------------------------------------------------------------------------
