@@ -136,9 +136,11 @@ def test_context_length_pitfalls() -> None:
 def test_rope_type_pitfalls() -> None:
     assert read_rope_type({"type": "yarn", "factor": 4.0})[0] == "yarn"
     assert "legacy key" in read_rope_type({"type": "yarn", "factor": 4.0})[1]
-    for name, match in (("su", "longrope"), ("mrope", "multimodal"), ("ntk", "dynamic")):
+    for name, match in (("su", "longrope"), ("ntk", "dynamic")):
         with pytest.raises(ValueError, match=match):
             read_rope_type({"rope_type": name})
+    # transformers' Qwen2-VL config reads "mrope" as default RoPE with M-RoPE sections
+    assert read_rope_type({"type": "mrope", "mrope_section": [16, 24, 24]})[0] == "default"
 
 
 def test_serving_override_changes_every_length() -> None:

@@ -43,16 +43,22 @@ from mlbook.analysis.systems import format_bytes
 from mlbook.transformer.hf import (
     HF_ROPE_TYPES,
     LEGACY_ROPE_TYPES,
+    hf_get,
     hf_head_dim,
     hf_layer_types,
+    hf_rope_base,
+    hf_rope_layout,
+    hf_rope_parameters,
+    hf_rope_parameters_for,
     hf_rope_type,
     hf_rotary_dim,
     hf_rotating_layers,
+    hf_text_config,
     rope_scaling_from_hf,
 )
 from mlbook.transformer.positional import frequency_ladder
 from mlbook.transformer.rope_scaling import yarn_bands
-from mlbook.transformer.validate import check_choice
+from mlbook.transformer.validate import check_choice, check_int
 
 __all__ = [
     "SHIPPED_CONFIGS",
@@ -87,37 +93,37 @@ def config_source(config: Mapping[str, Any]) -> str:
 
 
 def rotary_width(config: Mapping[str, Any]) -> int:
-    """Channels per head that rotate: qk_rope_head_dim for latent attention (DeepSeek's decoupled RoPE
-    key), else int(head_dim * partial_rotary_factor) as transformers computes it."""
-    if config.get("qk_rope_head_dim") and config.get("kv_lora_rank"):
-        return int(config["qk_rope_head_dim"])
+    """Channels per head that rotate, from either layout (`transformer.hf.hf_rotary_dim`): qk_rope_head_dim for
+    latent attention (DeepSeek's decoupled RoPE key), else int(head_dim * partial_rotary_factor) as
+    transformers computes it."""
     return hf_rotary_dim(config)
 
 
-def _rope_view(config: Mapping[str, Any]) -> dict[str, Any]:
-    """The fields `rope_scaling_from_hf` reads, with the rotary width as head_dim (MLA, partial rotary)."""
-    return {"rope_scaling": config.get("rope_scaling"), "rope_theta": config.get("rope_theta", 10000.0),
-            "max_position_embeddings": config.get("max_position_embeddings"),
-            "original_max_position_embeddings": config.get("original_max_position_embeddings"),
-            "head_dim": rotary_width(config), "hidden_size": config.get("hidden_size"),
-            "num_attention_heads": config.get("num_attention_heads")}
+def _check_dict(config: Any) -> Mapping[str, Any]:
+    if not isinstance(config, Mapping):
+        raise TypeError(f"config must be a dict read from config.json, got {type(config).__name__} ({config!r})")
+    return config
 
 
-def read_rope_type(rope_scaling: Mapping[str, Any] | None) -> tuple[str, str]:
-    """(type, note): the scaling type as transformers 4.57 reads it and a sentence on how it was found.
+def read_rope_type(rope_scaling: Mapping[str, Any] | None, model_type: str | None = None) -> tuple[str, str]:
+    """(type, note): the scaling type as transformers reads it from a rope_scaling or rope_parameters
+    dict, and a sentence on how it was found.
 
     The legacy key "type" (configs written before transformers 4.43 renamed it rope_type) is
-    read, and said so; a name transformers does not compute ("su", Phi-3's first name for LongRoPE;
-    "mrope"; this library's "ntk") raises with the fix (`LEGACY_ROPE_TYPES`).
+    read, and said so; "mrope" is read as default RoPE with M-RoPE sections, "su" as longrope for
+    Phi-3 (model_type "phi3"); a name transformers does not compute ("su" elsewhere, this library's
+    "ntk") raises with the fix (`LEGACY_ROPE_TYPES`).
     """
-    kind = hf_rope_type(rope_scaling)
+    kind = hf_rope_type(rope_scaling, model_type)
     if rope_scaling is None:
         return kind, "no rope_scaling: RoPE as trained"
     if "rope_type" in rope_scaling:
         return kind, f"rope_type={kind!r}"
     if "type" in rope_scaling:
-        return kind, (f"legacy key type={kind!r}: transformers reads it as rope_type, a library that reads only "
-                      "rope_type sees no scaling")
+        named = rope_scaling["type"]
+        renamed = "" if named == kind else f" (transformers reads {named!r} as {kind!r})"
+        return kind, (f"legacy key type={named!r}{renamed}: transformers reads it as rope_type, a library that reads "
+                      "only rope_type sees no scaling")
     return kind, "rope_scaling without a type: default RoPE"
 
 
@@ -137,30 +143,34 @@ class ContextLengths:
 
 
 def context_lengths(config: Mapping[str, Any]) -> ContextLengths:
-    """Trained versus advertised context, and the pitfall each layout sets.
+    """Trained versus advertised context, and the pitfall each layout sets (either RoPE layout; a
+    multimodal config's text config).
 
     gpt-oss writes max_position_embeddings = original * factor (131,072 = 4,096 * 32): already
     multiplied. Llama 3.2 1B writes 131,072 = 8,192 * 16 with factor 32: the two disagree, and the
     frequencies follow the factor. A config without original_max_position_embeddings leaves
     transformers to assume max_position_embeddings is the trained length (YaRN, dynamic).
     """
-    rs = config.get("rope_scaling") or {}
-    kind = hf_rope_type(rs or None)
-    max_pos = config.get("max_position_embeddings")
-    inner = rs.get("original_max_position_embeddings")
-    outer = config.get("original_max_position_embeddings")
-    found = inner or outer or config.get("initial_context_length") or max_pos
+    text = hf_text_config(_check_dict(config))
+    p = hf_rope_parameters_for(text)
+    kind = p["rope_type"]
+    max_pos = text.get("max_position_embeddings")
+    inner = p.get("original_max_position_embeddings") if kind in ("llama3", "yarn", "longrope") else None
+    outer = text.get("original_max_position_embeddings")
+    found = inner or outer or text.get("initial_context_length") or max_pos
     if found is None:
         raise ValueError("the config gives neither max_position_embeddings nor an original length "
                          "(rope_scaling.original_max_position_embeddings, original_max_position_embeddings)")
-    original = int(found)
-    factor = float(rs.get("factor", 1.0)) if kind != "default" else 1.0
-    if kind == "longrope" and outer:
-        factor = max_pos / outer
+    if kind not in ("default", "proportional"):
+        scaling = rope_scaling_from_hf(text)
+        original = int(scaling.original_max_len or found)
+        factor = float(scaling.factor)
+    else:
+        original, factor = int(found), 1.0
     if max_pos is None:
         note = (f"no max_position_embeddings in this config: the scaling's own original length {original:,} and "
                 f"factor {factor:g} are all it states")
-    elif kind == "default":
+    elif kind in ("default", "proportional"):
         note = "no scaling: the model runs as trained up to max_position_embeddings"
     elif kind == "linear":
         note = (f"linear scaling divides every frequency by {factor:g} at every length; the config does not record "
@@ -171,10 +181,10 @@ def context_lengths(config: Mapping[str, Any]) -> ContextLengths:
     elif inner is None and outer is None:
         note = ("no original_max_position_embeddings: transformers assumes max_position_embeddings "
                 f"({max_pos:,}) is the trained length")
-    elif max_pos is not None and math.isclose(max_pos, original * factor):
+    elif math.isclose(max_pos, original * factor):
         note = (f"max_position_embeddings {max_pos:,} = original {original:,} x factor {factor:g}: already "
                 "multiplied; do not multiply it again")
-    elif max_pos is not None and max_pos > original:
+    elif max_pos > original:
         note = (f"max_position_embeddings {max_pos:,} = original {original:,} x {max_pos / original:g}, not x factor "
                 f"{factor:g}: the frequencies follow the factor; max_position_embeddings only bounds the positions the "
                 "release supports")
@@ -185,22 +195,23 @@ def context_lengths(config: Mapping[str, Any]) -> ContextLengths:
 
 
 def _inv_freq(config: Mapping[str, Any], seq_len: int | None) -> tuple[torch.Tensor, float]:
-    view = _rope_view(config)
-    return rope_scaling_from_hf(view).frequencies(view["head_dim"], float(view["rope_theta"]), seq_len)
+    return rope_scaling_from_hf(config).frequencies(hf_rotary_dim(config), hf_rope_base(config), seq_len)
 
 
 def scaling_bands(config: Mapping[str, Any]) -> dict[str, Any]:
-    """How the config's scaling treats each frequency pair (pairs counted over the rotary width).
+    """How the config's scaling treats each frequency pair (pairs counted over the rotary width; either layout).
 
     yarn: keep (r_i = 0), blend, interpolate (r_i = 1) from `yarn_bands` with the config's betas and
     truncate; llama3: keep (lambda_i < L / high_freq_factor), divide (lambda_i > L /
     low_freq_factor), blend between; linear: every pair divided; longrope: the short and long
-    factors' ranges; dynamic and none: no fixed bands.
+    factors' ranges; proportional: the pairs that turn and the pairs held at frequency 0; dynamic
+    and none: no fixed bands.
     """
-    kind = hf_rope_type(config.get("rope_scaling"))
+    _check_dict(config)
+    kind = hf_rope_parameters_for(config)["rope_type"]
     d = rotary_width(config)
-    base = float(config.get("rope_theta", 10000.0))
-    scaling = rope_scaling_from_hf(_rope_view(config))
+    base = hf_rope_base(config)
+    scaling = rope_scaling_from_hf(config)
     n = d // 2
     if kind == "yarn":
         bands = yarn_bands(d, base, scaling.original_max_len, scaling.beta_fast, scaling.beta_slow,
@@ -218,6 +229,9 @@ def scaling_bands(config: Mapping[str, Any]) -> dict[str, Any]:
     if kind == "longrope":
         return {"method": "longrope", "pairs": n, "short_factor": (min(scaling.short_factor), max(scaling.short_factor)),
                 "long_factor": (min(scaling.long_factor), max(scaling.long_factor))}
+    if kind == "proportional":
+        turning = int((scaling.frequencies(d, base, None)[0] > 0).sum())
+        return {"method": "proportional", "pairs": n, "turning": turning, "frequency 0": n - turning}
     return {"method": HF_ROPE_TYPES[kind], "pairs": n}
 
 
@@ -240,29 +254,30 @@ class LayerPlan:
 
 
 def layer_plan(config: Mapping[str, Any]) -> LayerPlan:
-    """Each layer's attention kind and window (`transformer.hf.hf_layer_types`), rotation and RoPE base.
+    """Each layer's attention kind and window (`transformer.hf.hf_layer_types`), rotation and RoPE base,
+    from either layout (`transformer.hf.hf_rope_parameters`: per layer type where the config gives one).
 
-    no_rope_layers (Llama 4, SmolLM3): 1 = the layer rotates, 0 = NoPE. Gemma 3's
-    rope_local_base_freq is the sliding layers' base, and transformers 4.57 applies rope_scaling
-    only to the full layers' rotation.
+    no_rope_layers (Llama 4, SmolLM3): 1 = the layer rotates, 0 = NoPE; linear-attention layers (Qwen3-Next,
+    Qwen3.5) do not rotate. Gemma 3's sliding layers rotate at their own base (rope_local_base_freq in
+    the 4.x layout, rope_parameters["sliding_attention"] in 5's), unscaled.
     """
-    kinds = hf_layer_types(config)
-    rotates = hf_rotating_layers(config)
-    local = config.get("rope_local_base_freq")
-    base = float(config.get("rope_theta", 10000.0))
-    caps = {"full_attention": None, "sliding_attention": config.get("sliding_window"),
-            "chunked_attention": config.get("attention_chunk_size")}
-    bases = tuple((float(local) if local is not None and k == "sliding_attention" else base) if r else None
-                  for k, r in zip(kinds, rotates))
-    scaled = tuple(r and not (local is not None and k == "sliding_attention") for k, r in zip(kinds, rotates))
-    return LayerPlan(kinds, tuple(caps[k] for k in kinds), rotates, bases, scaled)
+    text = hf_text_config(_check_dict(config))
+    kinds = hf_layer_types(text)
+    per = hf_rope_parameters(text)
+    rotates = tuple(r and k in per for k, r in zip(kinds, hf_rotating_layers(text)))
+    caps = {"sliding_attention": text.get("sliding_window"), "chunked_attention": text.get("attention_chunk_size")}
+    bases = tuple(float(per[k]["rope_theta"]) if r else None for k, r in zip(kinds, rotates))
+    scaled = tuple(r and per[k]["rope_type"] != "default" for k, r in zip(kinds, rotates))
+    return LayerPlan(kinds, tuple(caps.get(k) for k in kinds), rotates, bases, scaled)
 
 
 def _head_dim(config: Mapping[str, Any]) -> int:
     """The query/key head width: qk_nope_head_dim + qk_rope_head_dim under latent attention, else `hf_head_dim`."""
-    if config.get("kv_lora_rank") and config.get("qk_rope_head_dim") is not None:
-        return int(config.get("qk_nope_head_dim", 0)) + int(config["qk_rope_head_dim"])
-    return hf_head_dim(config)
+    text = hf_text_config(config)
+    if text.get("kv_lora_rank") and text.get("qk_rope_head_dim") is not None:
+        return int(text.get("qk_nope_head_dim", 0)) + int(text["qk_rope_head_dim"])
+    per = hf_rope_parameters(text)
+    return hf_head_dim(text, "full_attention" if "full_attention" in per else None)
 
 
 def _turns_short(inv_freq: torch.Tensor, length: int) -> int:
@@ -320,42 +335,86 @@ class ConfigSummary:
         return "\n".join(lines)
 
 
+def _type_note(text: Mapping[str, Any]) -> tuple[str, str]:
+    """(type, note) for the headline layer type: where the settings were read and how the type was found."""
+    layout = hf_rope_layout(text)
+    p = hf_rope_parameters_for(text)
+    model_type = str(text.get("model_type", ""))
+    if layout.startswith("transformers 5"):
+        raw = text["rope_parameters"]
+        per_type = bool(raw) and all(isinstance(v, Mapping) for v in raw.values())
+        where = "rope_parameters" + (f"[{_headline(text)!r}]" if per_type else "") + " (transformers 5's layout)"
+        kind, note = read_rope_type(raw[_headline(text)] if per_type else raw, model_type)
+    elif layout.startswith("transformers 4"):
+        where = "rope_theta + rope_scaling (transformers 4's layout)"
+        kind, note = read_rope_type(text.get("rope_scaling"), model_type)
+    else:
+        where = "no RoPE field: transformers' defaults"
+        kind, note = p["rope_type"], "RoPE as trained"
+    if p.get("mrope_section") is not None:
+        order = "interleaved" if p.get("mrope_interleaved") else "in blocks"
+        note += (f"; M-RoPE sections {list(p['mrope_section'])} ({order}) over time, height, width: a text token's "
+                 "three positions are equal, so each pair turns at its plain frequency")
+    if kind == "longrope" and str(text.get("rope_scaling", {}) and text["rope_scaling"].get("type")) == "su":
+        note += ("; transformers 5.15 refuses this spelling (KeyError: original_max_position_embeddings: Phi3Config "
+                 "renames 'su' after the trained length would have moved into the dict), 4.57 reads it")
+    return kind, f"{where}: {note}"
+
+
+def _headline(text: Mapping[str, Any]) -> str:
+    from mlbook.transformer.hf import hf_rope_layer_type  # the layer type the summary is about
+
+    return hf_rope_layer_type(text)
+
+
 def summarize_config(config: Mapping[str, Any], name: str | None = None) -> ConfigSummary:
-    """The positional settings of a config.json dict (see the module docstring), computed by the library."""
-    if not isinstance(config, Mapping):
-        raise TypeError(f"config must be a dict read from config.json, got {type(config).__name__}")
-    name = name or str(config.get("_model", config.get("model_type", "config")))
-    kind, note = read_rope_type(config.get("rope_scaling"))
-    d = rotary_width(config)
-    base = float(config.get("rope_theta", 10000.0))
-    lengths = context_lengths(config)
+    """The positional settings of a config.json dict (see the module docstring), computed by the library.
+
+    Either RoPE layout is read (`transformer.hf.hf_rope_parameters`); a multimodal config through its
+    text config; where the layer types rotate differently (Gemma 3 and 4), the headline is the
+    full-attention layers' and the layer plan gives each layer's base."""
+    _check_dict(config)
+    name = name or str(config.get("_model", hf_text_config(config).get("model_type", config.get("model_type",
+                                                                                                  "config"))))
+    text = hf_text_config(config)
+    kind, note = _type_note(text)
+    d = rotary_width(text)
+    base = hf_rope_base(text)
+    lengths = context_lengths(text)
     trained = frequency_ladder(d, base)
-    longest = int(config.get("max_position_embeddings") or lengths.original)
-    scaled, attention = _inv_freq(config, longest)
+    longest = int(text.get("max_position_embeddings") or lengths.original)
+    scaled, attention = _inv_freq(text, longest)
+    turning = scaled > 0  # a proportional layer holds its last pairs at frequency 0
     wl_t = (2 * math.pi / trained.double())
-    wl_s = (2 * math.pi / scaled.double())
-    from mlbook.analysis.production import config_kv_plan  # the KV calculator's module (its owner's)
+    wl_s = (2 * math.pi / scaled.double()[turning])
+    from mlbook.analysis.production import config_kv_heads, config_kv_plan  # the KV calculator's module
 
     plan = config_kv_plan(dict(config))
     latent = plan.latent
+    heads = {p.values_per_token for p in plan.parts if p.kind != "linear_attention"}
     kv_note = ("latent attention: kv_lora_rank + qk_rope_head_dim values per layer" if latent else
-               f"{config.get('num_key_value_heads') or config.get('num_attention_heads')} KV heads x "
-               f"{hf_head_dim(config)} channels, keys and values")
+               f"{config_kv_heads(text)} KV heads x {hf_head_dim(text)} channels, keys and values"
+               if len(heads) == 1 else "per layer kind: " + ", ".join(
+                   f"{p.kind} {p.values_per_token // 2:,} channels" for p in plan.parts if p.kind != "linear_attention"))
     if any(p.cap is not None for p in plan.parts):
         kv_note += "; windowed layers stop growing at their window"
+    linear = [p for p in plan.parts if p.kind == "linear_attention"]
+    if linear:
+        kv_note += (f"; {linear[0].layers} linear-attention layers hold a fixed state of "
+                    f"{format_bytes(int(linear[0].fixed_values * plan.bytes_per_value))} each, whatever the length")
     temperature: tuple[tuple[int, float], ...] = ()
-    if config.get("attn_temperature_tuning"):
-        floor_scale, attn_scale = float(config.get("floor_scale", 8192)), float(config.get("attn_scale", 0.1))
+    if text.get("attn_temperature_tuning"):
+        floor_scale, attn_scale = float(text.get("floor_scale", 8192)), float(text.get("attn_scale", 0.1))
         positions = [int(floor_scale) - 1, 16 * int(floor_scale), 128 * int(floor_scale)]
         scales = llama4_attention_scale(positions, floor_scale, attn_scale).tolist()
         temperature = tuple(zip(positions, scales))
     return ConfigSummary(
-        name=name, rope_type=kind, type_note=note, base=base, rotary_dim=d, head_dim=_head_dim(config),
+        name=name, rope_type=kind, type_note=note, base=base, rotary_dim=d, head_dim=_head_dim(text),
         lengths=lengths, wavelength_trained=(float(wl_t.min()), float(wl_t.max())),
         wavelength_scaled=(float(wl_s.min()), float(wl_s.max())),
         pairs_without_a_turn=(_turns_short(trained, lengths.original), _turns_short(scaled, lengths.original)),
-        attention_factor=float(attention), bands=scaling_bands(config), layers=layer_plan(config),
-        kv_per_token=plan.per_token, kv_at_max=plan.bytes(longest) if config.get("max_position_embeddings") else None,
+        attention_factor=float(attention), bands=scaling_bands(text), layers=layer_plan(text),
+        kv_per_token=plan.per_token, kv_at_max=plan.bytes(longest) if text.get("max_position_embeddings") else None,
         kv_note=kv_note, temperature=temperature,
     )
 
@@ -363,27 +422,51 @@ def summarize_config(config: Mapping[str, Any], name: str | None = None) -> Conf
 def serving_override(
     config: Mapping[str, Any], rope_scaling: Mapping[str, Any] | None = None, max_model_len: int | None = None,
 ) -> tuple[dict[str, Any], list[str]]:
-    """The config a serving engine runs after a --rope-scaling / --max-model-len style override, and what changed.
+    """The config a serving engine runs after a RoPE / max-model-len override, and what changed.
 
-    Engines (vLLM's --rope-scaling and --hf-overrides, SGLang's --json-model-override-args) replace
-    the config's rope_scaling before the model is built, so a static scaling (YaRN, linear) then
-    changes every position, short prompts included; Qwen's deployment guide says so and advises
-    adding it only for long inputs. Returns (new config, one sentence per change).
+    Engines (vLLM's --hf-overrides, SGLang's --json-model-override-args) replace the config's RoPE
+    dict before the model is built, so a static scaling (YaRN, linear) then changes every
+    position, short prompts included; Qwen's deployment guide says so and advises adding it only
+    for long inputs. The override goes where the config keeps its RoPE settings: rope_scaling in
+    transformers 4's layout (the top-level rope_theta stays), rope_parameters in 5's, which it
+    replaces whole, base included, so an override without rope_theta is refused (the model would
+    fall back to its class's default base). A multimodal config is changed in its text config.
+    Returns (new config, one sentence per change).
     """
+    _check_dict(config)
+    if rope_scaling is not None and not isinstance(rope_scaling, Mapping):
+        raise TypeError(f"rope_scaling must be a dict (the override), got {type(rope_scaling).__name__} "
+                        f"({rope_scaling!r})")
+    if max_model_len is not None:
+        check_int("max_model_len", max_model_len, 1)
     new = copy.deepcopy(dict(config))
+    text = hf_text_config(config)
+    nested = next((k for k in ("text_config",) if text is not config.get(k) is not None and config.get(k) is text),
+                  None)
+    new_text = new[nested] if nested else new
     changes: list[str] = []
     if rope_scaling is not None:
-        read_rope_type(rope_scaling)  # refuses an unknown type before anything is reported
-        old = config.get("rope_scaling")
-        new["rope_scaling"] = dict(rope_scaling)
-        before = _inv_freq(config, None)
-        after = _inv_freq(new, None)
+        read_rope_type(rope_scaling, str(text.get("model_type", "")))  # refuses an unknown type first
+        v5 = hf_rope_layout(text).startswith("transformers 5")
+        key = "rope_parameters" if v5 else "rope_scaling"
+        old = text.get(key)
+        if v5:
+            if isinstance(old, Mapping) and old and all(isinstance(v, Mapping) for v in old.values()) and not all(
+                    isinstance(v, Mapping) for v in rope_scaling.values()):
+                raise ValueError(f"this config's rope_parameters is per layer type ({sorted(old)}): the override must "
+                                 "give a dict per layer type too, or the layers' own bases are lost")
+            if "rope_theta" not in rope_scaling and not all(isinstance(v, Mapping) for v in rope_scaling.values()):
+                raise ValueError(f"the override replaces rope_parameters whole, base included: give rope_theta (this "
+                                 f"config's is {hf_rope_base(text):g}) inside it")
+        new_text[key] = copy.deepcopy(dict(rope_scaling))
+        before = _inv_freq(text, None)
+        after = _inv_freq(new_text, None)
         moved = int((~torch.isclose(before[0], after[0], rtol=1e-6, atol=0)).sum())
-        changes.append(f"rope_scaling {old!r} -> {dict(rope_scaling)!r}: {moved} of {len(after[0])} pairs change "
+        changes.append(f"{key} {old!r} -> {dict(rope_scaling)!r}: {moved} of {len(after[0])} pairs change "
                        f"frequency at every length; attention factor {before[1]:.4f} -> {after[1]:.4f}")
     if max_model_len is not None:
-        old_len = config.get("max_position_embeddings")
+        old_len = text.get("max_position_embeddings")
         changes.append(f"serving length {old_len} -> {max_model_len} (max_position_embeddings in the config is "
                        "unchanged; the engine caps requests at max_model_len)")
-        new["_max_model_len"] = int(max_model_len)
+        new["_max_model_len"] = max_model_len
     return new, changes

@@ -46,7 +46,14 @@ from mlbook.analysis.absolute import pair_wavelengths
 from mlbook.analysis.model_config import context_lengths
 from mlbook.analysis.rope import pairing_permutation
 from mlbook.experiments.common import rotary_pair_norms
-from mlbook.transformer.hf import hf_head_dim, hf_rotary_dim, rope_options_from_hf
+from mlbook.transformer.hf import (
+    hf_head_dim,
+    hf_rope_base,
+    hf_rope_parameters_for,
+    hf_rotary_dim,
+    hf_text_config,
+    rope_options_from_hf,
+)
 from mlbook.transformer.positional import ROPE_PAIRINGS, RotaryEmbedding
 from mlbook.transformer.rope_scaling import RopeScaling
 from mlbook.transformer.validate import check_choice, check_int, env_flag
@@ -283,16 +290,20 @@ class PositionalSettings:
 
 
 def positional_settings(config: Any) -> PositionalSettings:
-    """Read a Hugging Face config's positional fields and compute each pair's wavelength from them."""
+    """Read a Hugging Face config's positional fields (either RoPE layout, `transformer.hf.hf_rope_parameters`;
+    a multimodal config's text config) and compute each pair's wavelength from them."""
+    config = hf_text_config(config)
     wavelengths = _trained_wavelengths(config)  # (r/2,)
     uses_window = getattr(config, "use_sliding_window", True) and getattr(config, "sliding_window", None)
+    params = hf_rope_parameters_for(config)
+    scaling = {k: v for k, v in params.items() if k not in ("rope_theta", "partial_rotary_factor")}
     return PositionalSettings(
         model_type=str(getattr(config, "model_type", "?")), n_layers=int(config.num_hidden_layers),
         n_heads=int(config.num_attention_heads),
         n_kv_heads=int(getattr(config, "num_key_value_heads", None) or config.num_attention_heads),
-        d_head=hf_head_dim(config), rope_theta=float(config.rope_theta),
+        d_head=hf_head_dim(config), rope_theta=hf_rope_base(config),
         partial_rotary_factor=hf_rotary_dim(config) / hf_head_dim(config),
-        rope_scaling=copy.deepcopy(getattr(config, "rope_scaling", None)) or None,
+        rope_scaling=None if scaling.get("rope_type") == "default" and len(scaling) == 1 else scaling,
         max_position_embeddings=int(config.max_position_embeddings), trained_len=trained_length(config),
         sliding_window=int(config.sliding_window) if uses_window else None, wavelengths=wavelengths,
     )
@@ -300,13 +311,13 @@ def positional_settings(config: Any) -> PositionalSettings:
 
 def _trained_wavelengths(config: Any) -> np.ndarray:
     """(r/2,) 2 pi / theta_i in tokens of the rotated pairs, as trained: base rope_theta, no rope_scaling."""
-    return pair_wavelengths(hf_rotary_dim(config), float(config.rope_theta))  # (r/2,) over the r turning channels
+    return pair_wavelengths(hf_rotary_dim(config), hf_rope_base(config))  # (r/2,) over the r turning channels
 
 
 def rotary_from_config(config: Any, *, pairing: str = "half") -> RotaryEmbedding:
     """The library's `RotaryEmbedding` for a Hugging Face config: base rope_theta, d_head, the rotated
     fraction partial_rotary_factor and rope_scaling, read by `mlbook.transformer.hf.rope_options_from_hf`
-    as transformers 4.57 reads them (a key transformers would not read is a ValueError, never dropped).
+    as transformers reads them, from either layout (a key transformers would not read is a ValueError, never dropped).
     pairing: "half" is the layout of Hugging Face's rotate_half; "interleaved" is the wrong one for
     its weights (the porting bug), kept for `pairing_check`."""
     check_choice("pairing", pairing, ROPE_PAIRINGS)
@@ -599,7 +610,17 @@ def rope_override(model: Any, rope_scaling: Mapping[str, Any] | None) -> Iterato
     owner = _rotary_owner(model)
     old = owner.rotary_emb
     config = copy.deepcopy(model.config)
-    config.rope_scaling = scaling
+    if getattr(config, "rope_parameters", None) is not None:
+        # transformers 5: rope_scaling is rope_parameters, which holds the base; an override keeps the
+        # config's base and partial rotary factor unless it gives its own (a per-layer-type dict is refused)
+        current = config.rope_parameters
+        if all(isinstance(v, Mapping) for v in current.values()):
+            raise ValueError(f"{type(config).__name__} keeps its RoPE per layer type ({sorted(current)}); "
+                             "rope_override changes a single rope_parameters dict")
+        keep = {k: current[k] for k in ("rope_theta", "partial_rotary_factor") if k in current}
+        config.rope_parameters = {**keep, **scaling}
+    else:
+        config.rope_scaling = scaling
     device = next(model.parameters()).device
     owner.rotary_emb = type(old)(config=config, device=device)
     try:
