@@ -839,3 +839,127 @@ def test_live_figures_say_when_they_adjust_a_slider_combination(monkeypatch: pyt
     assert "max_distance=8 is inside the exact range: drawn with max_distance=33" in notes()
     live_t5_bias_map(T=64)
     assert "inside the exact range" not in notes()  # a valid combination carries no note
+
+
+# ---------------------------------------------------------------------------
+# Config readers: both RoPE layouts, wrong types, conflicting values (issue 31)
+# ---------------------------------------------------------------------------
+
+# Llama 3.1 8B's RoPE as transformers 5 saves it, and as 4.x saved it
+LLAMA31_ROPE = {"rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0, "low_freq_factor": 1.0,
+                "high_freq_factor": 4.0, "original_max_position_embeddings": 8192}
+LLAMA31_V5 = {"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2,
+              "num_hidden_layers": 2, "vocab_size": 97, "intermediate_size": 96, "max_position_embeddings": 131072,
+              "rope_parameters": LLAMA31_ROPE}
+LLAMA31_V4 = {**{k: v for k, v in LLAMA31_V5.items() if k != "rope_parameters"}, "rope_theta": 500000.0,
+              "rope_scaling": {k: v for k, v in LLAMA31_ROPE.items() if k != "rope_theta"}}
+
+
+def _v5_entry_points():
+    from mlbook.analysis.model_config import context_lengths, serving_override, summarize_config
+    from mlbook.analysis.probe import rotary_from_config
+    from mlbook.transformer.hf import gpt_config_from_hf, rope_options_from_hf, rope_scaling_from_hf
+
+    return {
+        "rope_scaling_from_hf": lambda c: (rope_scaling_from_hf(c).name, rope_scaling_from_hf(c).factor),
+        "rope_options_from_hf": lambda c: rope_options_from_hf(c),
+        "gpt_config_from_hf": lambda c: gpt_config_from_hf(c).rope,
+        "summarize_config": lambda c: (summarize_config(c).base, summarize_config(c).bands),
+        "context_lengths": lambda c: context_lengths(c),
+        "serving_override": lambda c: serving_override(c, max_model_len=4096)[1],
+        "rotary_from_config": lambda c: rotary_from_config(c).inv_freq.tolist(),
+    }
+
+
+@pytest.mark.parametrize("entry", sorted(_v5_entry_points()))
+def test_v5_layout_reads_as_the_v4_layout_at_every_entry_point(entry: str) -> None:
+    """Each reader gives a transformers-5 config (rope_parameters) what it gives the same model in 4.x's layout:
+    base 500,000 and Llama 3's scaling, not base 10,000 and none."""
+    read = _v5_entry_points()[entry]
+    assert read(LLAMA31_V5) == read(LLAMA31_V4)
+    if entry == "rope_options_from_hf":
+        assert read(LLAMA31_V5)["base"] == 500000.0 and read(LLAMA31_V5)["scaling"] == "llama3"
+
+
+def test_serving_override_of_a_v5_config_keeps_its_base_or_refuses() -> None:
+    from mlbook.analysis.model_config import serving_override
+
+    yarn = {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 8192}
+    with pytest.raises(ValueError, match=r"replaces rope_parameters whole, base included: give rope_theta \(this "
+                                         r"config's is 500000\)"):
+        serving_override(LLAMA31_V5, yarn)
+    new, changes = serving_override(LLAMA31_V5, {**yarn, "rope_theta": 500000.0})
+    assert new["rope_parameters"]["rope_type"] == "yarn" and "rope_parameters" in changes[0]
+
+
+@pytest.mark.parametrize("change, match", [
+    ({"rope_theta": 10000.0}, r"rope_theta=500000.0 but the config's top level gives rope_theta=10000.0"),
+    ({"rope_scaling": {"rope_type": "linear", "factor": 2.0}, "rope_theta": 500000.0},
+     r"gives rope_parameters=.*and rope_scaling=.*they differ"),
+    ({"partial_rotary_factor": 0.5, "rope_parameters": {**LLAMA31_ROPE, "partial_rotary_factor": 1.0}},
+     r"partial_rotary_factor=1.0 but the config's top level gives partial_rotary_factor=0.5"),
+])
+def test_a_config_stating_both_layouts_differently_is_refused(change: dict, match: str) -> None:
+    from mlbook.transformer.hf import rope_options_from_hf
+
+    with pytest.raises(ValueError, match=match):
+        rope_options_from_hf({**LLAMA31_V5, **change})
+
+
+def test_both_layouts_agreeing_are_read() -> None:
+    from mlbook.transformer.hf import rope_options_from_hf
+
+    both = {**LLAMA31_V5, "rope_theta": 500000.0, "rope_scaling": dict(LLAMA31_ROPE)}
+    assert rope_options_from_hf(both) == rope_options_from_hf(LLAMA31_V4)
+
+
+@pytest.mark.parametrize("config, exc, match", [
+    (8, TypeError, r"config must be a transformers config or a dict read from config.json, got int \(8\)"),
+    ("meta-llama/Llama-3.1-8B", TypeError, r"got the string 'meta-llama/Llama-3.1-8B': load it first"),
+    ([("num_hidden_layers", 2)], TypeError, r"got list"),
+    ({**LLAMA31_V4, "tie_word_embeddings": "false"}, TypeError, r"tie_word_embeddings must be True or False"),
+    ({**LLAMA31_V4, "attention_bias": "no"}, TypeError, r"attention_bias must be True or False"),
+    ({**LLAMA31_V4, "rope_theta": 0}, ValueError, r"rope_theta must be a finite number > 0, got 0"),
+    ({**LLAMA31_V4, "rope_theta": "1e6"}, TypeError, r"rope_theta must be a number, got str"),
+    ({**LLAMA31_V4, "rope_scaling": {**LLAMA31_V4["rope_scaling"], "original_max_position_embeddings": 512.5}},
+     TypeError, r"original_max_position_embeddings'\] must be a whole number of tokens, got float \(512.5\)"),
+    ({**LLAMA31_V4, "max_position_embeddings": 131072.5}, TypeError, r"max_position_embeddings must be a whole"),
+    ({**LLAMA31_V4, "num_key_value_heads": 0}, ValueError, r"num_key_value_heads must be >= 1, got 0"),
+    ({**LLAMA31_V4, "partial_rotary_factor": 1.5}, ValueError, r"partial_rotary_factor must be in \(0, 1\]"),
+    ({**LLAMA31_V5, "rope_parameters": [1, 2]}, TypeError, r"rope_parameters must be a dict, got list"),
+    ({**LLAMA31_V5, "rope_parameters": {"full_attention": dict(LLAMA31_ROPE), "factor": 2.0}}, ValueError,
+     r"mixes per-layer-type dicts and plain keys"),
+    ({**LLAMA31_V5, "rope_parameters": {"sliding_attention": dict(LLAMA31_ROPE)}}, ValueError,
+     r"entries for layer types \['sliding_attention'\], which no layer of this config has"),
+    ({**LLAMA31_V4, "rope_scaling": {"rope_type": "linear"}}, ValueError, r"'linear' needs 'factor'"),
+    ({**LLAMA31_V4, "rope_scaling": {"rope_type": "yarn", "factor": 4.0}, "original_max_position_embeddings": 4096},
+     ValueError, r"transformers 5 reads it as YaRN's trained length, 4.57 ignores it"),
+    ({**LLAMA31_V4, "rope_scaling": {"rope_type": "default", "rope_theta": 1e6}, "rope_theta": None}, ValueError,
+     r"rope_scaling holds rope_theta=1000000.0 but the config has no top-level rope_theta"),
+    ({**LLAMA31_V4, "rope_scaling": {"rope_type": "su", "short_factor": [1.0] * 8, "long_factor": [1.0] * 8}},
+     ValueError, r"'su' is what Phi-3's first configs called LongRoPE"),
+])
+def test_config_readers_refuse_before_any_work(config, exc, match) -> None:
+    from mlbook.transformer.hf import gpt_config_from_hf
+
+    with pytest.raises(exc, match=match):
+        gpt_config_from_hf(config)
+
+
+@pytest.mark.parametrize("bad, exc, match", [
+    (-1, ValueError, r"max_model_len must be >= 1, got -1"),
+    (4096.5, TypeError, r"max_model_len must be an int, got float"),
+    (True, TypeError, r"max_model_len must be an int, got bool"),
+])
+def test_serving_override_length_is_checked(bad, exc, match) -> None:
+    from mlbook.analysis.model_config import serving_override
+
+    with pytest.raises(exc, match=match):
+        serving_override(LLAMA31_V4, max_model_len=bad)
+
+
+def test_summarize_config_of_a_non_dict_names_what_it_got() -> None:
+    from mlbook.analysis.model_config import summarize_config
+
+    with pytest.raises(TypeError, match=r"config must be a dict read from config.json, got str \('llama'\)"):
+        summarize_config("llama")  # type: ignore[arg-type]
