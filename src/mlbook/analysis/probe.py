@@ -622,7 +622,7 @@ def rope_override(model: Any, rope_scaling: Mapping[str, Any] | None) -> Iterato
     else:
         config.rope_scaling = scaling
     device = next(model.parameters()).device
-    owner.rotary_emb = type(old)(config=config, device=device)
+    owner.rotary_emb = type(old)(config=config).to(device)  # transformers 5 deprecates the device argument
     try:
         yield config
     finally:
