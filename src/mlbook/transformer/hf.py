@@ -382,14 +382,21 @@ def _standard(d: Mapping[str, Any], where: str, model_type: str) -> dict[str, An
     return out
 
 
+# which value transformers 5 keeps when a rope dict and the top level both state a key (standardize_rope_params)
+_FILL_RULE = {
+    "rope_theta": "transformers 5 keeps the dict's (setdefault), 4.x reads only the top level's",
+    "partial_rotary_factor": "transformers 5 overwrites the dict's with the top level's",
+    "original_max_position_embeddings": "transformers 5 overwrites the dict's with the top level's (Phi-3's layout)",
+}
+
+
 def _fill(d: dict[str, Any], key: str, value: Any, where: str) -> None:
     """d[key] = value unless d states another value, which is refused with both named."""
     if value is None:
         return
     if key in d and d[key] != value:
         raise ValueError(f"{where} gives {key}={d[key]!r} but the config's top level gives {key}={value!r}; "
-                         "transformers 5 takes the dict's base and the top-level partial_rotary_factor and "
-                         "original_max_position_embeddings, transformers 4.x the top level: make them agree")
+                         f"{_FILL_RULE[key]}: make them agree")
     d[key] = value
 
 
