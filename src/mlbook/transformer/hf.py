@@ -69,6 +69,7 @@ __all__ = [
     "TEXT_CONFIG_NAMES",
     "LEGACY_LAYER_TYPES",
     "DEFAULT_ROPE_THETA",
+    "HF_DEFAULT_THETA",
     "hf_get",
     "hf_text_config",
     "hf_rope_type",
@@ -440,7 +441,8 @@ def _read_rope(config: Any) -> _RopeRead:
             _fill(p, "partial_rotary_factor", prf, f"{where}[{t!r}]" if len(out) > 1 else where)
             if p["rope_type"] in _ORIGINAL_INSIDE and top_orig is not None:
                 _fill(p, "original_max_position_embeddings", top_orig, where)
-            p.setdefault("rope_theta", DEFAULT_ROPE_THETA)
+            if "rope_theta" not in p:
+                p["rope_theta"] = _default_theta(model_type, t)
         return out
 
     theta = hf_get(text, "rope_theta", hf_get(text, "rotary_emb_base"))
@@ -463,6 +465,8 @@ def _read_rope(config: Any) -> _RopeRead:
     inner = "original_max_position_embeddings" in (rs or {})
     # Gemma 3's 4.x layout: sliding layers rotate at rope_local_base_freq, without the scaling
     local = hf_get(text, "rope_local_base_freq")
+    if local is None and isinstance(HF_DEFAULT_THETA.get(model_type), dict) and "sliding_attention" in types:
+        local = HF_DEFAULT_THETA[model_type]["local"]  # Gemma 3's class default for its sliding layers
     if local is not None and "sliding_attention" in types:
         glob = per_layer(d, "rope_scaling")
         per = {t: p for t, p in glob.items()}
@@ -472,13 +476,77 @@ def _read_rope(config: Any) -> _RopeRead:
         for t, p in per.items():
             if p["rope_type"] in _ORIGINAL_INSIDE and top_orig is not None:
                 _fill(p, "original_max_position_embeddings", top_orig, "rope_scaling")
-            p.setdefault("rope_theta", DEFAULT_ROPE_THETA)
+            if "rope_theta" not in p:
+                p["rope_theta"] = _default_theta(model_type, t)
         return _RopeRead("transformers 4 (rope_theta, rope_scaling)", per, top_orig, inner)
     return _RopeRead("transformers 4 (rope_theta, rope_scaling)", merged(d, "rope_scaling", None, None), top_orig, inner)
 
 
 # transformers' RotaryEmbeddingConfigMixin.default_theta: the base of a config that states none
 DEFAULT_ROPE_THETA = 10000.0
+# The families whose config class gives another default base (transformers 5.15, each class's default_theta;
+# {"global": ..., "local": ...}: full-attention and sliding layers), for a config.json that states no base
+HF_DEFAULT_THETA: dict[str, float | dict[str, float]] = {
+    'apertus': 12000000.0,
+    'bitnet': 500000.0,
+    'blt': 500000.0,
+    'cohere': 500000.0,
+    'cosmos3_edge_text': 100000000.0,
+    'csm': 500000.0,
+    'cwm': 1000000.0,
+    'emu3_text_model': 1000000.0,
+    'ernie4_5': 500000.0,
+    'ernie4_5_moe': 500000.0,
+    'ernie4_5_vl_moe_text': 500000.0,
+    'evolla': 500000.0,
+    'flex_olmo': 500000.0,
+    'fuyu': 25000.0,
+    'gemma3_text': {'global': 1000000.0, 'local': 10000.0},
+    'gemma3n_text': {'global': 1000000.0, 'local': 10000.0},
+    'gpt_oss': 150000.0,
+    'helium': 100000.0,
+    'hy_v3': 11158840.0,
+    'lfm2': 1000000.0,
+    'lfm2_moe': 1000000.0,
+    'llama4_text': 500000.0,
+    'longcat_flash': 10000000.0,
+    'minimax': 1000000.0,
+    'minimax_m2': 5000000.0,
+    'minimax_m3_vl_text': 5000000.0,
+    'mixtral': 1000000.0,
+    'mllama_text_model': 500000.0,
+    'modernbert': {'global': 160000.0, 'local': 10000.0},
+    'modernbert-decoder': {'global': 160000.0, 'local': 10000.0},
+    'olmo3': 500000.0,
+    'paddleocr_vl_text': 500000.0,
+    'phimoe': 1000000.0,
+    'qwen2_5_omni_text': 1000000.0,
+    'qwen2_5_vl_text': 1000000.0,
+    'qwen2_vl_text': 1000000.0,
+    'qwen3_omni_moe_text': 1000000.0,
+    'qwen3_vl_moe_text': 500000.0,
+    'qwen3_vl_text': 500000.0,
+    'smollm3': 2000000.0,
+    'solar_open': 1000000.0,
+    't5gemma2_decoder': {'global': 1000000.0, 'local': 10000.0},
+    't5gemma2_text': {'global': 1000000.0, 'local': 10000.0},
+}
+# where transformers 4.57's default (the config class's rope_theta argument) differs from 5.15's: a config
+# stating no base is read differently by the two versions, so it is refused
+HF_DEFAULT_THETA_4_57: dict[str, float] = {"cohere": 10000.0, "olmo3": 10000.0, "qwen3_vl_text": 5000000.0,
+                                            "qwen3_vl_moe_text": 5000000.0}
+
+
+def _default_theta(model_type: str, layer_type: str) -> float:
+    """The base transformers gives a layer type of a config that states none (HF_DEFAULT_THETA)."""
+    if model_type in HF_DEFAULT_THETA_4_57:
+        raise ValueError(f"the config states no rope_theta, and transformers' default for model_type {model_type!r} "
+                         f"changed: {HF_DEFAULT_THETA_4_57[model_type]:g} in 4.57, {HF_DEFAULT_THETA[model_type]:g} in "
+                         "5.15. Write the model's base into the config")
+    theta = HF_DEFAULT_THETA.get(model_type, DEFAULT_ROPE_THETA)
+    if isinstance(theta, dict):
+        return float(theta["local" if layer_type == "sliding_attention" else "global"])
+    return float(theta)
 
 
 def hf_rope_layout(config: Any) -> str:
