@@ -16,6 +16,15 @@ RESULTS := $(CURDIR)/_build/mlbook-results
 # The Colab-like environment of `make colab-check` (tools/colab/requirements*.txt).
 COLAB_VENV  := _build/colab-venv
 COLAB_STAMP := $(COLAB_VENV)/.mlbook-colab-installed
+# Its Python is Colab's: the major.minor in tools/colab/python-version (written with the pins by
+# `make colab-requirements` from Colab's os-info.txt). python3.X from PATH if it runs (pyenv's shim
+# of a version that is not selected does not), else pyenv's build of it; where there is neither,
+# the environment is made with $(PYTHON), and the recipe says so. COLAB_PYTHON=/path/to/python sets it.
+COLAB_PYTHON_VERSION := $(shell cat tools/colab/python-version)
+PYENV_ROOT ?= $(HOME)/.pyenv
+COLAB_PYTHON ?= $(firstword $(foreach p,$(shell command -v python$(COLAB_PYTHON_VERSION)) \
+  $(sort $(wildcard $(PYENV_ROOT)/versions/$(COLAB_PYTHON_VERSION).*/bin/python$(COLAB_PYTHON_VERSION))),\
+  $(shell $(p) -c 'import sys; print(sys.executable)' 2>/dev/null)))
 NOTEBOOKS ?=
 # pytest-xdist workers for the library tests (2 cores in CI).
 TEST_WORKERS ?= 2
@@ -34,7 +43,7 @@ define pytest_allow_empty
 	rc=0; $(1) || rc=$$?; if [ $$rc -eq 5 ]; then echo "(no tests collected)"; elif [ $$rc -ne 0 ]; then exit $$rc; fi
 endef
 
-.PHONY: help venv book test test-lib test-notebooks colab-check site-strict outputs-check outputs test-browser \
+.PHONY: help venv book test test-lib test-notebooks colab-check colab-requirements site-strict outputs-check outputs test-browser \
         chromium axe screenshot setup-cells bench bench-lib bench-book cache-check clean lab pdf test-pdf test-speed test-phone \
         site-browser outputs-portability outputs-spread
 
@@ -45,6 +54,8 @@ help:
 	@echo "make outputs      re-execute the notebooks as the site build does and write their outputs back"
 	@echo "                  into notebooks/*.ipynb (NOTEBOOKS='notebooks/01_x.ipynb ...' for some)"
 	@echo "make colab-check  every notebook run as in Colab (NOTEBOOKS='notebooks/01_x.ipynb ...' for some)"
+	@echo "make colab-requirements  the Colab check's pins from Colab's pip freeze (FREEZE=path; default the copy"
+	@echo "                  in tools/colab/backend-info/)"
 	@echo "make outputs-portability  the committed-outputs check against executions under two other CPUs'"
 	@echo "                  arithmetic (ATEN_CPU_CAPABILITY=default, avx2; ~5 min); make outputs-spread after it"
 	@echo "make setup-cells  rewrite every notebook's setup cell from the repository URL in _config.yml"
@@ -120,13 +131,26 @@ test-notebooks: $(STAMP)
 	$(call pytest_allow_empty,$(BIN)/python -m pytest --nbval-lax --nbval-current-env --nbval-cell-timeout=300 -p no:cacheprovider notebooks/)
 
 # Colab's versions (IPython 7.34, ipywidgets 7.7.1, plotly 5), the pinned torch, no jupyter-book.
-$(COLAB_STAMP): tools/colab/requirements.txt tools/colab/requirements-nodeps.txt
-	@test -n "$(PYTHON)" || { echo "error: python3.11 (or python3) not found"; exit 1; }
+$(COLAB_STAMP): tools/colab/requirements.txt tools/colab/requirements-nodeps.txt tools/colab/python-version
 	rm -rf $(COLAB_VENV)
-	$(PYTHON) -m venv $(COLAB_VENV)
+	@py='$(COLAB_PYTHON)'; if [ -z "$$py" ]; then py='$(PYTHON)'; \
+	  test -n "$$py" || { echo "error: neither python$(COLAB_PYTHON_VERSION) nor python3.11 (or python3) found"; exit 1; }; \
+	  echo "note: Colab's Python $(COLAB_PYTHON_VERSION) (tools/colab/python-version) is not on PATH or in $(PYENV_ROOT):" \
+	    "the Colab-like environment uses $$($$py -V) instead (COLAB_PYTHON=/path/to/python$(COLAB_PYTHON_VERSION) to choose one)"; fi; \
+	echo "$$py -m venv $(COLAB_VENV)   # $$($$py -V)"; "$$py" -m venv $(COLAB_VENV)
 	$(COLAB_VENV)/bin/python $(INSTALL) $(COLAB_VENV) -q --no-compile -r tools/colab/requirements.txt
 	$(COLAB_VENV)/bin/python $(INSTALL) $(COLAB_VENV) -q --no-compile --no-deps -r tools/colab/requirements-nodeps.txt
 	@touch $@
+
+# The Colab check's pins from Colab's published runtime (googlecolab/backend-info; the copy in
+# tools/colab/backend-info/): tools/colab/requirements*.txt and python-version, rewritten by
+# tools/colab_requirements.py. After copying a newer pip-freeze.txt and os-info.txt there (or with
+# FREEZE=path/to/pip-freeze.txt), one command and a diff; TORCH=2.13.0 where Colab's torch cannot be installed.
+FREEZE ?= tools/colab/backend-info/pip-freeze.txt
+TORCH  ?=
+colab-requirements:
+	$(PYTHON) tools/colab_requirements.py $(FREEZE) $(if $(TORCH),--torch $(TORCH))
+	@git diff --stat -- tools/colab/requirements.txt tools/colab/requirements-nodeps.txt tools/colab/python-version || true
 
 # Every notebook top to bottom as a Colab reader runs it (live mode, working directory
 # outside the repository, mlbook installed by the setup cell from a snapshot of this
