@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 import torch
 from figure_checks import _assert_distinct_frames, _last_plot
+from hf_versions import rope_theta
 
 from mlbook.analysis import after_rope as A
 from mlbook.viz import after_rope as V
@@ -58,7 +59,7 @@ def test_llama4_rows_match_transformers_defaults():
     oss = transformers.GptOssConfig(num_hidden_layers=row.n_layers)  # gpt-oss-20b: 24 layers
     assert A.layer_types(row.n_layers, row.local_per_global) == tuple(oss.layer_types) == row.types
     assert (row.window, row.n_kv_heads, row.d_head, row.local_base) == (
-        oss.sliding_window, oss.num_key_value_heads, oss.head_dim, oss.rope_theta)
+        oss.sliding_window, oss.num_key_value_heads, oss.head_dim, rope_theta(oss))
 
 
 def test_layer_types_patterns():
@@ -184,7 +185,7 @@ def test_deepseek_row_matches_transformers_defaults():
     assert A.shipped_scaling("DeepSeek-V3").d_head == cfg.qk_rope_head_dim
     oss, row = transformers.GptOssConfig(), A.shipped_scaling("gpt-oss")  # the config class: 120b; same rope
     assert (row.base, row.factor, row.original_len, row.max_len) == (
-        oss.rope_theta, oss.rope_scaling["factor"], oss.rope_scaling["original_max_position_embeddings"],
+        rope_theta(oss), oss.rope_scaling["factor"], oss.rope_scaling["original_max_position_embeddings"],
         oss.max_position_embeddings)
 
 

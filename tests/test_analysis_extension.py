@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 import torch
 
+from hf_versions import rope_init_function
 from mlbook.analysis import extension as E
 from mlbook.transformer.positional import RotaryEmbedding
 from mlbook.transformer.rope_scaling import ROPE_SCALINGS
@@ -71,7 +72,6 @@ def test_methods_are_the_library_registry():
 def _hf_inv_freq(name: str, d: int, base: float, L: int, s: float, seq_len: int | None = None) -> torch.Tensor:
     transformers = pytest.importorskip("transformers")
     from transformers import LlamaConfig
-    from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
 
     scaling, max_pos = {
         "none": (None, L),
@@ -90,7 +90,7 @@ def _hf_inv_freq(name: str, d: int, base: float, L: int, s: float, seq_len: int 
     kind = "default" if name in ("none", "ntk") else name
     kw = {"seq_len": seq_len} if name == "dynamic" else {}
     assert transformers
-    return ROPE_INIT_FUNCTIONS[kind](cfg, "cpu", **kw)[0]
+    return rope_init_function(kind)(cfg, "cpu", **kw)[0]
 
 
 @pytest.mark.parametrize("method", E.METHODS)

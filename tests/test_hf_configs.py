@@ -14,8 +14,8 @@ import torch
 
 transformers = pytest.importorskip("transformers")
 from transformers import LlamaConfig, LlamaForCausalLM  # noqa: E402
-from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS  # noqa: E402
 
+from hf_versions import rope_init_function  # noqa: E402
 from mlbook.analysis.model_config import SHIPPED_CONFIGS, load_config, rotary_width  # noqa: E402
 from mlbook.transformer.hf import (  # noqa: E402
     gpt_config_from_hf, gpt_from_hf_llama, hf_rope_type, rope_options_from_hf, rope_scaling_from_hf,
@@ -113,7 +113,7 @@ def test_shipped_config_frequencies_equal_rope_init_functions(name: str) -> None
             "head_dim": d, "hidden_size": 4 * d, "num_attention_heads": 4}
     scaling = rope_scaling_from_hf(view)
     for seq_len in (None, longest(c) + 1):
-        theirs, theirs_factor = ROPE_INIT_FUNCTIONS[kind](cfg, "cpu", seq_len=seq_len)
+        theirs, theirs_factor = rope_init_function(kind)(cfg, "cpu", seq_len=seq_len)
         ours, ours_factor = scaling.frequencies(d, float(c["rope_theta"]), seq_len)
         torch.testing.assert_close(ours, theirs, rtol=1e-6, atol=1e-9)
         assert math.isclose(ours_factor, theirs_factor, rel_tol=1e-12)
@@ -248,6 +248,6 @@ def test_partial_rotary_tables_equal_transformers(rope_scaling) -> None:
                             rope_scaling=copy.deepcopy(rope_scaling), partial_rotary_factor=0.5)
     kind = hf_rope_type(rope_scaling)
     for seq_len in (None, 300):
-        theirs, factor = ROPE_INIT_FUNCTIONS[kind](hf_config, "cpu", seq_len=seq_len)
+        theirs, factor = rope_init_function(kind)(hf_config, "cpu", seq_len=seq_len)
         torch.testing.assert_close(rotary.inv_freq_at(seq_len or 1), theirs, rtol=1e-6, atol=1e-9)
         assert math.isclose(rotary.attention_factor, factor, rel_tol=1e-12)

@@ -21,8 +21,8 @@ import torch
 
 pytest.importorskip("transformers")
 from transformers import LlamaConfig  # noqa: E402
-from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS  # noqa: E402
 
+from hf_versions import rope_init_function, rope_theta  # noqa: E402
 from mlbook.transformer.hf import gpt_config_from_hf, rope_scaling_from_hf  # noqa: E402
 from mlbook.transformer.models import GPT  # noqa: E402
 
@@ -35,17 +35,17 @@ ROPE_TYPES = ("linear", "dynamic", "yarn", "longrope", "llama3")
 
 def config(rope_scaling: dict | None = None, **extra) -> dict:
     return {"hidden_size": LLAMA.hidden_size, "num_attention_heads": LLAMA.num_attention_heads,
-            "rope_theta": LLAMA.rope_theta, "max_position_embeddings": LLAMA.max_position_embeddings,
+            "rope_theta": rope_theta(LLAMA), "max_position_embeddings": LLAMA.max_position_embeddings,
             "rope_scaling": rope_scaling, **extra}
 
 
 def ours(rope_scaling: dict | None, seq_len: int | None = None, **extra) -> tuple[torch.Tensor, float]:
-    return rope_scaling_from_hf(config(rope_scaling, **extra)).frequencies(D, LLAMA.rope_theta, seq_len)
+    return rope_scaling_from_hf(config(rope_scaling, **extra)).frequencies(D, rope_theta(LLAMA), seq_len)
 
 
 def theirs(rope_scaling: dict | None, seq_len: int | None = None) -> tuple[torch.Tensor, float]:
     c = LlamaConfig(rope_scaling=rope_scaling)
-    return ROPE_INIT_FUNCTIONS[(rope_scaling or {}).get("rope_type", "default")](c, "cpu", seq_len=seq_len)
+    return rope_init_function((rope_scaling or {}).get("rope_type", "default"))(c, "cpu", seq_len=seq_len)
 
 
 DEFAULT_INV_FREQ = ours(None)[0]

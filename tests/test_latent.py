@@ -11,6 +11,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from hf_versions import rope_theta
 from mlbook.transformer.latent import (
     LatentCache,
     MLAConfig,
@@ -128,5 +129,5 @@ def test_deepseek_v3_shape_equals_transformers_config():
     c = MLAConfig.deepseek_v3()
     assert (c.d_model, c.n_heads, c.kv_lora_rank, c.q_lora_rank, c.qk_nope_head_dim, c.qk_rope_head_dim,
             c.v_head_dim, c.rope_base) == (hf.hidden_size, hf.num_attention_heads, hf.kv_lora_rank, hf.q_lora_rank,
-                                           hf.qk_nope_head_dim, hf.qk_rope_head_dim, hf.v_head_dim, hf.rope_theta)
+                                           hf.qk_nope_head_dim, hf.qk_rope_head_dim, hf.v_head_dim, rope_theta(hf))
     assert (c.pairing == "interleaved") == hf.rope_interleave

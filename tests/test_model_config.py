@@ -12,8 +12,8 @@ import torch
 
 transformers = pytest.importorskip("transformers")
 from transformers import LlamaConfig  # noqa: E402
-from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS  # noqa: E402
 
+from hf_versions import rope_init_function  # noqa: E402
 from mlbook.analysis.model_config import (  # noqa: E402
     SHIPPED_CONFIGS, context_lengths, layer_plan, load_config, read_rope_type, rotary_width, scaling_bands,
     serving_override, summarize_config,
@@ -31,7 +31,7 @@ def hf_frequencies(c: dict, rope_scaling, seq_len=None) -> tuple[torch.Tensor, f
     d = rotary_width(c)
     cfg = LlamaConfig(hidden_size=4 * d, num_attention_heads=4, head_dim=d, rope_theta=float(c["rope_theta"]),
                       max_position_embeddings=longest(c), rope_scaling=copy.deepcopy(rope_scaling))
-    return ROPE_INIT_FUNCTIONS[hf_rope_type(rope_scaling)](cfg, "cpu", seq_len=seq_len)
+    return rope_init_function(hf_rope_type(rope_scaling))(cfg, "cpu", seq_len=seq_len)
 
 
 @pytest.mark.parametrize("name", SHIPPED_CONFIGS)

@@ -32,6 +32,8 @@ from mlbook.transformer.positional import alibi_slopes
 from mlbook.transformer.rope_scaling import RopeScaling
 
 transformers = pytest.importorskip("transformers")
+from hf_versions import hf4_only  # noqa: E402
+
 pytestmark = pytest.mark.oracle
 
 BIB = Path(__file__).resolve().parents[1] / "book" / "references.bib"
@@ -47,6 +49,7 @@ def test_gpt2_row() -> None:
     assert (row.n_layers, row.n_heads, row.n_kv_heads, row.d_head) == (c.n_layer, c.n_head, c.n_head, c.n_embd // c.n_head)
 
 
+@hf4_only("BertConfig.position_embedding_type, which transformers 5 removed")
 def test_bert_row() -> None:
     row, c = MF.family("BERT"), transformers.BertConfig()
     assert c.position_embedding_type == "absolute" and row.scheme == "learned"
@@ -62,6 +65,7 @@ def test_t5_row() -> None:
 
 
 @pytest.mark.parametrize("name,cls", [("LLaMA 1", "LlamaConfig"), ("Mistral", "MistralConfig"), ("Gemma", "GemmaConfig")])
+@hf4_only("the class defaults as 4.x's attributes; transformers 5 keeps the base in rope_parameters")
 def test_rope_rows_whose_class_defaults_are_the_checkpoint(name: str, cls: str) -> None:
     row, c = MF.family(name), getattr(transformers, cls)()
     assert row.scheme == "rope" and row.rope_base == c.rope_theta
@@ -189,6 +193,7 @@ def _shape(c) -> tuple[int, int, int, int]:
     return c.num_hidden_layers, c.num_attention_heads, c.num_key_value_heads, _d_head(c)
 
 
+@hf4_only("the class defaults as 4.x's attributes; transformers 5 keeps the base in rope_parameters")
 def test_llama4_row_is_scouts_config() -> None:
     row, c = MF.family("Llama 4"), transformers.Llama4TextConfig()
     assert (row.n_layers, row.n_heads, row.n_kv_heads, row.d_head) == _shape(c)
@@ -199,6 +204,7 @@ def test_llama4_row_is_scouts_config() -> None:
     assert row.rotary_layers == tuple(i for i, r in enumerate(c.no_rope_layers) if r == 1)
 
 
+@hf4_only("the class defaults as 4.x's attributes; transformers 5 keeps the base in rope_parameters")
 def test_gemma2_row_is_the_class_defaults() -> None:
     row, c = MF.family("Gemma 2"), transformers.Gemma2Config()
     assert (row.n_layers, row.n_heads, row.n_kv_heads, row.d_head) == _shape(c)
@@ -206,6 +212,7 @@ def test_gemma2_row_is_the_class_defaults() -> None:
     assert row.layer_kinds == tuple(c.layer_types)
 
 
+@hf4_only("Gemma3TextConfig.rope_theta and rope_local_base_freq; transformers 5 keeps them per layer type in rope_parameters")
 def test_gemma3_row_bases_and_pattern() -> None:
     row = MF.family("Gemma 3")
     c = transformers.Gemma3TextConfig(num_hidden_layers=row.n_layers, sliding_window=row.window)
@@ -213,6 +220,7 @@ def test_gemma3_row_bases_and_pattern() -> None:
     assert row.layer_kinds == tuple(c.layer_types)
 
 
+@hf4_only("the class defaults as 4.x's attributes; transformers 5 keeps the base in rope_parameters")
 def test_deepseek_v3_row_is_the_class_defaults() -> None:
     row, c = MF.family("DeepSeek-V3"), transformers.DeepseekV3Config()
     assert (row.n_layers, row.n_heads, row.rope_base) == (c.num_hidden_layers, c.num_attention_heads, c.rope_theta)
@@ -231,6 +239,7 @@ def test_deepseek_v3_yarn_row_through_hf_rope_init() -> None:
     assert hf_af == 1.0  # mscale == mscale_all_dim: the YaRN temperature cancels (DeepSeek applies it to the softmax)
 
 
+@hf4_only("the class defaults as 4.x's attributes; transformers 5 keeps the base in rope_parameters")
 def test_phi_rows() -> None:
     row, c = MF.family("Phi-3"), transformers.Phi3Config()
     assert (row.n_layers, row.n_heads, row.n_kv_heads, row.d_head) == _shape(c)
@@ -239,6 +248,7 @@ def test_phi_rows() -> None:
     assert round(mini.partial_rotary * mini.d_head) == 96
 
 
+@hf4_only("the class defaults as 4.x's attributes; transformers 5 keeps the base in rope_parameters")
 def test_smollm3_row_nope_layers() -> None:
     row, c = MF.family("SmolLM3"), transformers.SmolLM3Config()
     assert (row.n_layers, row.n_heads, row.n_kv_heads, row.d_head) == _shape(c)
@@ -246,6 +256,7 @@ def test_smollm3_row_nope_layers() -> None:
     assert row.rope_base != c.rope_theta  # the release's 5,000,000 is not the class default
 
 
+@hf4_only("ModernBertConfig.global_rope_theta and local_rope_theta; transformers 5 keeps them per layer type in rope_parameters")
 def test_modernbert_row_is_the_class_defaults() -> None:
     row, c = MF.family("ModernBERT"), transformers.ModernBertConfig()
     assert (row.n_layers, row.n_heads, row.d_head) == (c.num_hidden_layers, c.num_attention_heads,
@@ -258,6 +269,7 @@ def test_modernbert_row_is_the_class_defaults() -> None:
                                     else "sliding_attention" for i in range(c.num_hidden_layers))
 
 
+@hf4_only("config.rope_theta and rope_scaling as 4.x keeps them")
 def test_mixtral_and_gpt_oss_rows() -> None:
     row, c = MF.family("Mixtral"), transformers.MixtralConfig()
     assert (row.n_layers, row.n_heads, row.n_kv_heads, row.d_head) == _shape(c)

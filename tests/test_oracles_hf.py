@@ -26,6 +26,7 @@ from transformers.models.llama import modeling_llama  # noqa: E402
 from transformers.models.mpt.modeling_mpt import build_mpt_alibi_tensor  # noqa: E402
 from transformers.models.t5.modeling_t5 import T5Attention  # noqa: E402
 
+from hf_versions import rope_init_function, with_rope_theta  # noqa: E402
 from mlbook.transformer.positional import (  # noqa: E402
     RotaryEmbedding,
     alibi_slopes,
@@ -104,7 +105,7 @@ CONFIGS = [(64, 10000.0, 256, 4.0), (128, 500000.0, 1024, 8.0), (16, 10000.0, 64
 def test_inv_freq_and_attention_factor_match_hf(d_head: int, base: float, L: int, s: float) -> None:
     for name, scaling, max_pos, ours_kw in rope_cases(L, s):
         cfg = llama_config(d_head, base, scaling, max_pos)
-        hf_inv, hf_af = ROPE_INIT_FUNCTIONS[name](cfg, "cpu")
+        hf_inv, hf_af = rope_init_function(name)(cfg, "cpu")
         rope = RotaryEmbedding(d_head, base, RopeScaling(**ours_kw))
         assert rope.inv_freq.shape == hf_inv.shape == (d_head // 2,)
         rel = (rope.inv_freq.double() - hf_inv.double()) / hf_inv.double()
@@ -305,7 +306,7 @@ def test_gpt_from_hf_llama_logits_match(pairing: str, rope_scaling: dict | None)
     diff = record(f"GPT.from_hf_llama logits [{pairing}, {(rope_scaling or {}).get('rope_type', 'default')}]", logits - hf_logits)
     assert diff <= 1e-5, f"max |logits - HF| = {diff:.3e}"
     # the comparison can fail: the same weights with RoPE frequencies 1% off move the logits far past 1e-5
-    off = transformers.LlamaForCausalLM(cfg.__class__(**{**cfg.to_dict(), "rope_theta": 10100.0})).eval()
+    off = transformers.LlamaForCausalLM(with_rope_theta(cfg, 10100.0)).eval()
     off.load_state_dict(hf.state_dict())
     with torch.no_grad():
         assert (off(idx).logits - hf_logits).abs().max() > 1e-3

@@ -17,6 +17,7 @@ import torch
 
 transformers = pytest.importorskip("transformers")
 
+from hf_versions import hf4_only, rope_theta  # noqa: E402
 from mlbook.analysis import probe as P  # noqa: E402
 from mlbook.analysis.rope import as_complex  # noqa: E402
 from mlbook.transformer.positional import RotaryEmbedding  # noqa: E402
@@ -67,6 +68,7 @@ def test_real_model_without_gpu_fails_loudly(monkeypatch):
     assert f"MODEL_NAME = {P.TINY_RANDOM!r}" in msg and f"{P.PROBE_MODEL_ENV}={P.TINY_RANDOM}" in msg  # the way out
 
 
+@hf4_only("transformers.utils.hub._is_offline_mode, which transformers 5 removed")
 def test_real_model_without_network_fails_loudly(monkeypatch):
     import huggingface_hub.constants
     import transformers.utils.hub
@@ -106,7 +108,7 @@ def test_positional_settings_read_from_config(tiny):
     cfg = tiny.config
     assert (s.n_layers, s.n_heads, s.n_kv_heads, s.d_head) == (cfg.num_hidden_layers, cfg.num_attention_heads,
                                                               cfg.num_key_value_heads, cfg.head_dim)
-    assert s.rope_theta == cfg.rope_theta and s.trained_len == cfg.max_position_embeddings
+    assert s.rope_theta == rope_theta(cfg) and s.trained_len == cfg.max_position_embeddings
     hf_inv_freq = tiny.model.model.rotary_emb.inv_freq.double()  # Hugging Face's own frequencies
     np.testing.assert_allclose(s.wavelengths, (2 * np.pi / hf_inv_freq).numpy(), rtol=1e-6)
     assert any("rope_theta" in line for line in s.lines())
@@ -185,11 +187,12 @@ def test_scaled_rotation_reproduced_under_override(tiny, ids, scaling):
     # 128 tokens: past the trained 64, where dynamic scaling changes the frequencies
     with P.rope_override(tiny.model, scaling) as cfg:
         cap = P.capture_rotary(tiny.model, ids[:, :128])
-    unscaled = P.rotation_check(cap, RotaryEmbedding(tiny.config.head_dim, tiny.config.rope_theta))
+    unscaled = P.rotation_check(cap, RotaryEmbedding(tiny.config.head_dim, rope_theta(tiny.config)))
     assert unscaled.relative_error > 1e-3  # the override did change the model's rotation
     assert P.rotation_check(cap, P.rotary_from_config(cfg)).relative_error < 1e-5
 
 
+@hf4_only("config.rope_scaling is None for plain RoPE in 4.x; 5 gives the rope_parameters dict")
 def test_rope_override_restores_on_error(tiny):
     before = tiny.model.model.rotary_emb
     with pytest.raises(RuntimeError, match="boom"):
