@@ -43,7 +43,7 @@ define pytest_allow_empty
 	rc=0; $(1) || rc=$$?; if [ $$rc -eq 5 ]; then echo "(no tests collected)"; elif [ $$rc -ne 0 ]; then exit $$rc; fi
 endef
 
-.PHONY: help venv book test test-lib test-notebooks colab-check colab-requirements site-strict outputs-check outputs test-browser \
+.PHONY: help venv book test test-lib test-hf4 test-notebooks colab-check colab-requirements site-strict outputs-check outputs test-browser \
         chromium axe screenshot setup-cells bench bench-lib bench-book cache-check clean lab pdf test-pdf test-speed test-phone \
         site-browser outputs-portability outputs-spread
 
@@ -56,6 +56,7 @@ help:
 	@echo "make colab-check  every notebook run as in Colab (NOTEBOOKS='notebooks/01_x.ipynb ...' for some)"
 	@echo "make colab-requirements  the Colab check's pins from Colab's pip freeze (FREEZE=path; default the copy"
 	@echo "                  in tools/colab/backend-info/)"
+	@echo "make test-hf4     the oracle tests against transformers $(HF4_TRANSFORMERS) (the 4.x config layout) in $(HF4_VENV)"
 	@echo "make outputs-portability  the committed-outputs check against executions under two other CPUs'"
 	@echo "                  arithmetic (ATEN_CPU_CAPABILITY=default, avx2; ~5 min); make outputs-spread after it"
 	@echo "make setup-cells  rewrite every notebook's setup cell from the repository URL in _config.yml"
@@ -124,6 +125,25 @@ site-strict: $(STAMP) cache-check
 # compiles for about two minutes, sets the pace: about 190 s either way; 120 s with a warm cache.)
 test-lib: $(STAMP)
 	$(call pytest_allow_empty,OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(BIN)/python -m pytest tests -m "not browser" -n $(TEST_WORKERS) --dist loadfile)
+
+# The 4.x config layout keeps its own oracle: the oracle-marked tests (`-m oracle`: mlbook against
+# transformers' own code) in a second environment with transformers $(HF4_TRANSFORMERS), the last 4.x release,
+# where .venv has the test extra's. The same install as .venv's (requirements.txt's versions as
+# constraints, torch from local disk, the test extra, no jupyter-book), then transformers moved to 4.x;
+# installed after .venv (order-only), so the two never build mlbook's editable install at once.
+HF4_VENV         := _build/hf4-venv
+HF4_STAMP        := $(HF4_VENV)/.mlbook-hf4-installed
+HF4_TRANSFORMERS := 4.57.6
+$(HF4_STAMP): requirements.txt pyproject.toml | $(STAMP)
+	rm -rf $(HF4_VENV)
+	$(PYTHON) -m venv $(HF4_VENV)
+	$(HF4_VENV)/bin/python $(INSTALL) $(HF4_VENV) -q --no-compile -c requirements.txt -e '.[test]'
+	$(HF4_VENV)/bin/python $(INSTALL) $(HF4_VENV) -q --no-compile -c requirements.txt transformers==$(HF4_TRANSFORMERS)
+	@touch $@
+
+test-hf4: $(HF4_STAMP)
+	$(call pytest_allow_empty,OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(HF4_VENV)/bin/python -m pytest tests \
+	  -m "oracle and not browser" -q -p no:cacheprovider)
 
 # nbval in the local .venv: a quick check while writing a notebook (not part of `make test`,
 # where nbval runs in the Colab-like environment instead).
@@ -247,9 +267,10 @@ test-speed: $(STAMP) chromium
 # loaded by the other (where both reach one at once, the second waits for the first's record). The committed outputs
 # are compared with the site build's executions (outputs-check, after site-strict), and the
 # browser check starts on the finished site while the Colab check is still running (site-browser).
-# -O keeps each job's output whole.
+# The 4.x layout's oracle (test-hf4: its environment, then about 20 s of tests) goes beside the library
+# tests: about 40 s of one core from nothing, about 20 s of the run on two. -O keeps each job's output whole.
 test:
-	$(MAKE) --no-print-directory -j2 -O test-lib $(COLAB_STAMP)
+	$(MAKE) --no-print-directory -j2 -O test-lib $(COLAB_STAMP) test-hf4
 	OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(MAKE) --no-print-directory -j2 -O colab-check site-browser
 
 # The strict site build, the outputs check on its executions, then the browser check of that site.
