@@ -124,7 +124,7 @@ def test_scaling_needs_original_max_len(scaling: str) -> None:
 
 
 def test_yarn_and_llama3_band_order() -> None:
-    with pytest.raises(ValueError, match=r"beta_fast \(1.0\) must be greater than beta_slow \(32.0\)"):
+    with pytest.raises(ValueError, match=r"beta_fast \(1.0\) must be at least beta_slow \(32.0\)"):
         RopeScaling("yarn", factor=4.0, original_max_len=2048, beta_fast=1.0, beta_slow=32.0)
     with pytest.raises(ValueError, match=r"high_freq_factor \(1.0\) must be at least low_freq_factor \(4.0\)"):
         RopeScaling("llama3", factor=8.0, original_max_len=2048, low_freq_factor=4.0, high_freq_factor=1.0)
@@ -834,7 +834,7 @@ def test_live_figures_say_when_they_adjust_a_slider_combination(monkeypatch: pyt
         return " | ".join(a.text for a in drawn[-1].layout.annotations if a.text)
 
     live_context_scaling(beta_fast=2.0, beta_slow=4.0)  # the first draw uses the starting values
-    assert "beta_fast (2) must exceed beta_slow (4): YaRN is drawn with beta_fast = 5" in notes()
+    assert "beta_fast (2) must be at least beta_slow (4): YaRN is drawn with beta_fast = 5" in notes()
     live_buckets(num_buckets=64, max_distance=8)
     assert "max_distance=8 is inside the exact range: drawn with max_distance=33" in notes()
     live_t5_bias_map(T=64)

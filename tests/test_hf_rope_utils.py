@@ -147,6 +147,13 @@ def test_yarn_rope_numerically() -> None:
     torch.testing.assert_close(ours(rs)[0], theirs(rs)[0])
 
 
+@pytest.mark.parametrize("beta", [1.0, 4.0])
+def test_yarn_equal_betas_are_a_one_pair_ramp_as_in_transformers(beta: float) -> None:
+    """Kimi K2 ships beta_fast = beta_slow = 1: transformers widens the zero-width ramp by 0.001, so do we."""
+    rs = {"rope_type": "yarn", "factor": 32.0, "beta_fast": beta, "beta_slow": beta}
+    torch.testing.assert_close(ours(rs)[0], theirs(rs)[0])
+
+
 SHORT = [2.0] * (D // 2)
 LONG = torch.ones(D // 2).cumsum(0).tolist()
 

@@ -137,8 +137,8 @@ def yarn_ramp(
     L = check_int("original_max_len", original_max_len, 1)
     beta_fast = check_positive_float("beta_fast", beta_fast)
     beta_slow = check_positive_float("beta_slow", beta_slow)
-    if beta_fast <= beta_slow:
-        raise ValueError(f"beta_fast ({beta_fast}) must be greater than beta_slow ({beta_slow})")
+    if beta_fast < beta_slow:  # equal betas are a one-pair ramp: Kimi K2 ships beta_fast = beta_slow = 1
+        raise ValueError(f"beta_fast ({beta_fast}) must be at least beta_slow ({beta_slow})")
     check_bool("truncate", truncate)
 
     def pair_turning(turns: float) -> float:  # the fractional pair index whose wavelength fits `turns` turns in L
@@ -324,8 +324,8 @@ FrequencyFunction = Callable[[int, float, "RopeScaling", "int | None"], "tuple[t
 
 
 def _check_yarn(scaling: RopeScaling) -> None:
-    if scaling.beta_fast <= scaling.beta_slow:
-        raise ValueError(f"beta_fast ({scaling.beta_fast}) must be greater than beta_slow ({scaling.beta_slow})")
+    if scaling.beta_fast < scaling.beta_slow:
+        raise ValueError(f"beta_fast ({scaling.beta_fast}) must be at least beta_slow ({scaling.beta_slow})")
 
 
 def _check_llama3(scaling: RopeScaling) -> None:

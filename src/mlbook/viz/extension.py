@@ -314,11 +314,11 @@ def fig_context_scaling(
 def live_context_scaling(factor: float, base: float, d_head: int, original_max_len: int, beta_fast: float,
                          beta_slow: float, n_over_L: float) -> go.Figure:
     """Live form of `fig_context_scaling`: s, base, d_head, L, beta_fast, beta_slow and dynamic's n / L
-    (which starts at s). With beta_fast <= beta_slow YaRN's ramp is undefined: the figure draws
-    beta_fast = beta_slow + 1 and says so."""
+    (which starts at s). With beta_fast < beta_slow YaRN's ramp runs backwards: the figure draws
+    beta_fast = beta_slow + 1 and says so (equal betas are a one-pair ramp, as Kimi K2 ships)."""
     note = None
-    if beta_fast <= beta_slow:
-        note = (f"beta_fast ({beta_fast:g}) must exceed beta_slow ({beta_slow:g}): YaRN is drawn with "
+    if beta_fast < beta_slow:
+        note = (f"beta_fast ({beta_fast:g}) must be at least beta_slow ({beta_slow:g}): YaRN is drawn with "
                 f"beta_fast = {beta_slow + 1.0:g}")
         beta_fast = beta_slow + 1.0
     seq_len = max(1, int(round(n_over_L * original_max_len)))
