@@ -27,9 +27,13 @@ dropped silently.
 
 How the scaling keys map (the same names in rope_scaling and rope_parameters):
 
-    rope_type ("type" in older configs)     "default" -> "none"; linear, dynamic, yarn, llama3, longrope;
+    rope_type ("type" in older configs)     "default" -> "none"; linear, dynamic, yarn, llama3, longrope,
+                                            proportional (transformers 5, Gemma 4's global layers);
                                             "mrope" (Qwen2-VL) is default RoPE with M-RoPE sections,
                                             "su" (Phi-3) is longrope
+    partial_rotary_factor                   the head's first int(p head_dim) channels rotate; for
+                                            proportional, rotated_fraction: the whole head turns on its
+                                            own ladder, the pairs past the first floor(p head_dim / 2) at 0
     factor                                  factor (longrope: max_position_embeddings /
                                             original_max_position_embeddings when the factor is absent)
     original_max_position_embeddings        original_max_len (yarn, llama3: falls back to max_position_embeddings;
@@ -89,7 +93,7 @@ __all__ = [
 # transformers' rope_type -> the library's scaling name
 HF_ROPE_TYPES: dict[str, str] = {
     "default": "none", "linear": "linear", "dynamic": "dynamic", "yarn": "yarn", "llama3": "llama3",
-    "longrope": "longrope",
+    "longrope": "longrope", "proportional": "proportional",
 }
 
 # The keys each rope_type reads (transformers 4.57.6 and 5.15, _validate_*_parameters and _compute_*_parameters),
@@ -103,6 +107,8 @@ HF_SCALING_KEYS: dict[str, frozenset[str]] = {
     "llama3": frozenset({"factor", "original_max_position_embeddings", "low_freq_factor", "high_freq_factor"}),
     "longrope": frozenset({"factor", "original_max_position_embeddings", "short_factor", "long_factor",
                            "attention_factor"}),
+    # transformers 5 only (Gemma 4's global layers); partial_rotary_factor is the share of pairs that turn
+    "proportional": frozenset({"factor"}),
 }
 
 # Names other libraries or older configs use, and what to write instead
@@ -713,6 +719,11 @@ def _scaling_parameters(config: Any, layer_type: str | None = None) -> tuple[str
                 raise ValueError(f"rope_scaling of type 'llama3' needs {missing}")
             args["low_freq_factor"] = _float("low_freq_factor", given["low_freq_factor"])
             args["high_freq_factor"] = _float("high_freq_factor", given["high_freq_factor"])
+    elif kind == "proportional":
+        # transformers 5.15 (_compute_proportional_rope_parameters): factor and partial_rotary_factor default to 1
+        if given.get("factor") is not None:
+            args["factor"] = _float("factor", given["factor"])
+        args["rotated_fraction"] = _partial_rotary_factor(config, layer_type)
     elif kind == "longrope":
         for key in ("short_factor", "long_factor"):
             if key not in given:

@@ -16,6 +16,8 @@ longer context L' = s L needs fewer new angles; s is the `factor`:
     longrope theta_i / lambda_i with searched per-pair factors lambda_i: short_factor up to L,
              long_factor past it, and an attention factor sqrt(1 + ln s / ln L) (Ding et al.,
              2024; Phi-3)
+    proportional  the first floor(p d / 2) pairs turn at theta_i / s, the rest at frequency 0: p-RoPE
+             (Barbero et al., 2025), as transformers 5 ships it for Gemma 4's global layers
 
 How the pieces fit, in the manner of Hugging Face's `modeling_rope_utils`, with a frozen config
 object in place of keyword arguments and errors where it only warns:
@@ -58,6 +60,7 @@ __all__ = [
     "YarnBands",
     "yarn_bands",
     "yarn_attention_factor",
+    "proportional_frequencies",
     "yarn_mscale",
     "yarn_scaling_attention_factor",
     "yarn_frequencies",
@@ -316,8 +319,20 @@ def longrope_frequencies(
     return inv_freq, attention
 
 
-# ---------------------------------------------------------------------------
-# The registry: scaling name -> its function and parameters. Append new pairs.
+def proportional_frequencies(
+    d_head: int, base: float, scaling: RopeScaling, seq_len: int | None
+) -> tuple[torch.Tensor, float]:
+    """p-RoPE (Barbero et al., 2025, "Round and round we go"), as transformers 5 computes its "proportional"
+    type (Gemma 4's global layers: p = 0.25 of a 512-wide head at base 10^6).
+
+    The ladder is the whole head's, theta_i = base^(-2i/d_head); the first floor(p d_head / 2) pairs keep it
+    (divided by factor), the others get frequency 0 and never turn, so they carry content with no position.
+    p is `rotated_fraction` (transformers' partial_rotary_factor, which here does not shorten the head).
+    """
+    theta = frequency_ladder(d_head, base)  # (d/2,)
+    turning = int(scaling.rotated_fraction * d_head // 2)  # transformers: int(p * head_dim // 2)
+    keep = torch.arange(d_head // 2) < turning  # (d/2,)
+    return theta * keep / scaling.factor, 1.0  # (d/2,) zero past the first `turning` pairs
 # ---------------------------------------------------------------------------
 
 FrequencyFunction = Callable[[int, float, "RopeScaling", "int | None"], "tuple[torch.Tensor, float]"]
@@ -326,6 +341,12 @@ FrequencyFunction = Callable[[int, float, "RopeScaling", "int | None"], "tuple[t
 def _check_yarn(scaling: RopeScaling) -> None:
     if scaling.beta_fast < scaling.beta_slow:
         raise ValueError(f"beta_fast ({scaling.beta_fast}) must be at least beta_slow ({scaling.beta_slow})")
+
+
+def _check_proportional(scaling: RopeScaling) -> None:
+    if scaling.rotated_fraction > 1.0:
+        raise ValueError(f"rotated_fraction must be in (0, 1] (the share of the head's pairs that turn), "
+                         f"got {scaling.rotated_fraction:g}")
 
 
 def _check_llama3(scaling: RopeScaling) -> None:
@@ -366,8 +387,11 @@ ROPE_SCALING_REGISTRY: dict[str, ScalingScheme] = {
         {"factor": 1.0, "original_max_len": None, "short_factor": None, "long_factor": None, "attention_factor": None},
         uses_seq_len=True, optional=("attention_factor",),
     ),
+    "proportional": ScalingScheme(
+        proportional_frequencies, {"factor": 1.0, "rotated_fraction": None}, _check_proportional,
+    ),
 }
-# ("none", "linear", "ntk", "dynamic", "yarn", "llama3", "longrope")
+# ("none", "linear", "ntk", "dynamic", "yarn", "llama3", "longrope", "proportional")
 ROPE_SCALINGS: tuple[str, ...] = tuple(ROPE_SCALING_REGISTRY)
 
 
@@ -385,7 +409,8 @@ def scaling_parameters(name: str) -> tuple[str, ...]:
 class RopeScaling:
     """A RoPE context-extension scaling: its name and parameters, validated when made, then frozen.
 
-        name               one of ROPE_SCALINGS ("none", "linear", "ntk", "dynamic", "yarn", "llama3")
+        name               one of ROPE_SCALINGS ("none", "linear", "ntk", "dynamic", "yarn", "llama3", "longrope",
+                           "proportional")
         factor             s = L' / L, the extension ratio, >= 1 (for dynamic, the s in s n / L - (s - 1))
         original_max_len   L, the context length the model was trained at (dynamic, yarn, llama3: required)
         beta_fast, beta_slow
@@ -401,6 +426,8 @@ class RopeScaling:
         truncate           yarn: round the ramp's ends to whole pairs (default True; gpt-oss: False)
         short_factor, long_factor
                            longrope: d_head/2 per-pair divisors, for up to L tokens and past L
+        rotated_fraction   proportional: the share p of the head's pairs that turn, in (0, 1]
+                           (transformers' partial_rotary_factor for rope_type "proportional")
 
     A scaling takes only its own parameters (`scaling_parameters(name)`): giving any other, or a
     factor other than 1 with name="none", is an error, and so is leaving out a required one. The
@@ -424,6 +451,7 @@ class RopeScaling:
     truncate: bool | None = None
     short_factor: tuple[float, ...] | None = None
     long_factor: tuple[float, ...] | None = None
+    rotated_fraction: float | None = None
 
     def __post_init__(self) -> None:
         scheme = ROPE_SCALING_REGISTRY[check_choice("scaling", self.name, ROPE_SCALINGS)]
