@@ -74,8 +74,6 @@ def test_requires_python_admits_colabs_python() -> None:
         f"pyproject.toml's requires-python {PROJECT['requires-python']} excludes Colab's Python {COLAB_PYTHON}")
 
 
-@pytest.mark.xfail(strict=True, reason="the test extra moves to Colab's transformers when the library reads "
-                   "transformers-5 configs (issue 31); the 4.x layout keeps its oracle in `make test-hf4`")
 def test_the_oracle_tests_run_against_the_transformers_colab_preinstalls() -> None:
     (pin,) = [Requirement(s) for s in PROJECT["optional-dependencies"]["test"] if Requirement(s).name == "transformers"]
     assert str(pin.specifier) == f"=={freeze('cpu')['transformers']}"
