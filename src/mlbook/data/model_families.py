@@ -187,6 +187,7 @@ MODEL_FAMILIES: tuple[ModelFamily, ...] = (
         sources=("meta2025llama4",),
         urls=("https://ai.meta.com/blog/llama-4-multimodal-intelligence/",
               "https://huggingface.co/meta-llama/Llama-4-Scout-17B-16E/blob/main/config.json",
+              "https://huggingface.co/meta-llama/Llama-4-Scout-17B-16E-Instruct/blob/main/config.json",
               "https://github.com/meta-llama/llama-models/blob/main/models/llama4/args.py",
               "https://github.com/huggingface/transformers/blob/main/src/transformers/models/llama4/"
               "convert_llama4_weights_to_hf.py"),
@@ -194,7 +195,9 @@ MODEL_FAMILIES: tuple[ModelFamily, ...] = (
                  "attention_chunk_size, floor_scale, attn_scale, and its no_rope_layers and layer_types equal the row's",
         notes="iRoPE: every 4th layer (3, 7, ..., 47) is a NoPE layer with global attention and temperature-scaled "
               "queries; the other 36 rotate and attend within 8,192-token chunks; the conversion script gives the "
-              "base model 262,144 positions and the 16-expert instruct model 10,485,760; Hugging Face's Llama 4 "
+              "base model 262,144 positions and the 16-expert instruct model 10,485,760, which the instruct "
+              "checkpoint's published config.json states (max_position_embeddings 10,485,760, with the llama3 "
+              "scaling below: factor 16, low and high frequency factors 1, original 8,192); Hugging Face's Llama 4 "
               "rotates interleaved pairs (complex multiplication); the pretraining length is not in the config. "
               "The scaling is Meta's reference code's ('only Llama-4-Scout uses scaled rope': factor 16, high "
               "frequency factor 1); a copy of the base checkpoint's Hub config read elsewhere shows factor 8 and "
