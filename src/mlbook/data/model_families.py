@@ -311,6 +311,84 @@ MODEL_FAMILIES: tuple[ModelFamily, ...] = (
               "YaRN (factor 40, mscale and mscale_all_dim 1) from 4k to 128k in two stages",
     ),
     ModelFamily(
+        "DeepSeek-V3.2", "DeepSeek-V3.2-Exp", 2025, "rope", 4096, 163840, 61, 128, 128, 192, rope_base=10000.0,
+        rope_pairing="interleaved", scaling="yarn", scaling_factor=40.0,
+        scaling_params={"original_max_position_embeddings": 4096, "beta_fast": 32.0, "beta_slow": 1.0, "mscale": 1.0},
+        kv_lora_rank=512, qk_rope_head_dim=64, qk_nope_head_dim=128,
+        sources=("deepseekai2024v3", "deepseekai2024v2", "wolf2020transformers"),
+        urls=("https://huggingface.co/deepseek-ai/DeepSeek-V3.2-Exp/blob/main/config.json",
+              "https://github.com/deepseek-ai/DeepSeek-V3.2-Exp/blob/6d8cb70dfdd6f37c83c5208105a3e2c8da117485/"
+              "inference/model.py",
+              "https://github.com/huggingface/transformers/blob/v5.15.0/src/transformers/models/deepseek_v32/configuration_deepseek_v32.py"),
+        hf_check="DeepseekV32Config() (transformers 5.15, docstring checkpoint DeepSeek-V3.2-Exp) defaults are the "
+                 "row's attention: layers, heads, kv_lora_rank, qk_rope_head_dim, qk_nope_head_dim, "
+                 "max_position_embeddings, base; every layer_types entry 'deepseek_sparse_attention'; the YaRN "
+                 "parameters are DeepSeek's reference ModelArgs', checked through transformers' yarn initialiser",
+        notes="DeepSeek-V3's multi-head latent attention and YaRN (factor 40 from 4,096; the YaRN values are the "
+              "reference code's ModelArgs defaults, the Hub config was not read, so its mscale_all_dim is not "
+              "given here) plus DeepSeek Sparse Attention: a lightning indexer (64 heads of 128) picks the top "
+              "2,048 cached tokens for each query; the cache still holds every token, and the indexer's own "
+              "128-wide key per token and layer, which this row's cache size does not count",
+    ),
+    ModelFamily(
+        "Kimi K2", "Kimi-K2-Instruct", 2025, "rope", 4096, 131072, 61, 64, 64, 192, rope_base=50000.0,
+        rope_pairing="interleaved", scaling="yarn", scaling_factor=32.0,
+        scaling_params={"original_max_position_embeddings": 4096, "beta_fast": 1.0, "beta_slow": 1.0,
+                        "mscale": 1.0, "mscale_all_dim": 1.0},
+        kv_lora_rank=512, qk_rope_head_dim=64, qk_nope_head_dim=128,
+        sources=("deepseekai2024v3", "peng2023yarn"),
+        urls=("https://huggingface.co/moonshotai/Kimi-K2-Instruct/blob/main/config.json",
+              "https://github.com/ai-dynamo/aiconfigurator/blob/095f58a51c4ca8e61b66ec108d86f223f8d559ce/aic-core/src/"
+              "aiconfigurator_core/model_configs/moonshotai--Kimi-K2-Instruct_config.json"),
+        hf_check="values from the published config.json (model_type kimi_k2, served by DeepseekV3ForCausalLM); no "
+                 "transformers 5.15 class defaults to it: its YaRN, given to transformers' yarn initialiser through "
+                 "DeepseekV3Config, yields the same frequencies as mlbook's RopeScaling('yarn', ...), and the row "
+                 "equals the published config where ../shared/realconfigs holds it",
+        notes="DeepSeek-V3's architecture with half the heads (64) and base 50,000; YaRN factor 32 from 4,096 with "
+              "beta_fast = beta_slow = 1 (a one-pair ramp) and mscale = mscale_all_dim = 1 (no factor on cos and "
+              "sin). Kimi K2.5 and K2.6 (transformers' kimi_k25) wrap a deepseek_v3 text config whose released "
+              "values were not read here",
+    ),
+    ModelFamily(
+        "GLM-5", "GLM-5", 2026, "rope", None, 202752, 78, 64, 64, 256, rope_base=1000000.0,
+        rope_pairing="interleaved", kv_lora_rank=512, qk_rope_head_dim=64, qk_nope_head_dim=192,
+        unverified=("original_len",),
+        sources=("deepseekai2024v2", "wolf2020transformers"),
+        urls=("https://huggingface.co/zai-org/GLM-5/blob/main/config.json",
+              "https://github.com/ai-dynamo/aiconfigurator/blob/095f58a51c4ca8e61b66ec108d86f223f8d559ce/aic-core/src/"
+              "aiconfigurator_core/model_configs/zai-org--GLM-5_config.json",
+              "https://github.com/huggingface/transformers/blob/v5.15.0/src/transformers/models/glm_moe_dsa/configuration_glm_moe_dsa.py"),
+        hf_check="GlmMoeDsaConfig() (transformers 5.15, docstring checkpoint GLM-5) defaults are the row's "
+                 "attention: layers, heads, kv_lora_rank, qk_rope_head_dim, qk_nope_head_dim, "
+                 "max_position_embeddings, every layer 'deepseek_sparse_attention'; the base (1,000,000) is the "
+                 "published config's rope_parameters (the class default is 10,000), compared where "
+                 "../shared/realconfigs holds it",
+        notes="multi-head latent attention with a 192-wide unrotated and 64-wide rotated query/key part (values "
+              "256), adjacent pairs rotated (rope_interleave), base 1,000,000 in the transformers-5 "
+              "rope_parameters layout, no scaling; DeepSeek Sparse Attention's indexer (32 heads of 128) picks "
+              "2,048 tokens per query, its key cache not counted here; the pretraining length is not in the config",
+    ),
+    ModelFamily(
+        "Mistral 4", "Mistral-Small-4-119B-2603", 2026, "rope", 8192, 1048576, 36, 32, 32, 128, rope_base=10000.0,
+        rope_pairing="interleaved", scaling="yarn", scaling_factor=128.0,
+        scaling_params={"original_max_position_embeddings": 8192, "beta_fast": 32.0, "beta_slow": 1.0,
+                        "mscale": 1.0, "mscale_all_dim": 1.0},
+        temperature_tuning={"floor_scale": 8192.0, "attn_scale": 0.1},
+        kv_lora_rank=256, qk_rope_head_dim=64, qk_nope_head_dim=64,
+        sources=("wolf2020transformers", "deepseekai2024v2", "peng2023yarn"),
+        urls=("https://huggingface.co/mistralai/Mistral-Small-4-119B-2603/blob/main/config.json",
+              "https://github.com/huggingface/transformers/blob/v5.15.0/src/transformers/models/mistral4/configuration_mistral4.py",
+              "https://github.com/huggingface/transformers/blob/v5.15.0/src/transformers/models/mistral4/modeling_mistral4.py"),
+        hf_check="Mistral4Config() (transformers 5.15, docstring checkpoint Mistral-Small-4-119B-2603) defaults: "
+                 "layers, heads, kv_lora_rank, qk_rope_head_dim, qk_nope_head_dim, max_position_embeddings, "
+                 "rope_interleave, and rope_parameters' YaRN and llama_4_scaling_beta equal the row's; the published "
+                 "config.json was not read",
+        notes="multi-head latent attention (latent 256, 64 of each 128-wide query/key rotated); YaRN factor 128 from "
+              "8,192 to 1,048,576; every layer's queries are scaled by 1 + 0.1 ln(1 + floor(position / 8,192)) "
+              "(llama_4_scaling_beta, Llama 4's temperature tuning, here on rotating layers); the values are the "
+              "transformers class defaults, not read from the checkpoint's own config",
+    ),
+    ModelFamily(
         "Phi-3", "Phi-3-mini-128k-instruct", 2024, "rope", 4096, 131072, 32, 32, 32, 96, rope_base=10000.0,
         rope_pairing="half", scaling="longrope", scaling_params={"original_max_position_embeddings": 4096},
         sources=("abdin2024phi3", "ding2024longrope"),

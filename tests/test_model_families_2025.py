@@ -1,0 +1,146 @@
+"""Rows of mlbook.data.model_families for releases since mid-2025, against transformers 5.x and the published configs.
+
+What is checked, per row (each row's `hf_check` says the same in words):
+  DeepSeek-V3.2, GLM-5, Mistral 4   the transformers 5.15 config class whose docstring names the checkpoint:
+                     its defaults are the row's attention shape, latent widths and length (and, for
+                     Mistral 4, its YaRN and query scaling); these classes are new in transformers 5,
+                     so the tests skip under 4.x
+  DeepSeek-V3.2, Kimi K2, Mistral 4   the row's YaRN, given to transformers' yarn initialiser over the
+                     64-wide rotary key, yields the same frequencies and attention factor as mlbook's
+                     RopeScaling('yarn', ...)
+  Llama 4, Kimi K2, GLM-5   the row equals the published config.json in ../shared/realconfigs (the
+                     corpus outside the repository; skipped where it is absent)
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from pathlib import Path
+
+import pytest
+import torch
+
+from mlbook.data import model_families as MF
+from mlbook.transformer.rope_scaling import RopeScaling
+
+transformers = pytest.importorskip("transformers")
+from hf_versions import rope_init_function, rope_theta  # noqa: E402
+
+pytestmark = pytest.mark.oracle
+
+REAL = Path(os.environ.get("MLBOOK_REALCONFIGS", Path(__file__).resolve().parents[2] / "shared" / "realconfigs"
+                           / "configs"))
+
+
+def _class(name: str):
+    cls = getattr(transformers, name, None)
+    if cls is None:
+        pytest.skip(f"transformers {transformers.__version__} has no {name} (added in transformers 5)")
+    return cls
+
+
+def _published(stem: str) -> dict:
+    path = REAL / f"{stem}.json"
+    if not path.is_file():
+        pytest.skip(f"no published config at {path}")
+    raw = json.loads(path.read_text())
+    return raw.get("text_config", raw)
+
+
+def _latent(row: MF.ModelFamily) -> tuple[int, int, int, int, int | None, int | None, int | None]:
+    return (row.n_layers, row.n_heads, row.n_kv_heads, row.max_len, row.kv_lora_rank, row.qk_rope_head_dim,
+            row.qk_nope_head_dim)
+
+
+def _class_latent(c) -> tuple:
+    return (c.num_hidden_layers, c.num_attention_heads, c.num_key_value_heads, c.max_position_embeddings,
+            c.kv_lora_rank, c.qk_rope_head_dim, c.qk_nope_head_dim)
+
+
+def test_deepseek_v32_row_is_the_class_defaults() -> None:
+    row, c = MF.family("DeepSeek-V3.2"), _class("DeepseekV32Config")()
+    assert _latent(row) == _class_latent(c)
+    assert row.d_head == c.qk_nope_head_dim + c.qk_rope_head_dim == c.qk_head_dim
+    assert row.rope_base == rope_theta(c)
+    # every layer is sparse attention over the full cache: the row's layers keep every token
+    assert set(c.layer_types) == {"deepseek_sparse_attention"} and set(row.layer_kinds) == {"full_attention"}
+    assert "2,048" in row.notes and c.index_topk == 2048 and c.index_head_dim == 128 and c.index_n_heads == 64
+
+
+def test_glm5_row_is_the_class_defaults_but_its_base() -> None:
+    row, c = MF.family("GLM-5"), _class("GlmMoeDsaConfig")()
+    assert _latent(row) == _class_latent(c)
+    assert row.d_head == c.qk_head_dim
+    assert set(c.layer_types) == {"deepseek_sparse_attention"}
+    assert rope_theta(c) == 10000.0 != row.rope_base  # the release's 1,000,000 is not the class default
+
+
+def test_mistral4_row_is_the_class_defaults() -> None:
+    row, c = MF.family("Mistral 4"), _class("Mistral4Config")()
+    assert _latent(row) == _class_latent(c)
+    assert row.d_head == c.qk_head_dim and (row.rope_pairing == "interleaved") == c.rope_interleave
+    p = c.rope_parameters
+    assert p["rope_type"] == row.scaling and p["factor"] == row.scaling_factor and p["rope_theta"] == row.rope_base
+    for key, value in row.scaling_params.items():
+        assert p[key] == value, key
+    assert row.original_len == p["original_max_position_embeddings"]
+    assert row.temperature_tuning == {"floor_scale": float(p["original_max_position_embeddings"]),
+                                      "attn_scale": p["llama_4_scaling_beta"]}
+
+
+@pytest.mark.parametrize("name", ["DeepSeek-V3.2", "Kimi K2", "Mistral 4"])
+def test_latent_yarn_rows_through_hf_rope_init(name: str) -> None:
+    row = MF.family(name)
+    p = row.scaling_params
+    cfg = transformers.DeepseekV3Config(
+        num_attention_heads=row.n_heads, num_key_value_heads=row.n_kv_heads, kv_lora_rank=row.kv_lora_rank,
+        qk_rope_head_dim=row.qk_rope_head_dim, qk_nope_head_dim=row.qk_nope_head_dim, rope_theta=row.rope_base,
+        max_position_embeddings=row.max_len, rope_scaling={"rope_type": "yarn", "factor": row.scaling_factor, **p})
+    hf_inv, hf_af = rope_init_function("yarn")(cfg, "cpu")
+    ours, af = RopeScaling("yarn", row.scaling_factor, original_max_len=p["original_max_position_embeddings"],
+                           beta_fast=p.get("beta_fast"), beta_slow=p.get("beta_slow"), mscale=p.get("mscale"),
+                           mscale_all_dim=p.get("mscale_all_dim")).frequencies(row.qk_rope_head_dim, row.rope_base)
+    assert hf_inv.numel() == row.qk_rope_head_dim // 2  # only the decoupled rotary key rotates
+    torch.testing.assert_close(ours, hf_inv.float(), rtol=1e-6, atol=0)
+    assert math.isclose(af, hf_af, rel_tol=1e-12)
+    if "mscale_all_dim" in p:
+        assert af == 1.0  # mscale == mscale_all_dim: no factor on cos and sin
+
+
+def test_kimi_k2_row_is_the_published_config() -> None:
+    row, c = MF.family("Kimi K2"), _published("kimi-k2-instruct")
+    assert c["model_type"] == "kimi_k2" and c["architectures"] == ["DeepseekV3ForCausalLM"]
+    assert (row.n_layers, row.n_heads, row.n_kv_heads, row.max_len) == (
+        c["num_hidden_layers"], c["num_attention_heads"], c["num_key_value_heads"], c["max_position_embeddings"])
+    assert (row.kv_lora_rank, row.qk_rope_head_dim, row.qk_nope_head_dim) == (
+        c["kv_lora_rank"], c["qk_rope_head_dim"], c["qk_nope_head_dim"])
+    assert row.rope_base == c["rope_theta"]
+    s = c["rope_scaling"]
+    assert s["type"] == row.scaling and s["factor"] == row.scaling_factor
+    assert {k: s[k] for k in row.scaling_params} == row.scaling_params
+    assert row.original_len == s["original_max_position_embeddings"]
+
+
+def test_glm5_row_is_the_published_config() -> None:
+    row, c = MF.family("GLM-5"), _published("glm-5")
+    assert c["model_type"] == "glm_moe_dsa" and "rope_scaling" not in c
+    assert (row.n_layers, row.n_heads, row.n_kv_heads, row.max_len) == (
+        c["num_hidden_layers"], c["num_attention_heads"], c["num_key_value_heads"], c["max_position_embeddings"])
+    assert (row.kv_lora_rank, row.qk_rope_head_dim, row.qk_nope_head_dim, row.d_head) == (
+        c["kv_lora_rank"], c["qk_rope_head_dim"], c["qk_nope_head_dim"], c["qk_head_dim"])
+    assert c["rope_parameters"] == {"rope_theta": row.rope_base, "rope_type": "default"} and row.scaling == "none"
+    assert c["rope_interleave"] and row.rope_pairing == "interleaved"
+
+
+def test_llama4_row_scaling_and_instruct_length_are_the_published_instruct_config() -> None:
+    row, c = MF.family("Llama 4"), _published("llama-4-scout-17b-16e-instruct")
+    assert (row.n_layers, row.n_heads, row.n_kv_heads, row.d_head, row.chunk) == (
+        c["num_hidden_layers"], c["num_attention_heads"], c["num_key_value_heads"], c["head_dim"],
+        c["attention_chunk_size"])
+    assert row.rope_base == c["rope_theta"]
+    s = c["rope_scaling"]
+    assert s["rope_type"] == row.scaling and s["factor"] == row.scaling_factor
+    assert {k: s[k] for k in row.scaling_params} == row.scaling_params
+    assert f"{c['max_position_embeddings']:,}" == "10,485,760" and "10,485,760" in row.notes
