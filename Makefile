@@ -150,7 +150,8 @@ test-hf4: $(HF4_STAMP)
 test-notebooks: $(STAMP)
 	$(call pytest_allow_empty,$(BIN)/python -m pytest --nbval-lax --nbval-current-env --nbval-cell-timeout=300 -p no:cacheprovider notebooks/)
 
-# Colab's versions (IPython 7.34, ipywidgets 7.7.1, plotly 5), the pinned torch, no jupyter-book.
+# Colab's Python and versions (tools/colab/: Python 3.13, transformers 5.15, torch 2.11, IPython 7.34,
+# ipywidgets 7.7.1, plotly 5.24), no jupyter-book.
 $(COLAB_STAMP): tools/colab/requirements.txt tools/colab/requirements-nodeps.txt tools/colab/python-version
 	rm -rf $(COLAB_VENV)
 	@py='$(COLAB_PYTHON)'; if [ -z "$$py" ]; then py='$(PYTHON)'; \

@@ -140,8 +140,6 @@ def test_the_committed_freeze_copy_is_readable_and_has_what_the_check_pins() -> 
         assert freeze.get(name), f"{tool.DEFAULT_FREEZE} has no version of {name}"
 
 
-@pytest.mark.xfail(strict=True, reason="the switch to Colab's 2026-08-19 runtime (Python 3.13, transformers 5.15) "
-                   "waits for the library to read transformers-5 configs (issue 31); then `make colab-requirements`")
 def test_the_committed_pins_are_what_the_tool_makes_from_the_committed_freeze() -> None:
     """`make colab-requirements` after any change to the freeze or the requirements' list: no drift."""
     for path, text in tool.outputs(tool.DEFAULT_FREEZE).items():
