@@ -336,7 +336,7 @@ MODEL_FAMILIES: tuple[ModelFamily, ...] = (
         scaling_params={"original_max_position_embeddings": 4096, "beta_fast": 1.0, "beta_slow": 1.0,
                         "mscale": 1.0, "mscale_all_dim": 1.0},
         kv_lora_rank=512, qk_rope_head_dim=64, qk_nope_head_dim=128,
-        sources=("deepseekai2024v3", "peng2023yarn"),
+        sources=("kimiteam2025k2", "deepseekai2024v3", "peng2023yarn"),
         urls=("https://huggingface.co/moonshotai/Kimi-K2-Instruct/blob/main/config.json",
               "https://github.com/ai-dynamo/aiconfigurator/blob/095f58a51c4ca8e61b66ec108d86f223f8d559ce/aic-core/src/"
               "aiconfigurator_core/model_configs/moonshotai--Kimi-K2-Instruct_config.json"),
