@@ -963,3 +963,32 @@ def test_summarize_config_of_a_non_dict_names_what_it_got() -> None:
 
     with pytest.raises(TypeError, match=r"config must be a dict read from config.json, got str \('llama'\)"):
         summarize_config("llama")  # type: ignore[arg-type]
+
+
+# ---------------------------------------------------------------------------
+# Inputs that used to be taken silently: a missing factor, a lone mscale, p-RoPE shares that round to
+# nothing or everything, LongRoPE lists that do not fit, bad Llama 4 positions, a results folder lost mid-run
+# ---------------------------------------------------------------------------
+
+# the arguments besides factor each scaling needs, so that only the factor is missing
+_NEEDS = {"dynamic": {"original_max_len": 2048}, "yarn": {"original_max_len": 2048},
+          "llama3": {"original_max_len": 2048},
+          "longrope": {"original_max_len": 2048, "short_factor": [1.0] * 4, "long_factor": [2.0] * 4}}
+
+
+@pytest.mark.parametrize("scaling", [s for s in ROPE_SCALINGS if s not in ("none", "proportional")])
+def test_a_scaling_without_its_factor_is_refused_not_plain_rope(scaling: str) -> None:
+    from mlbook.transformer.rope_scaling import FACTOR_DEFAULTS_TO_ONE
+
+    assert scaling not in FACTOR_DEFAULTS_TO_ONE
+    with pytest.raises(ValueError, match=rf"scaling='{scaling}' needs factor, .* got none: left at 1 it would be "
+                                         r"plain RoPE; give it explicitly \(factor=1.0 to scale nothing\)"):
+        RopeScaling(scaling, **_NEEDS.get(scaling, {}))
+    with pytest.raises(ValueError, match=rf"scaling='{scaling}' needs factor"):
+        GPTConfig(rope={"scaling": scaling, **_NEEDS.get(scaling, {})})
+    assert RopeScaling(scaling, factor=1.0, **_NEEDS.get(scaling, {})).factor == 1.0  # stated, 1 stays legal
+
+
+def test_the_plain_scaling_still_defaults_its_factor_to_one() -> None:
+    assert RopeScaling().factor == 1.0 and RopeScaling("none").factor == 1.0
+    torch.testing.assert_close(RotaryEmbedding(8, rope_scaling=RopeScaling()).inv_freq, RotaryEmbedding(8).inv_freq)

@@ -49,6 +49,7 @@ __all__ = [
     "ROPE_SCALING_REGISTRY",
     "ROPE_SCALINGS",
     "SCALING_PARAMETERS",
+    "FACTOR_DEFAULTS_TO_ONE",
     "scaling_parameters",
     "unscaled_frequencies",
     "linear_frequencies",
@@ -404,6 +405,10 @@ def scaling_parameters(name: str) -> tuple[str, ...]:
 # The config object
 # ---------------------------------------------------------------------------
 
+# The scalings whose factor may be left out and is then 1: "none" scales nothing, and transformers 5.15's
+# "proportional" reads factor with a default of 1. Every other scaling needs it stated.
+FACTOR_DEFAULTS_TO_ONE: tuple[str, ...] = ("none", "proportional")
+
 
 @dataclass(frozen=True)
 class RopeScaling:
@@ -430,7 +435,8 @@ class RopeScaling:
                            (transformers' partial_rotary_factor for rope_type "proportional")
 
     A scaling takes only its own parameters (`scaling_parameters(name)`): giving any other, or a
-    factor other than 1 with name="none", is an error, and so is leaving out a required one. The
+    factor other than 1 with name="none", is an error, and so is leaving out a required one (factor
+    included, except for FACTOR_DEFAULTS_TO_ONE: RopeScaling("linear") is refused, not plain RoPE). The
     optional ones left unset take the scheme's defaults (or stay None where the scheme derives
     them: YaRN's and LongRoPE's attention factor); the ones it does not take stay None.
 
@@ -439,7 +445,7 @@ class RopeScaling:
     """
 
     name: str = "none"
-    factor: float = 1.0
+    factor: float | None = None  # required by every scaling but those in FACTOR_DEFAULTS_TO_ONE
     original_max_len: int | None = None
     beta_fast: float | None = None
     beta_slow: float | None = None
@@ -455,6 +461,13 @@ class RopeScaling:
 
     def __post_init__(self) -> None:
         scheme = ROPE_SCALING_REGISTRY[check_choice("scaling", self.name, ROPE_SCALINGS)]
+        if self.factor is None:  # a scaling left at factor 1 would silently be plain RoPE
+            if self.name not in FACTOR_DEFAULTS_TO_ONE:
+                raise ValueError(
+                    f"scaling={self.name!r} needs factor, the context-extension ratio s = L'/L >= 1, and got none: "
+                    f"left at 1 it would be plain RoPE; give it explicitly (factor=1.0 to scale nothing)"
+                )
+            object.__setattr__(self, "factor", 1.0)
         factor = check_positive_float("factor", self.factor)
         if self.name == "none" and factor != 1.0:
             raise ValueError(
