@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import math
 import re
 
 import pytest
@@ -992,3 +993,49 @@ def test_a_scaling_without_its_factor_is_refused_not_plain_rope(scaling: str) ->
 def test_the_plain_scaling_still_defaults_its_factor_to_one() -> None:
     assert RopeScaling().factor == 1.0 and RopeScaling("none").factor == 1.0
     torch.testing.assert_close(RotaryEmbedding(8, rope_scaling=RopeScaling()).inv_freq, RotaryEmbedding(8).inv_freq)
+
+
+_MSCALE_CASES = {"neither": {}, "only mscale_all_dim": {"mscale_all_dim": 0.5},
+                 "both": {"mscale": 0.707, "mscale_all_dim": 1.0}, "both equal": {"mscale": 1.0, "mscale_all_dim": 1.0}}
+
+
+@pytest.mark.oracle
+@pytest.mark.parametrize("case", list(_MSCALE_CASES) + ["only mscale"])
+def test_yarn_mscale_pair_is_read_as_transformers_reads_it(case: str) -> None:
+    """The factor on cos and sin equals transformers' `_compute_yarn_parameters` for neither, mscale_all_dim
+    alone, and both; mscale alone, which transformers ignores (0.1 ln s + 1), is refused by name instead."""
+    pytest.importorskip("transformers")
+    from transformers import LlamaConfig
+
+    from hf_versions import rope_init_function
+
+    keys = _MSCALE_CASES.get(case, {"mscale": 0.707})
+    rs = {"rope_type": "yarn", "factor": 40.0, "original_max_position_embeddings": 64, **keys}
+    cfg = LlamaConfig(hidden_size=64, num_attention_heads=4, head_dim=16, rope_theta=10000.0,
+                      max_position_embeddings=2560, rope_scaling=dict(rs))
+    theirs_inv, theirs_factor = rope_init_function("yarn")(cfg, "cpu")
+    if case == "only mscale":
+        assert math.isclose(theirs_factor, 0.1 * math.log(40.0) + 1.0)  # transformers drops the lone mscale
+        with pytest.raises(ValueError, match=r"mscale=0.707 was given without mscale_all_dim: transformers .* "
+                                             r"ignores it alone"):
+            RopeScaling("yarn", factor=40.0, original_max_len=64, **keys)
+        return
+    ours_inv, ours_factor = RopeScaling("yarn", factor=40.0, original_max_len=64, **keys).frequencies(16, 10000.0)
+    torch.testing.assert_close(ours_inv, theirs_inv, rtol=1e-6, atol=0)
+    assert math.isclose(ours_factor, theirs_factor, rel_tol=1e-12)
+
+
+def test_a_lone_mscale_is_refused_at_every_entry_point() -> None:
+    from mlbook.transformer.hf import rope_scaling_from_hf
+
+    pattern = r"mscale=0.707 was given without mscale_all_dim: .*give mscale_all_dim too .*or leave mscale out"
+    with pytest.raises(ValueError, match=pattern):
+        RopeScaling("yarn", factor=4.0, original_max_len=2048, mscale=0.707)
+    with pytest.raises(ValueError, match=pattern):
+        GPTConfig(rope={"scaling": "yarn", "factor": 4.0, "mscale": 0.707})
+    with pytest.raises(ValueError, match=pattern):
+        rope_scaling_from_hf({**LLAMA31_V4, "rope_scaling": {"rope_type": "yarn", "factor": 4.0, "mscale": 0.707,
+                                                             "original_max_position_embeddings": 8192}})
+    # mscale_all_dim alone is legal: the factor on cos and sin stays 0.1 ln s + 1, as in transformers
+    alone = RopeScaling("yarn", factor=4.0, original_max_len=2048, mscale_all_dim=0.707)
+    assert alone.frequencies(16)[1] == pytest.approx(0.1 * math.log(4.0) + 1.0)

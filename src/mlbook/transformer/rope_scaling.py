@@ -427,7 +427,9 @@ class RopeScaling:
         attention_factor   yarn, longrope: the factor on cos and sin, overriding the scheme's own
         mscale, mscale_all_dim
                            yarn: DeepSeek's pair; with both set the factor is
-                           yarn_mscale(s, mscale) / yarn_mscale(s, mscale_all_dim)
+                           yarn_mscale(s, mscale) / yarn_mscale(s, mscale_all_dim). mscale alone is
+                           refused (transformers ignores it); mscale_all_dim alone leaves the factor
+                           at 0.1 ln s + 1, as in transformers (DeepSeek's attention reads it)
         truncate           yarn: round the ramp's ends to whole pairs (default True; gpt-oss: False)
         short_factor, long_factor
                            longrope: d_head/2 per-pair divisors, for up to L tokens and past L
@@ -509,6 +511,13 @@ class RopeScaling:
             else:
                 value = check_positive_float(param, value)
             object.__setattr__(self, param, value)
+        if self.mscale is not None and self.mscale_all_dim is None:
+            raise ValueError(
+                f"mscale={self.mscale:g} was given without mscale_all_dim: transformers (4.57 and 5.15) reads mscale "
+                f"only in the pair yarn_mscale(s, mscale) / yarn_mscale(s, mscale_all_dim) and ignores it alone, "
+                f"leaving the factor on cos and sin at 0.1 ln s + 1; give mscale_all_dim too (DeepSeek ships "
+                f"mscale = mscale_all_dim), or leave mscale out"
+            )
         if scheme.check is not None:
             scheme.check(self)
 
