@@ -1039,3 +1039,33 @@ def test_a_lone_mscale_is_refused_at_every_entry_point() -> None:
     # mscale_all_dim alone is legal: the factor on cos and sin stays 0.1 ln s + 1, as in transformers
     alone = RopeScaling("yarn", factor=4.0, original_max_len=2048, mscale_all_dim=0.707)
     assert alone.frequencies(16)[1] == pytest.approx(0.1 * math.log(4.0) + 1.0)
+
+
+def _longrope(**lists: object) -> RopeScaling:
+    return RopeScaling("longrope", factor=2.0, original_max_len=32, **{"short_factor": [1.0] * 8,
+                                                                       "long_factor": [2.0] * 8, **lists})
+
+
+@pytest.mark.parametrize("which", ["short_factor", "long_factor"])
+@pytest.mark.parametrize("bad", [{1.0: 2.0, 3.0: 4.0}, "1234", 2.0], ids=["dict", "str", "float"])
+def test_longrope_factor_lists_must_be_lists(which: str, bad: object) -> None:
+    """A dict would have given its keys as the factors, a string its characters: a TypeError naming the list."""
+    with pytest.raises(TypeError, match=rf"{which} must be a list of positive numbers, one per frequency pair, "
+                                        rf"got {type(bad).__name__} "):
+        _longrope(**{which: bad})
+    assert _longrope(**{which: tuple([1.5] * 8)}).frequencies(16)[0].shape == (8,)  # a tuple is a list here
+
+
+@pytest.mark.parametrize("which", ["short_factor", "long_factor"])
+def test_longrope_factor_lists_of_the_wrong_length_are_refused_before_any_work(which: str) -> None:
+    """Either list, whichever the sequence length would use, as soon as d_head is known: at RotaryEmbedding
+    and GPTConfig construction, not at the first sequence past the trained length."""
+    scaling = _longrope(**{which: [1.0] * 5})
+    pattern = rf"{which} has 5 entries, but d_head=16 has 8 pairs: longrope needs one factor per pair"
+    for call in (lambda: scaling.frequencies(16), lambda: scaling.frequencies(16, seq_len=8),
+                 lambda: RotaryEmbedding(16, rope_scaling=scaling),
+                 lambda: GPTConfig(d_model=64, n_heads=4, max_len=32,
+                                   rope={"scaling": "longrope", "factor": 2.0, "short_factor": [1.0] * 8,
+                                         "long_factor": [2.0] * 8, which: [1.0] * 5})):
+        with pytest.raises(ValueError, match=pattern):
+            call()

@@ -432,7 +432,8 @@ class RopeScaling:
                            at 0.1 ln s + 1, as in transformers (DeepSeek's attention reads it)
         truncate           yarn: round the ramp's ends to whole pairs (default True; gpt-oss: False)
         short_factor, long_factor
-                           longrope: d_head/2 per-pair divisors, for up to L tokens and past L
+                           longrope: d_head/2 per-pair divisors, for up to L tokens and past L (a list
+                           or tuple; `frequencies` refuses either of a length other than d_head/2)
         rotated_fraction   proportional: the share p of the head's pairs that turn, in (0, 1]
                            (transformers' partial_rotary_factor for rope_type "proportional")
 
@@ -536,14 +537,20 @@ class RopeScaling:
         base = check_positive_float("base", base, above=1.0)
         if seq_len is not None:
             check_int("seq_len", seq_len, 0)
+        for param in ("short_factor", "long_factor"):  # both, whichever this seq_len would use
+            lam = getattr(self, param)
+            if lam is not None and len(lam) != d_head // 2:
+                raise ValueError(f"{param} has {len(lam)} entries, but d_head={d_head} has {d_head // 2} pairs: "
+                                 f"{self.name} needs one factor per pair")
         return ROPE_SCALING_REGISTRY[self.name].frequencies(d_head, base, self, seq_len)
 
 
 def _check_factor_list(name: str, value: object) -> tuple[float, ...]:
     """A non-empty sequence of positive finite numbers, as a tuple of floats (LongRoPE's per-pair factors)."""
-    if isinstance(value, (str, bytes)) or not hasattr(value, "__len__") or not hasattr(value, "__iter__"):
-        raise TypeError(f"{name} must be a list of positive numbers, one per frequency pair, got {type(value).__name__}")
-    items = list(value)  # type: ignore[call-overload]
+    if not isinstance(value, (list, tuple)):  # a dict would give its keys, a string its characters
+        raise TypeError(f"{name} must be a list of positive numbers, one per frequency pair, got "
+                        f"{type(value).__name__} ({value!r:.60})")
+    items = list(value)
     if not items:
         raise ValueError(f"{name} must hold one positive number per frequency pair, got an empty list")
     return tuple(check_positive_float(f"{name}[{i}]", v) for i, v in enumerate(items))
