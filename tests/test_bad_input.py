@@ -1069,3 +1069,34 @@ def test_longrope_factor_lists_of_the_wrong_length_are_refused_before_any_work(w
                                          "long_factor": [2.0] * 8, which: [1.0] * 5})):
         with pytest.raises(ValueError, match=pattern):
             call()
+
+
+@pytest.mark.parametrize("d_head, partial, p, dropped", [
+    (64, 1.0, 0.01, 0), (64, 1.0, 0.99, 32), (64, 1.0, 0.985, 32), (8, 1.0, 0.1, 0), (64, 0.5, 0.02, 0),
+    (64, 0.5, 0.98, 16),
+], ids=["none-of-32", "all-of-32", "all-of-32-edge", "none-of-4", "none-of-16-partial", "all-of-16-partial"])
+def test_drop_lowest_that_rounds_to_no_pair_or_every_pair_is_refused(d_head: int, partial: float, p: float,
+                                                                      dropped: int) -> None:
+    """The message names drop_lowest, its value, the pair count it rounds to and the range that drops some."""
+    from mlbook.analysis.after_rope import pair_frequencies
+
+    pairs = int(d_head * partial) // 2
+    pattern = (rf"drop_lowest={p:g} drops round\({p:g} \* {pairs}\) = {dropped} of the {pairs} rotating pairs, so "
+               + ("nothing would change" if dropped == 0 else "no pair would turn")
+               + rf"; drop_lowest must be 0 \(keep every pair\) or between about .* \(drop 1 to {pairs - 1} of them\)")
+    for call in (lambda: RotaryEmbedding(d_head, partial_rotary_factor=partial, drop_lowest=p),
+                 lambda: pair_frequencies(d_head, partial_rotary_factor=partial, drop_lowest=p),
+                 lambda: GPTConfig(d_model=4 * d_head, n_heads=4,
+                                   rope={"partial_rotary_factor": partial, "drop_lowest": p})):
+        with pytest.raises(ValueError, match=pattern):
+            call()
+
+
+def test_drop_lowest_inside_its_range_drops_what_it_rounds_to() -> None:
+    for d_head, p in ((64, 0.016), (64, 0.25), (64, 0.984), (4, 0.5)):
+        still = int((RotaryEmbedding(d_head, drop_lowest=p).inv_freq == 0).sum())
+        assert still == round(p * (d_head // 2)) and 1 <= still <= d_head // 2 - 1
+    assert not (RotaryEmbedding(64, drop_lowest=0.0).inv_freq == 0).any()  # 0: every pair turns
+    with pytest.raises(ValueError, match=r"drop_lowest=0.5 drops round\(0.5 \* 1\) = 0 of the 1 rotating pairs.*"
+                                         r"must be 0: a head with one rotating pair cannot drop part of it"):
+        RotaryEmbedding(2, drop_lowest=0.5)

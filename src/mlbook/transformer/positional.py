@@ -25,8 +25,8 @@ import torch
 from torch import nn
 
 from mlbook.transformer.validate import (
-    check_bucket_config, check_choice, check_even_d, check_head_rows, check_int, check_positive_float, check_real,
-    check_rope_scaling, check_rotary_dim, check_rotary_inputs, check_tensor,
+    check_bucket_config, check_choice, check_drop_lowest, check_even_d, check_head_rows, check_int,
+    check_positive_float, check_rope_scaling, check_rotary_dim, check_rotary_inputs, check_tensor,
 )
 
 if TYPE_CHECKING:  # for the type hint only: rope_scaling.py imports this file
@@ -301,7 +301,7 @@ class RotaryEmbedding(nn.Module):
         self.pairing = check_choice("pairing", pairing, ROPE_PAIRINGS)
         self.rotary_dim = check_rotary_dim(d_head, partial_rotary_factor)  # r = int(f d_head): the channels that turn
         self.partial_rotary_factor = float(partial_rotary_factor)
-        self.drop_lowest = check_real("drop_lowest", drop_lowest, minimum=0.0, below=1.0)
+        self.drop_lowest = check_drop_lowest(drop_lowest, self.rotary_dim // 2)  # p: drops round(p r/2) pairs
         self.rope_scaling = check_rope_scaling(rope_scaling)
         if rope_scaling is None:
             inv_freq, self.attention_factor = frequency_ladder(self.rotary_dim, self.base), 1.0  # (r/2,) theta_i

@@ -17,7 +17,7 @@ from typing import Sequence
 import torch
 
 __all__ = ["check_int", "check_positive_float", "check_real", "check_bool", "check_choice", "check_even_d",
-           "check_tensor", "check_rotary_inputs", "check_rotary_dim", "check_rope_scaling", "check_head_rows", "check_bucket_config",
+           "check_tensor", "check_rotary_inputs", "check_rotary_dim", "check_drop_lowest", "check_rope_scaling", "check_head_rows", "check_bucket_config",
            "check_token_ids", "check_device", "env_int", "env_flag", "env_folder"]
 
 
@@ -111,6 +111,20 @@ def check_rotary_dim(d_head: int, partial_rotary_factor: object) -> int:
         raise ValueError(f"partial_rotary_factor={partial_rotary_factor} rotates int({d_head} * "
                          f"{partial_rotary_factor}) = {r} channels; that must be even and >= 2")
     return r
+
+
+def check_drop_lowest(drop_lowest: object, pairs: int) -> float:
+    """p-RoPE's share p of a head's `pairs` rotating pairs whose frequencies are set to 0: 0 (drop none), or a
+    p whose round(p * pairs) drops at least one pair and keeps at least one turning."""
+    p = check_real("drop_lowest", drop_lowest, minimum=0.0, below=1.0)
+    n = round(p * pairs)
+    if p > 0 and not 1 <= n <= pairs - 1:
+        allowed = (f"0 (keep every pair) or between about {0.5 / pairs:.3g} and {(pairs - 0.5) / pairs:.3g} (drop 1 "
+                   f"to {pairs - 1} of them)" if pairs > 1 else "0: a head with one rotating pair cannot drop part of it")
+        raise ValueError(f"drop_lowest={p:g} drops round({p:g} * {pairs}) = {n} of the {pairs} rotating pairs, so "
+                         + ("nothing would change" if n == 0 else "no pair would turn")
+                         + f"; drop_lowest must be {allowed}")
+    return p
 
 
 def check_rope_scaling(value: object) -> object:
