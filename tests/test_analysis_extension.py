@@ -64,8 +64,9 @@ def test_angle_coverage_rejects_bad_lengths():
 
 
 def test_methods_are_the_library_registry():
-    # every scaling one factor sets; LongRoPE (per-pair factors searched per model) is the registry's one other
-    assert E.METHODS + ("longrope",) == ROPE_SCALINGS
+    # every context extension one factor sets; LongRoPE (per-pair factors searched per model) and proportional
+    # (p-RoPE: pairs held still, no context extension) are the registry's others
+    assert E.METHODS + ("longrope", "proportional") == ROPE_SCALINGS
     assert set(E.METHOD_LABELS) == set(E.METHODS)
 
 

@@ -75,7 +75,10 @@ __all__ = [
 ]
 
 # the scalings one factor sets: LongRoPE's per-pair factors are searched for one model, not set by a factor
-METHODS: tuple[str, ...] = tuple(m for m in ROPE_SCALINGS if m != "longrope")  # none, linear, ntk, dynamic, yarn, llama3
+# every context-extension scaling one factor sets: not LongRoPE (per-pair factors searched per model), nor
+# proportional (p-RoPE, which holds pairs still rather than extending a context)
+METHODS: tuple[str, ...] = tuple(m for m in ROPE_SCALINGS if m not in ("longrope", "proportional"))
+# none, linear, ntk, dynamic, yarn, llama3
 # the scalings' band limits (yarn: beta_fast, beta_slow; llama3: low_freq_factor, high_freq_factor)
 BAND_PARAMETERS: tuple[str, ...] = tuple(p for p in SCALING_PARAMETERS if p not in ("factor", "original_max_len"))
 METHOD_LABELS: dict[str, str] = {
