@@ -1100,3 +1100,14 @@ def test_drop_lowest_inside_its_range_drops_what_it_rounds_to() -> None:
     with pytest.raises(ValueError, match=r"drop_lowest=0.5 drops round\(0.5 \* 1\) = 0 of the 1 rotating pairs.*"
                                          r"must be 0: a head with one rotating pair cannot drop part of it"):
         RotaryEmbedding(2, drop_lowest=0.5)
+
+
+@pytest.mark.parametrize("position", [-1, -8193, float("nan"), float("inf"), 1.5])
+def test_llama4_attention_scale_refuses_positions_that_are_not_cache_positions(position: float) -> None:
+    """A negative position gave -inf (log1p of -1) or a silent 1, NaN gave NaN: refused by name instead."""
+    from mlbook.analysis.after_rope import llama4_attention_scale
+
+    with pytest.raises(ValueError, match=rf"positions must be whole numbers >= 0 \(cache positions 0, 1, \.\.\.\), "
+                                         rf"got {position:g} at index 2"):
+        llama4_attention_scale([0, 8191, position])
+    assert llama4_attention_scale([0, 8191]).tolist() == [1.0, 1.0 + 0.1 * math.log(2.0)]  # the legal ones

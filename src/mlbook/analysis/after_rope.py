@@ -105,11 +105,16 @@ def llama4_attention_scale(positions: torch.Tensor | Sequence[int], floor_scale:
     configs' (`floor_scale` 8192, `attn_scale` 0.1). The scale is 1 for the first 8191 positions and then
     grows with the logarithm of the position, step by step: it sharpens the softmax of a query that
     sees ever more keys, so that the weights do not flatten as the context grows (the code cites
-    Nakanishi, 2025, scalable softmax).
+    Nakanishi, 2025, scalable softmax). A position that is negative, NaN or not whole is a ValueError.
     """
     floor_scale = check_positive_float("floor_scale", floor_scale)
     check_real("attn_scale", attn_scale)
     p = torch.as_tensor(positions, dtype=torch.float64)  # (T,) cache positions 0, 1, ...
+    bad = (~torch.isfinite(p) | (p < 0) | (p != p.floor())).flatten()  # a position -8193 gives -inf, NaN gives NaN
+    if bad.any():
+        i = int(bad.nonzero()[0, 0])
+        raise ValueError(f"positions must be whole numbers >= 0 (cache positions 0, 1, ...), got "
+                         f"{p.flatten()[i].item():g} at index {i} (flattened)")
     return torch.log1p(torch.floor((p + 1.0) / floor_scale)) * attn_scale + 1.0  # (T,)
 
 
