@@ -1111,3 +1111,33 @@ def test_llama4_attention_scale_refuses_positions_that_are_not_cache_positions(p
                                          rf"got {position:g} at index 2"):
         llama4_attention_scale([0, 8191, position])
     assert llama4_attention_scale([0, 8191]).tolist() == [1.0, 1.0 + 0.1 * math.log(2.0)]  # the legal ones
+
+
+def _zero_kv_heads_calls():
+    from mlbook.analysis import interview, production, systems
+    from mlbook.analysis.after_rope import windowed_kv_bytes
+
+    return {
+        "kv_cache_bytes": (lambda: production.kv_cache_bytes(2, 0, 64), "n_kv_heads"),
+        "kv_cache_plan": (lambda: production.kv_cache_plan(2, 0, 64), "n_kv_heads"),
+        "kv_cache_options": (lambda: production.kv_cache_options(kv_heads=(32, 0)), "kv_heads entry"),
+        "windowed_kv_bytes": (lambda: windowed_kv_bytes(("full_attention",) * 2, None, 100, 0, 64), "n_kv_heads"),
+        "config_kv_heads": (lambda: production.config_kv_heads({"num_attention_heads": 8, "num_key_value_heads": 0}),
+                            "num_key_value_heads"),
+        "config_kv_heads n_head_kv": (lambda: production.config_kv_heads({"num_attention_heads": 8, "n_head_kv": 0}),
+                                      "n_head_kv"),
+        "config_kv_heads falcon": (lambda: production.config_kv_heads(
+            {"model_type": "falcon", "new_decoder_architecture": True, "num_attention_heads": 8, "num_kv_heads": 0}),
+            "num_kv_heads"),
+        "attention_flops": (lambda: systems.attention_flops(1, 8, 64, 4, 0), "n_kv_heads"),
+        "kv_cache_case": (lambda: interview.kv_cache_case(n_kv_heads=0), "n_kv_heads"),
+        "decoder_param_count": (lambda: interview.decoder_param_count(n_kv_heads=0), "n_kv_heads"),
+        "GPTConfig": (lambda: GPTConfig(d_model=64, n_heads=4, n_kv_heads=0), "n_kv_heads"),
+    }
+
+
+@pytest.mark.parametrize("entry", sorted(_zero_kv_heads_calls()))
+def test_zero_kv_heads_are_refused_by_name(entry: str) -> None:
+    call, name = _zero_kv_heads_calls()[entry]
+    with pytest.raises(ValueError, match=rf"^{name} must be >= 1, got 0$"):
+        call()
