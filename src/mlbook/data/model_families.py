@@ -313,7 +313,8 @@ MODEL_FAMILIES: tuple[ModelFamily, ...] = (
     ModelFamily(
         "DeepSeek-V3.2", "DeepSeek-V3.2-Exp", 2025, "rope", 4096, 163840, 61, 128, 128, 192, rope_base=10000.0,
         rope_pairing="interleaved", scaling="yarn", scaling_factor=40.0,
-        scaling_params={"original_max_position_embeddings": 4096, "beta_fast": 32.0, "beta_slow": 1.0, "mscale": 1.0},
+        scaling_params={"original_max_position_embeddings": 4096, "beta_fast": 32.0, "beta_slow": 1.0,
+                        "mscale": 1.0, "mscale_all_dim": 1.0},
         kv_lora_rank=512, qk_rope_head_dim=64, qk_nope_head_dim=128,
         sources=("deepseekai2024v3", "deepseekai2024v2", "wolf2020transformers"),
         urls=("https://huggingface.co/deepseek-ai/DeepSeek-V3.2-Exp/blob/main/config.json",
@@ -324,11 +325,14 @@ MODEL_FAMILIES: tuple[ModelFamily, ...] = (
                  "row's attention: layers, heads, kv_lora_rank, qk_rope_head_dim, qk_nope_head_dim, "
                  "max_position_embeddings, base; every layer_types entry 'deepseek_sparse_attention'; the YaRN "
                  "parameters are DeepSeek's reference ModelArgs', checked through transformers' yarn initialiser",
-        notes="DeepSeek-V3's multi-head latent attention and YaRN (factor 40 from 4,096; the YaRN values are the "
-              "reference code's ModelArgs defaults, the Hub config was not read, so its mscale_all_dim is not "
-              "given here) plus DeepSeek Sparse Attention: a lightning indexer (64 heads of 128) picks the top "
-              "2,048 cached tokens for each query; the cache still holds every token, and the indexer's own "
-              "128-wide key per token and layer, which this row's cache size does not count",
+        notes="DeepSeek-V3's multi-head latent attention and YaRN (factor 40 from 4,096; the values are the "
+              "reference code's ModelArgs defaults, the Hub config was not read: its one mscale multiplies the "
+              "softmax scale by (0.1 ln 40 + 1)^2 = 1.874 and leaves cos and sin alone, which transformers' keys "
+              "write as mscale = mscale_all_dim = 1) plus DeepSeek Sparse Attention: a lightning indexer (64 heads "
+              "of 128) picks the top 2,048 cached tokens for each query; the cache still holds every token, and "
+              "the indexer's own 128-wide key per token and layer, which this row's cache size does not count. "
+              "The indexer rotates its 64 channels in the half layout, unlike the main attention's interleaved "
+              "pairs (transformers 5.15's modeling_deepseek_v32.py says so at the call)",
     ),
     ModelFamily(
         "Kimi K2", "Kimi-K2-Instruct", 2025, "rope", 4096, 131072, 61, 64, 64, 192, rope_base=50000.0,
@@ -345,9 +349,11 @@ MODEL_FAMILIES: tuple[ModelFamily, ...] = (
                  "DeepseekV3Config, yields the same frequencies as mlbook's RopeScaling('yarn', ...), and the row "
                  "equals the published config where ../shared/realconfigs holds it",
         notes="DeepSeek-V3's architecture with half the heads (64) and base 50,000; YaRN factor 32 from 4,096 with "
-              "beta_fast = beta_slow = 1 (a one-pair ramp) and mscale = mscale_all_dim = 1 (no factor on cos and "
-              "sin). Kimi K2.5 and K2.6 (transformers' kimi_k25) wrap a deepseek_v3 text config whose released "
-              "values were not read here",
+              "beta_fast = beta_slow = 1 (no blend: pairs 0-19, wavelength under 4,096 tokens, keep their "
+              "frequency, pairs 20-31 are divided by 32) and mscale = mscale_all_dim = 1 (no factor on cos and "
+              "sin; the softmax scale is multiplied by (0.1 ln 32 + 1)^2 = 1.813, as in DeepSeek-V3). Kimi K2.5 "
+              "and K2.6 (transformers' kimi_k25) wrap a deepseek_v3 text config whose released values were not "
+              "read here",
     ),
     ModelFamily(
         "GLM-5", "GLM-5", 2026, "rope", None, 202752, 78, 64, 64, 256, rope_base=1000000.0,
@@ -366,7 +372,8 @@ MODEL_FAMILIES: tuple[ModelFamily, ...] = (
         notes="multi-head latent attention with a 192-wide unrotated and 64-wide rotated query/key part (values "
               "256), adjacent pairs rotated (rope_interleave), base 1,000,000 in the transformers-5 "
               "rope_parameters layout, no scaling; DeepSeek Sparse Attention's indexer (32 heads of 128) picks "
-              "2,048 tokens per query, its key cache not counted here; the pretraining length is not in the config",
+              "2,048 tokens per query, its key cache not counted here, and rotates interleaved too "
+              "(indexer_rope_interleave); the pretraining length is not in the config",
     ),
     ModelFamily(
         "Mistral 4", "Mistral-Small-4-119B-2603", 2026, "rope", 8192, 1048576, 36, 32, 32, 128, rope_base=10000.0,
@@ -385,8 +392,10 @@ MODEL_FAMILIES: tuple[ModelFamily, ...] = (
                  "config.json was not read",
         notes="multi-head latent attention (latent 256, 64 of each 128-wide query/key rotated); YaRN factor 128 from "
               "8,192 to 1,048,576; every layer's queries are scaled by 1 + 0.1 ln(1 + floor(position / 8,192)) "
-              "(llama_4_scaling_beta, Llama 4's temperature tuning, here on rotating layers); the values are the "
-              "transformers class defaults, not read from the checkpoint's own config",
+              "(llama_4_scaling_beta, Llama 4's temperature tuning, here on rotating layers; floor(p / 8,192), not "
+              "Llama 4's floor((p + 1) / 8,192)), and the softmax scale by (0.1 ln 128 + 1)^2 = 2.206 (mscale_all_dim); "
+              "the values, lengths included, are the transformers class defaults, not read from the checkpoint's "
+              "own config",
     ),
     ModelFamily(
         "Phi-3", "Phi-3-mini-128k-instruct", 2024, "rope", 4096, 131072, 32, 32, 32, 96, rope_base=10000.0,
