@@ -1141,3 +1141,87 @@ def test_zero_kv_heads_are_refused_by_name(entry: str) -> None:
     call, name = _zero_kv_heads_calls()[entry]
     with pytest.raises(ValueError, match=rf"^{name} must be >= 1, got 0$"):
         call()
+
+
+def _replace_with_a_file(folder) -> None:  # type: ignore[no-untyped-def]
+    import shutil
+
+    shutil.rmtree(folder)
+    folder.write_text("now a file")
+
+
+def _rescued(rec) -> str:  # type: ignore[no-untyped-def]
+    """The rescue path the save warning names."""
+    (warning,) = [w for w in rec if "could not write the record" in str(w.message)]
+    return re.search(r"it was saved to (\S+) instead", str(warning.message)).group(1)  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("call", ["run_experiment", "load_or_run"])
+def test_a_results_folder_replaced_by_a_file_mid_run_still_saves_the_run(toy_records, tmp_path, call: str) -> None:
+    """MLBOOK_RESULTS itself becomes a file while training: the path read before the run is the one saved
+    to, so save_record's rescue runs and the warning names the file that holds the record."""
+    import tempfile
+
+    from mlbook.experiments import registry
+
+    def breaks(config, device, progress):  # type: ignore[no-untyped-def]
+        _replace_with_a_file(tmp_path / "results")
+        return {"square": 4, "seeds": [0]}
+
+    (tmp_path / "results").mkdir()
+    registry.REGISTRY["toy_bad"].fn = breaks
+    with pytest.warns(RuntimeWarning, match=r"could not write the record to .*results/quick/toy_bad.json") as rec:
+        record = getattr(registry, call)("toy_bad", "quick", "cpu")
+    rescue = _rescued(rec)
+    assert rescue.startswith(tempfile.gettempdir()) and rescue.endswith("toy_bad.json")
+    assert json.loads(open(rescue).read())["results"] == record["results"] == {"square": 4, "seeds": [0]}
+
+
+def test_an_extended_run_whose_results_folder_breaks_is_still_saved(toy_records, tmp_path) -> None:
+    from mlbook.experiments import registry
+    from mlbook.records import machine_info
+
+    @registry.register("toy_extend", "A toy", "nothing", {"quick": {"n": 2, "seeds": [0, 1]},
+                                                          "full": {"n": 2, "seeds": [0, 1]}})
+    def grows(config, device, progress):  # type: ignore[no-untyped-def]
+        _replace_with_a_file(tmp_path / "results")
+        return {"square": 4, "seeds": list(config["seeds"])}
+
+    try:
+        old = registry.make_record("toy_extend", "quick", {"n": 2, "seeds": [0]}, {"square": 4, "seeds": [0]},
+                                   machine_info(torch.device("cpu")), 1.0, "made by hand", title="A toy")
+        (tmp_path / "pkg" / "quick").mkdir(parents=True)
+        (tmp_path / "pkg" / "quick" / "toy_extend.json").write_text(registry.record_text(old))
+        (tmp_path / "results").mkdir()
+        with pytest.warns(RuntimeWarning, match=r"could not write the record to .*toy_extend.json") as rec:
+            record = registry.extend_experiment("toy_extend", "quick", "cpu")
+        assert json.loads(open(_rescued(rec)).read())["results"] == record["results"] == {"square": 4, "seeds": [0, 1]}
+    finally:
+        registry.REGISTRY.pop("toy_extend", None)
+
+
+def test_save_record_falls_back_to_the_working_folder_then_names_every_place_tried(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from mlbook import records
+
+    blocked = tmp_path / "blocker"
+    blocked.write_text("a file where a folder must go")
+    record = {"name": "toy", "results": {"square": 4}}
+    real_mkdtemp = records.tempfile.mkdtemp
+
+    def no_system_temp(prefix=None, dir=None):  # type: ignore[no-untyped-def]
+        if dir is None:
+            raise PermissionError(13, "Permission denied", "/tmp")
+        return real_mkdtemp(prefix=prefix, dir=dir)
+
+    monkeypatch.setattr(records.tempfile, "mkdtemp", no_system_temp)
+    monkeypatch.chdir(tmp_path)
+    with pytest.warns(RuntimeWarning, match=rf"it was saved to {re.escape(str(tmp_path))}/mlbook-record-\S+/toy.json"):
+        saved = records.save_record(record, blocked / "quick" / "toy.json")
+    assert saved.parent.parent == tmp_path and json.loads(saved.read_text())["results"] == {"square": 4}
+
+    monkeypatch.setattr(records.tempfile, "mkdtemp", lambda prefix=None, dir=None: (_ for _ in ()).throw(
+        PermissionError(13, "Permission denied")))
+    with pytest.raises(OSError, match=r"could not be saved anywhere; tried .*blocker/quick/toy.json \(NotADirectoryError"
+                                      r".*; a new folder in .*PermissionError.*; a new folder in "
+                                      rf"{re.escape(str(tmp_path))} \(PermissionError"):
+        records.save_record(record, blocked / "quick" / "toy.json")

@@ -245,8 +245,9 @@ def check_writable(path: Path) -> None:
 
 def save_record(record: dict[str, Any], path: Path) -> Path:
     """Write the record to path (through a temporary file) and return where it went; if that fails
-    after all (the folder changed during the run), write it to a fresh temporary folder instead and
-    warn where: never lose a run."""
+    after all (the folder changed during the run), write it to a fresh folder in the system's
+    temporary folder (or, failing that, in the working folder) instead and warn where: never lose a
+    run. Only when no place at all can be written is it an OSError, naming every place tried."""
     text = record_text(record)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -258,11 +259,18 @@ def save_record(record: dict[str, Any], path: Path) -> Path:
         tmp.replace(path)
         return path
     except OSError as err:
-        rescue = Path(tempfile.mkdtemp(prefix="mlbook-record-")) / path.name
-        rescue.write_text(text)
-        warnings.warn(f"could not write the record to {path} ({type(err).__name__}: {err}); it was saved to "
-                      f"{rescue} instead: copy it to {path} once that is writable", RuntimeWarning, stacklevel=3)
-        return rescue
+        tried = [f"{path} ({type(err).__name__}: {err})"]
+        for folder in (None, Path.cwd()):  # None: the system's temporary folder (tempfile.gettempdir())
+            try:
+                rescue = Path(tempfile.mkdtemp(prefix="mlbook-record-", dir=folder)) / path.name
+                rescue.write_text(text)
+            except OSError as again:
+                tried.append(f"a new folder in {folder or tempfile.gettempdir()} ({type(again).__name__}: {again})")
+                continue
+            warnings.warn(f"could not write the record to {tried[0]}; it was saved to {rescue} instead: copy it "
+                          f"to {path} once that is writable", RuntimeWarning, stacklevel=3)
+            return rescue
+        raise OSError(f"the finished run's record could not be saved anywhere; tried {'; '.join(tried)}") from err
 
 
 def read_record(path: Path, kind: str = "record") -> dict[str, Any] | None:

@@ -95,16 +95,19 @@ def run_experiment(name: str, budget: str = "quick", device: str | None = None, 
     exp = get_experiment(name)
     check_budget(budget)
     dev = pick_device(device)
-    if save:
-        check_writable(result_path(name, budget))  # before training: a finished run must have somewhere to go
+    # the path is read once, before training: a results folder that breaks during the run (MLBOOK_RESULTS
+    # replaced by a file) must not stop a finished run from reaching save_record, which rescues it
+    path = result_path(name, budget) if save else None
+    if path is not None:
+        check_writable(path)  # before training: a finished run must have somewhere to go
     start = time.perf_counter()
     with cpu_threads(dev):  # one intra-op thread on CPU: tiny models run faster without oversubscription
         machine = machine_info(dev)  # inside: the thread count actually used, not the one restored afterwards
         results = exp.fn(exp.configs[budget], dev, progress)
     record = make_record(name, budget, exp.configs[budget], results, machine, time.perf_counter() - start,
                          command_for(name, budget), title=exp.title)
-    if save:
-        save_record(record, result_path(name, budget))
+    if path is not None:
+        save_record(record, path)
     return record
 
 
@@ -179,8 +182,9 @@ def extend_experiment(name: str, budget: str = "full", device: str | None = None
     if not missing:
         return old
     dev = pick_device(device)
-    if save:
-        check_writable(result_path(name, budget))  # before training the missing seeds
+    path = result_path(name, budget) if save else None  # once, before training, as in run_experiment
+    if path is not None:
+        check_writable(path)  # before training the missing seeds
     if old.get("device") != device_label(dev):
         raise ValueError(f"the saved record of {name!r} ran on {old.get('device')}, this run would use {dev}; "
                          "pass the same device or run it whole")
@@ -197,8 +201,8 @@ def extend_experiment(name: str, budget: str = "full", device: str | None = None
               "mlbook_version": mlbook.__version__,
               "command": command_for(name, budget) + " --extend",
               "extended_from": {"seeds": have, "created": old.get("created"), "elapsed_s": old.get("elapsed_s")}}
-    if save:
-        save_record(record, result_path(name, budget))
+    if path is not None:
+        save_record(record, path)
     return record
 
 
