@@ -1225,3 +1225,37 @@ def test_save_record_falls_back_to_the_working_folder_then_names_every_place_tri
                                       r".*; a new folder in .*PermissionError.*; a new folder in "
                                       rf"{re.escape(str(tmp_path))} \(PermissionError"):
         records.save_record(record, blocked / "quick" / "toy.json")
+
+
+_BAD_CONFIG_VALUES = {
+    "base 0, transformers 5 layout": ({**LLAMA31_V5, "rope_parameters": {**LLAMA31_ROPE, "rope_theta": 0}},
+                                      ValueError, r"rope_parameters\['rope_theta'\] must be a finite number > 0, got 0"),
+    "base 0 as rotary_emb_base": ({**{k: v for k, v in LLAMA31_V4.items() if k != "rope_theta"}, "rotary_emb_base": 0},
+                                  ValueError, r"rope_theta must be a finite number > 0, got 0"),
+    "trained length 512.5, transformers 5 layout": (
+        {**LLAMA31_V5, "rope_parameters": {**LLAMA31_ROPE, "original_max_position_embeddings": 512.5}}, TypeError,
+        r"rope_parameters\['original_max_position_embeddings'\] must be a whole number of tokens, got float \(512.5\)"),
+    "trained length 512.5 at the top level": ({**LLAMA31_V4, "original_max_position_embeddings": 512.5}, TypeError,
+                                              r"original_max_position_embeddings must be a whole number of tokens"),
+    "a model name": ("meta-llama/Llama-3.1-8B", TypeError, r"got the string 'meta-llama/Llama-3.1-8B'"),
+    "an int": (8, TypeError, r"got int \(8\)"),
+}
+
+
+@pytest.mark.parametrize("entry", ["rope_scaling_from_hf", "rope_options_from_hf", "rotary_from_config",
+                                   "summarize_config"])
+@pytest.mark.parametrize("case", list(_BAD_CONFIG_VALUES))
+def test_every_config_reader_refuses_a_bad_value_by_its_key(case: str, entry: str) -> None:
+    """The config-reader refusals above are checked at gpt_config_from_hf in 4.x's layout; these are the same
+    values in 5's layout and at the top level, at each reader that reads them."""
+    from mlbook.analysis.model_config import summarize_config
+    from mlbook.analysis.probe import rotary_from_config
+    from mlbook.transformer.hf import rope_options_from_hf, rope_scaling_from_hf
+
+    reader = {"rope_scaling_from_hf": rope_scaling_from_hf, "rope_options_from_hf": rope_options_from_hf,
+              "rotary_from_config": rotary_from_config, "summarize_config": summarize_config}[entry]
+    config, exc, match = _BAD_CONFIG_VALUES[case]
+    if entry == "summarize_config" and not isinstance(config, dict):
+        match = rf"config must be a dict read from config.json, got {type(config).__name__}"
+    with pytest.raises(exc, match=match):
+        reader(config)
