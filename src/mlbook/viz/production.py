@@ -167,7 +167,9 @@ def _family_kv(context_len: int = 131072, bytes_per_value: float = 2.0) -> go.Fi
     windowed = [r.layer_kinds.count("full_attention") < r.n_layers for r in rows]
     colors = [LINE_COLORS[1] if r.n_kv_heads == r.n_heads and r.kv_lora_rank is None else
               (LINE_COLORS[3] if w else LINE_COLORS[0]) for r, w in zip(rows, windowed)]
-    labels = [f"{r.name} ({r.checkpoint})" for r in rows]
+    # family (checkpoint); a longer label shows the checkpoint alone, which names the family: at a phone's width
+    # a longer one narrows the plot until the slider's label runs off the figure
+    labels = [f"{r.name} ({r.checkpoint})" if len(r.name) + len(r.checkpoint) <= 29 else r.checkpoint for r in rows]
     notes = [_cache_note(r) for r in rows]
     beyond = ["" if r.max_len is None or context_len <= r.max_len else f"; past its {r.max_len:,}-token limit"
               for r in rows]
