@@ -893,6 +893,18 @@ def test_serving_override_of_a_v5_config_keeps_its_base_or_refuses() -> None:
     assert new["rope_parameters"]["rope_type"] == "yarn" and "rope_parameters" in changes[0]
 
 
+def test_serving_override_of_a_v4_config_without_its_base_is_refused() -> None:
+    """vLLM on transformers 5 writes a rope_scaling override into rope_parameters: the base would be lost."""
+    from mlbook.analysis.model_config import serving_override
+
+    yarn = {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 8192}
+    with pytest.raises(ValueError, match=r"give rope_theta \(this config's is 500000\) inside it; vLLM on "
+                                         r"transformers 5 writes a rope_scaling override into rope_parameters"):
+        serving_override(LLAMA31_V4, yarn)
+    new, _ = serving_override(LLAMA31_V4, {**yarn, "rope_theta": 500000.0})
+    assert new["rope_scaling"]["rope_type"] == "yarn"
+
+
 @pytest.mark.parametrize("change, match", [
     ({"rope_theta": 10000.0}, r"rope_theta=500000.0 but the config's top level gives rope_theta=10000.0"),
     ({"rope_scaling": {"rope_type": "linear", "factor": 2.0}, "rope_theta": 500000.0},

@@ -145,8 +145,8 @@ def test_rope_type_pitfalls() -> None:
 
 def test_serving_override_changes_every_length() -> None:
     c = load_config("gpt-oss-20b")
-    new, changes = serving_override(c, {"rope_type": "yarn", "factor": 2.0, "original_max_position_embeddings": 4096},
-                                    8192)
+    new, changes = serving_override(c, {"rope_type": "yarn", "rope_theta": 150000.0, "factor": 2.0,
+                                        "original_max_position_embeddings": 4096}, 8192)
     assert new["rope_scaling"]["factor"] == 2.0 and c["rope_scaling"]["factor"] == 32.0
     assert "at every length" in changes[0] and "8192" in changes[1]
     before = summarize_config(c).attention_factor

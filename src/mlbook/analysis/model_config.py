@@ -131,10 +131,12 @@ def read_rope_type(rope_scaling: Mapping[str, Any] | None, model_type: str | Non
 class ContextLengths:
     """The trained context, the advertised one, the scaling's factor, and whether they agree."""
 
-    original: int  # the context the model was (pre)trained at
+    original: int  # the context the model was (pre)trained at, or max_position_embeddings where none is stated
     max_position_embeddings: int | None
     factor: float  # the scaling's factor (1 without scaling)
     note: str
+    stated: bool = True  # False: the config states no trained length; original is max_position_embeddings,
+    #                      as transformers takes it (Qwen3 writes 40,960 though it was pretrained at 32,768)
 
     @property
     def ratio(self) -> float | None:
@@ -158,6 +160,7 @@ def context_lengths(config: Mapping[str, Any]) -> ContextLengths:
     inner = p.get("original_max_position_embeddings") if kind in ("llama3", "yarn", "longrope") else None
     outer = text.get("original_max_position_embeddings")
     found = inner or outer or text.get("initial_context_length") or max_pos
+    stated = bool(inner or outer or text.get("initial_context_length"))
     if found is None:
         raise ValueError("the config gives neither max_position_embeddings nor an original length "
                          "(rope_scaling.original_max_position_embeddings, original_max_position_embeddings)")
@@ -191,7 +194,7 @@ def context_lengths(config: Mapping[str, Any]) -> ContextLengths:
     else:
         note = (f"max_position_embeddings {max_pos} is the trained length: the scaling is an opt-in for longer "
                 "inputs")
-    return ContextLengths(original, max_pos, factor, note)
+    return ContextLengths(original, max_pos, factor, note, stated)
 
 
 def _inv_freq(config: Mapping[str, Any], seq_len: int | None) -> tuple[torch.Tensor, float]:
@@ -313,10 +316,11 @@ class ConfigSummary:
             f"{self.name}: RoPE base {self.base:,g}, rotating {self.rotary_dim} of {self.head_dim} channels per head "
             f"({self.rotary_dim // 2} pairs)",
             f"  scaling: {self.type_note}; attention factor on cos/sin {self.attention_factor:.4f}",
-            f"  context: trained {L.original:,}, max_position_embeddings "
+            f"  context: trained {L.original:,}" + ("" if L.stated else " (not stated: max_position_embeddings, as "
+                                                     "transformers takes it)") + ", max_position_embeddings "
             f"{'-' if L.max_position_embeddings is None else format(L.max_position_embeddings, ',')}, factor "
             f"{L.factor:g}: {L.note}",
-            f"  wavelengths (tokens): trained {self.wavelength_trained[0]:.2f} .. {self.wavelength_trained[1]:,.0f}; "
+            f"  wavelengths (tokens): unscaled {self.wavelength_trained[0]:.2f} .. {self.wavelength_trained[1]:,.0f}; "
             f"scaled {self.wavelength_scaled[0]:.2f} .. {self.wavelength_scaled[1]:,.0f}",
             f"  pairs that never turn once within {L.original:,} tokens: {self.pairs_without_a_turn[0]} trained, "
             f"{self.pairs_without_a_turn[1]} scaled",
@@ -428,9 +432,11 @@ def serving_override(
     dict before the model is built, so a static scaling (YaRN, linear) then changes every
     position, short prompts included; Qwen's deployment guide says so and advises adding it only
     for long inputs. The override goes where the config keeps its RoPE settings: rope_scaling in
-    transformers 4's layout (the top-level rope_theta stays), rope_parameters in 5's, which it
-    replaces whole, base included, so an override without rope_theta is refused (the model would
-    fall back to its class's default base). A multimodal config is changed in its text config.
+    transformers 4's layout, rope_parameters in 5's. Either way it must give rope_theta: vLLM now runs
+    on transformers 5, which loads either file into rope_parameters, and a top-level override replaces
+    that dict whole, base included (a rope_scaling override is written into rope_parameters), so
+    without rope_theta the model falls back to the engine's default base, 10,000. A multimodal config
+    is changed in its text config.
     Returns (new config, one sentence per change).
     """
     _check_dict(config)
@@ -455,9 +461,11 @@ def serving_override(
                     isinstance(v, Mapping) for v in rope_scaling.values()):
                 raise ValueError(f"this config's rope_parameters is per layer type ({sorted(old)}): the override must "
                                  "give a dict per layer type too, or the layers' own bases are lost")
-            if "rope_theta" not in rope_scaling and not all(isinstance(v, Mapping) for v in rope_scaling.values()):
-                raise ValueError(f"the override replaces rope_parameters whole, base included: give rope_theta (this "
-                                 f"config's is {hf_rope_base(text):g}) inside it")
+        if "rope_theta" not in rope_scaling and not all(isinstance(v, Mapping) for v in rope_scaling.values()):
+            raise ValueError(f"the override replaces rope_parameters whole, base included: give rope_theta (this "
+                             f"config's is {hf_rope_base(text):g}) inside it"
+                             + ("" if v5 else "; vLLM on transformers 5 writes a rope_scaling override into "
+                                "rope_parameters, and without it builds the model at base 10,000"))
         new_text[key] = copy.deepcopy(dict(rope_scaling))
         before = _inv_freq(text, None)
         after = _inv_freq(new_text, None)
