@@ -1189,6 +1189,24 @@ def test_a_results_folder_replaced_by_a_file_mid_run_still_saves_the_run(toy_rec
     assert json.loads(open(rescue).read())["results"] == record["results"] == {"square": 4, "seeds": [0]}
 
 
+def test_the_cli_reports_a_rescued_run_without_a_traceback(toy_records, tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    """`python -m mlbook.experiments run` after the results folder broke mid-run: the rescue's warning names the
+    file, the PNG is skipped with a warning, and the command exits 0 (it used to end in a ValueError)."""
+    from mlbook.experiments import registry
+    from mlbook.experiments.__main__ import main
+
+    def breaks(config, device, progress):  # type: ignore[no-untyped-def]
+        _replace_with_a_file(tmp_path / "results")
+        return {"square": 4, "seeds": [0]}
+
+    (tmp_path / "results").mkdir()
+    registry.REGISTRY["toy_bad"].fn = breaks
+    with pytest.warns(RuntimeWarning, match=r"could not write the record to") as rec:
+        assert main(["run", "toy_bad", "--budget", "quick", "--device", "cpu"]) == 0
+    assert json.loads(open(_rescued(rec)).read())["results"] == {"square": 4, "seeds": [0]}
+    assert "warning: no PNG summary for toy_bad" in capsys.readouterr().err
+
+
 def test_an_extended_run_whose_results_folder_breaks_is_still_saved(toy_records, tmp_path) -> None:
     from mlbook.experiments import registry
     from mlbook.records import machine_info

@@ -40,6 +40,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     try:
         get_experiment(args.name)
+        # read once, before training, as run_experiment does: a results folder that breaks during the run must
+        # not turn the report of a record save_record rescued (its warning says where) into a traceback
+        path = None if args.no_save else result_path(args.name, args.budget)
         if args.extend:
             record = extend_experiment(args.name, args.budget, args.device, save=not args.no_save)
         else:
@@ -47,10 +50,10 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, OSError) as err:  # bad arguments, an unwritable results folder: refused before training
         parser.error(str(err))
     print(json.dumps(record["results"], indent=1))
-    where = "" if args.no_save else f" -> {result_path(args.name, args.budget)}"
-    if not args.no_save:  # its picture beside it: the headline comparisons with their 95% intervals
+    where = "" if path is None else f" -> {path}"
+    if path is not None:  # its picture beside it: the headline comparisons with their 95% intervals
         try:
-            where += f" and {write_beside(record, result_path(args.name, args.budget))}"
+            where += f" and {write_beside(record, path)}"
         except (ValueError, OSError) as err:  # the record is saved already: say why there is no picture
             print(f"warning: no PNG summary for {args.name}: {err}", file=sys.stderr)
     print(f"{args.name} ({args.budget}) on {record['device']} in {record['elapsed_s']} s{where}", file=sys.stderr)
