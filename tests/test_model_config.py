@@ -104,7 +104,11 @@ def test_llama4_scout_layers_and_temperature() -> None:
     assert s.layers.counts() == {"chunked_attention": 36, "full_attention (NoPE)": 12}
     # 1 + 0.1 ln(1 + floor((p + 1) / 8192)), transformers' Llama4TextAttention formula, at the listed positions
     assert s.temperature == tuple((p, 1 + 0.1 * math.log1p(math.floor((p + 1) / 8192))) for p, _ in s.temperature)
-    assert "no max_position_embeddings" in s.lengths.note and s.kv_at_max is None
+    # the Instruct config's 10,485,760 positions: 8,192 x 1,280, not x the factor; at that length only the 12 NoPE
+    # layers' cache grows, the 36 chunked ones stop at 8,192 (8 KV heads x 128, keys and values, bf16)
+    assert "= original 8,192 x 1280, not x factor 16" in s.lengths.note
+    per_layer_token = 2 * 8 * 128 * 2
+    assert s.kv_at_max == 12 * per_layer_token * 10_485_760 + 36 * per_layer_token * 8192
 
 
 def test_smollm3_nope_layers_follow_transformers() -> None:
@@ -152,3 +156,11 @@ def test_serving_override_changes_every_length() -> None:
     before = summarize_config(c).attention_factor
     after = summarize_config(new).attention_factor
     assert before == pytest.approx(0.1 * math.log(32) + 1) and after == pytest.approx(0.1 * math.log(2) + 1)
+
+
+def test_a_config_without_max_position_embeddings_says_so() -> None:
+    """A config that states only its scaling's original length (as the reference code's args do): the note says
+    that is all it states, and no cache at max_position_embeddings is computed."""
+    c = {k: v for k, v in load_config("llama-4-scout").items() if k != "max_position_embeddings"}
+    s = summarize_config(c)
+    assert "no max_position_embeddings" in s.lengths.note and s.kv_at_max is None
