@@ -153,6 +153,8 @@ def test_serving_override_changes_every_length() -> None:
                                         "original_max_position_embeddings": 4096}, 8192)
     assert new["rope_scaling"]["factor"] == 2.0 and c["rope_scaling"]["factor"] == 32.0
     assert "at every length" in changes[0] and "8192" in changes[1]
+    # the override replaces the dict whole: the shipped keys it leaves out are named
+    assert "the override drops ['beta_fast', 'beta_slow', 'truncate']" in changes[0]
     before = summarize_config(c).attention_factor
     after = summarize_config(new).attention_factor
     assert before == pytest.approx(0.1 * math.log(32) + 1) and after == pytest.approx(0.1 * math.log(2) + 1)

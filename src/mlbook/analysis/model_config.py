@@ -135,8 +135,9 @@ class ContextLengths:
     max_position_embeddings: int | None
     factor: float  # the scaling's factor (1 without scaling)
     note: str
-    stated: bool = True  # False: the config states no trained length; original is max_position_embeddings,
-    #                      as transformers takes it (Qwen3 writes 40,960 though it was pretrained at 32,768)
+    stated: bool = True  # False: the config states no trained length; original is max_position_embeddings in its
+    #                      place (transformers' yarn, llama3, longrope and dynamic take it so; Qwen3 writes 40,960
+    #                      though its long-context pretraining ran at 32,768)
 
     @property
     def ratio(self) -> float | None:
@@ -316,8 +317,9 @@ class ConfigSummary:
             f"{self.name}: RoPE base {self.base:,g}, rotating {self.rotary_dim} of {self.head_dim} channels per head "
             f"({self.rotary_dim // 2} pairs)",
             f"  scaling: {self.type_note}; attention factor on cos/sin {self.attention_factor:.4f}",
-            f"  context: trained {L.original:,}" + ("" if L.stated else " (not stated: max_position_embeddings, as "
-                                                     "transformers takes it)") + ", max_position_embeddings "
+            (f"  context: trained {L.original:,}" if L.stated else
+             f"  context: trained length not stated ({L.original:,}, max_position_embeddings, used in its place)")
+            + ", max_position_embeddings "
             f"{'-' if L.max_position_embeddings is None else format(L.max_position_embeddings, ',')}, factor "
             f"{L.factor:g}: {L.note}",
             f"  wavelengths (tokens): unscaled {self.wavelength_trained[0]:.2f} .. {self.wavelength_trained[1]:,.0f}; "
@@ -470,8 +472,13 @@ def serving_override(
         before = _inv_freq(text, None)
         after = _inv_freq(new_text, None)
         moved = int((~torch.isclose(before[0], after[0], rtol=1e-6, atol=0)).sum())
+        # the override replaces the dict whole: a key of the config's that it leaves out is gone in the engine
+        # (vLLM's gpt-oss reads beta_fast and beta_slow by key, and truncate defaults to true)
+        dropped = sorted(set(old) - set(rope_scaling)) if isinstance(old, Mapping) else []
         changes.append(f"{key} {old!r} -> {dict(rope_scaling)!r}: {moved} of {len(after[0])} pairs change "
-                       f"frequency at every length; attention factor {before[1]:.4f} -> {after[1]:.4f}")
+                       f"frequency at every length; attention factor {before[1]:.4f} -> {after[1]:.4f}"
+                       + (f"; the override drops {dropped}, which the engine then takes at its defaults or misses"
+                          if dropped else ""))
     if max_model_len is not None:
         old_len = text.get("max_position_embeddings")
         changes.append(f"serving length {old_len} -> {max_model_len} (max_position_embeddings in the config is "
