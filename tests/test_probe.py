@@ -17,7 +17,7 @@ import torch
 
 transformers = pytest.importorskip("transformers")
 
-from hf_versions import hf4_only, rope_theta  # noqa: E402
+from hf_versions import hf4_only, rope_init_function, rope_theta  # noqa: E402
 from mlbook.analysis import probe as P  # noqa: E402
 from mlbook.analysis.rope import as_complex  # noqa: E402
 from mlbook.transformer.positional import RotaryEmbedding  # noqa: E402
@@ -259,6 +259,82 @@ def test_scaling_override_changes_the_loss(tiny, ids):
         scaled = P.loss_by_position(tiny.model, ids, 64, label="linear 4")
     plain = P.loss_by_position(tiny.model, ids, 64)
     assert not np.allclose(scaled.loss, plain.loss, rtol=0, atol=1e-7)
+
+
+YARN_2 = {"rope_type": "yarn", "factor": 2.0, "original_max_position_embeddings": 64}
+DYNAMIC_2 = {"rope_type": "dynamic", "factor": 2.0}
+
+
+@pytest.mark.parametrize("scaling", [{"rope_type": "linear", "factor": 1.0},
+                                     {"rope_type": "yarn", "factor": 1.0, "original_max_position_embeddings": 64}])
+def test_rope_override_refuses_an_override_that_changes_nothing(tiny, scaling):
+    before = tiny.model.get_decoder().rotary_emb
+    with pytest.raises(ValueError, match="change nothing"):
+        with P.rope_override(tiny.model, scaling):
+            pass
+    assert tiny.model.get_decoder().rotary_emb is before
+
+
+def test_override_effect_is_the_change_in_hf_logits_and_frequencies(tiny, ids):
+    x = ids[:, :129]
+    with torch.no_grad():
+        shipped = tiny.model(x).logits[0]  # (T, vocab) transformers' own forward, output head included
+        with P.rope_override(tiny.model, YARN_2) as cfg:
+            scaled = tiny.model(x).logits[0]
+    effect = P.override_effect(tiny.model, x, YARN_2, label="YaRN 2", chunk=50)
+    assert effect.took_effect and effect.T == 129 and effect.rescale_above is None
+    assert effect.max_logit_change == pytest.approx((scaled - shipped).abs().max().item(), rel=1e-5)
+    assert effect.logit_scale == pytest.approx(shipped.abs().max().item(), rel=1e-6)
+    inv_yarn, attention = rope_init_function("yarn")(cfg, "cpu")  # transformers' YaRN frequencies and factor
+    inv_plain, _ = rope_init_function("default")(tiny.config, "cpu")
+    np.testing.assert_allclose(effect.divisor, (inv_plain / inv_yarn).double().numpy(), rtol=1e-6)
+    assert effect.attention_scaling == pytest.approx(attention) and effect.shipped_attention_scaling == 1.0
+    assert "YaRN 2" in effect.line() and "x 1.069" in effect.line()
+    with pytest.raises(ValueError, match="override"):
+        P.override_effect(tiny.model, x, None)
+    with pytest.raises(ValueError, match=r"\(1, T\)"):
+        P.override_effect(tiny.model, x[0], YARN_2)
+
+
+def test_dynamic_ntk_changes_nothing_until_the_pass_passes_max_position_embeddings(tiny, ids):
+    # transformers' dynamic_rope_update rescales once max(position_ids) + 1 > max_position_embeddings (64 here)
+    below = P.override_effect(tiny.model, ids[:, :64], DYNAMIC_2)
+    assert not below.took_effect and below.max_logit_change == 0.0 and below.max_cos_sin_change == 0.0
+    np.testing.assert_array_equal(below.divisor, 1.0)
+    assert below.rescale_above == 64 and "changed nothing" in below.line() and "not above" in below.line()
+    above = P.override_effect(tiny.model, ids[:, :65], DYNAMIC_2)
+    assert above.took_effect and above.max_logit_change > 0.0 and "rescaled: 65 tokens" in above.line()
+    # dynamic NTK (emozilla, 2023): base b (factor T / M - (factor - 1))^(d / (d - 2)), frequency b^(-2i/d), float64
+    d, M, b = tiny.config.head_dim, 64, rope_theta(tiny.config)
+    grown = b * (2.0 * 65 / M - 1.0) ** (d / (d - 2))
+    i = np.arange(d // 2)
+    np.testing.assert_allclose(above.divisor, (grown / b) ** (2 * i / d), rtol=1e-5)
+
+
+def test_dynamic_ntk_with_a_kv_cache_is_not_one_pass_per_step(tiny, ids):
+    # transformers caches keys after rotating them; under dynamic NTK each decoding step past
+    # max_position_embeddings grows the base for the new query and key only (transformers#25104)
+    def cached(prefill: int, T: int) -> torch.Tensor:
+        with torch.no_grad():
+            out, rows = tiny.model(ids[:, :prefill], use_cache=True), []
+            for t in range(prefill, T):
+                out = tiny.model(ids[:, t : t + 1], past_key_values=out.past_key_values, use_cache=True)
+                rows.append(out.logits[0, -1])
+        return torch.stack(rows)  # (T - prefill, vocab)
+
+    def one_pass_each(prefill: int, T: int) -> torch.Tensor:  # lengths increase: each pass grows the base to its own
+        with torch.no_grad():
+            return torch.stack([tiny.model(ids[:, : t + 1]).logits[0, -1] for t in range(prefill, T)])
+
+    gaps = {}
+    for name, scaling in (("shipped", None), ("yarn", YARN_2), ("dynamic", DYNAMIC_2)):
+        with P.rope_override(tiny.model, scaling):  # a fresh rotary module for each way of running
+            a = cached(64, 96)
+        with P.rope_override(tiny.model, scaling):
+            b = one_pass_each(64, 96)
+        gaps[name] = (a - b).abs().max().item()
+    assert gaps["shipped"] < 1e-5 and gaps["yarn"] < 1e-5  # a static rotation: the cache changes nothing
+    assert gaps["dynamic"] > 1e-4 and gaps["dynamic"] > 100 * max(gaps["shipped"], gaps["yarn"])
 
 
 # ---------------------------------------------------------------------------

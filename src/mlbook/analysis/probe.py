@@ -22,6 +22,9 @@ Qwen2, Qwen3, Mistral, ...) and reads, on one text:
                                          tokens (the probe of Barbero et al., 2025)
     rope_override, loss_by_position      the model's loss in windows of positions, with its own
                                          rotary embedding or with a rope_scaling override
+    override_effect                      what an override changed on a text: the frequencies and cos/sin
+                                         the pass used, and the largest logit change (zero: no effect,
+                                         e.g. dynamic NTK on a pass within max_position_embeddings)
 
 `transformers` is imported inside the functions that need it, so importing this module (and
 `mlbook.analysis`) does not. Nothing here draws; `mlbook.viz.probe` plots what these return.
@@ -84,6 +87,8 @@ __all__ = [
     "PairNorms",
     "pair_norms",
     "rope_override",
+    "OverrideEffect",
+    "override_effect",
     "PositionLoss",
     "loss_by_position",
 ]
@@ -592,12 +597,24 @@ def _rotary_owner(model: Any) -> Any:
     return decoder
 
 
+def _length_dependent(rope_type: str) -> bool:
+    """Scalings whose frequencies transformers changes with the length of the pass (`dynamic_rope_update`):
+    dynamic NTK grows the base past max_position_embeddings, LongRoPE swaps to its long factors."""
+    return "dynamic" in rope_type or rope_type == "longrope"
+
+
 @contextlib.contextmanager
 def rope_override(model: Any, rope_scaling: Mapping[str, Any] | None) -> Iterator[Any]:
     """Inside, the model rotates with `rope_scaling` set on (a copy of) its config, as a serving engine's
     override does (e.g. {"rope_type": "yarn", "factor": 2.0, "original_max_position_embeddings": 8192});
     None leaves it as shipped. The model's rotary embedding module is rebuilt by its own class from
-    that config and put back on exit. Yields the config in use."""
+    that config and put back on exit. Yields the config in use.
+
+    An override whose rebuilt module has exactly the shipped inverse frequencies and attention factor
+    (linear or YaRN with factor 1, the shipped scaling again) is a ValueError: it would change nothing.
+    Dynamic NTK and LongRoPE are built with the shipped frequencies and change them only in a pass
+    longer than a threshold (`dynamic_rope_update` in transformers' modeling_rope_utils.py), which no
+    check at entry can see: `override_effect` measures what an override changed on a given input."""
     if rope_scaling is None:
         yield model.config
         return
@@ -622,11 +639,144 @@ def rope_override(model: Any, rope_scaling: Mapping[str, Any] | None) -> Iterato
     else:
         config.rope_scaling = scaling
     device = next(model.parameters()).device
-    owner.rotary_emb = type(old)(config=config).to(device)  # transformers 5 deprecates the device argument
+    new = type(old)(config=config).to(device)  # transformers 5 deprecates the device argument
+    shipped = getattr(old, "original_inv_freq", old.inv_freq).to(device)  # as built, before any dynamic rescale
+    if (not _length_dependent(str(kind)) and torch.equal(new.inv_freq.float(), shipped.float())
+            and float(new.attention_scaling) == float(old.attention_scaling)):
+        raise ValueError(f"rope_scaling {scaling} gives the model exactly the inverse frequencies and attention factor "
+                         "it ships with: the override would change nothing (pass None for the model as shipped)")
+    owner.rotary_emb = new
     try:
         yield config
     finally:
         owner.rotary_emb = old
+
+
+@dataclass(frozen=True)
+class _Pass:
+    """One pass of the decoder: its last hidden states and what its rotary module used."""
+
+    hidden: torch.Tensor  # (T, d_model)
+    inv_freq: torch.Tensor  # (r/2,) float32 on the CPU: the inverse frequencies in force during the pass
+    cos: torch.Tensor  # (T, r) float32 on the CPU, attention factor included
+    sin: torch.Tensor  # (T, r)
+    attention_scaling: float
+
+
+def _decoder_pass(model: Any, ids: torch.Tensor) -> _Pass:
+    """model.get_decoder() on ids (1, T), no cache, recording the rotary module's tables (a forward hook
+    runs after transformers' `dynamic_rope_update` has rescaled inv_freq for this pass's length)."""
+    rotary = _rotary_owner(model).rotary_emb
+    seen: dict[str, Any] = {}
+
+    def record(module, args, output):  # type: ignore[no-untyped-def]
+        if not seen:  # the decoder calls it once per pass; keep the first call if a model calls it again
+            seen.update(inv_freq=module.inv_freq.detach().float().cpu().clone(),
+                        cos=output[0][0].detach().float().cpu(), sin=output[1][0].detach().float().cpu(),
+                        attention_scaling=float(module.attention_scaling))
+
+    handle = rotary.register_forward_hook(record)
+    try:
+        with torch.no_grad():
+            hidden = model.get_decoder()(input_ids=ids, use_cache=False).last_hidden_state[0]  # (T, d_model)
+    finally:
+        handle.remove()
+    if not seen:
+        raise ValueError(f"{type(rotary).__name__} was not called in the forward pass: nothing to compare")
+    return _Pass(hidden, **seen)
+
+
+def _logits(model: Any, hidden: torch.Tensor) -> torch.Tensor:
+    """(n, vocab) float32 logits from (n, d_model) last hidden states: the output head, then any final soft cap."""
+    logits = model.get_output_embeddings()(hidden).float()  # (n, vocab)
+    cap = getattr(model.config, "final_logit_softcapping", None)
+    return torch.tanh(logits / cap) * cap if cap else logits
+
+
+def _check_ids(input_ids: Any) -> None:
+    if not isinstance(input_ids, torch.Tensor) or input_ids.dim() != 2 or input_ids.shape[0] != 1:
+        raise ValueError("input_ids must be a (1, T) tensor of token ids, "
+                         f"got {getattr(input_ids, 'shape', input_ids)!r}")
+
+
+@dataclass(frozen=True)
+class OverrideEffect:
+    """What a rope_scaling override changed in one pass over a text, against the model as shipped.
+
+    divisor: (r/2,) shipped inverse frequency / the override's, per pair, as used in the pass (1: the pair
+    left alone; 2: turned half as fast); attention_scaling: the override's factor on cos and sin (the
+    shipped one is shipped_attention_scaling); max_cos_sin_change: max |cos' - cos|, |sin' - sin| over
+    positions and channels; max_logit_change: max |logit' - logit| over every position and vocabulary
+    entry, beside logit_scale, the largest |logit| as shipped. rescale_above: for dynamic NTK, the length a
+    pass must exceed before transformers rescales anything (the rotary module's original_max_seq_len,
+    config.max_position_embeddings); None for a scaling that does not follow the length. All zeros
+    (divisor all 1) mean the override did not take effect on this input: dynamic NTK on a pass no longer
+    than rescale_above, for one."""
+
+    label: str
+    T: int
+    divisor: np.ndarray  # (r/2,)
+    attention_scaling: float
+    shipped_attention_scaling: float
+    max_cos_sin_change: float
+    max_logit_change: float
+    logit_scale: float
+    rescale_above: int | None
+
+    @property
+    def took_effect(self) -> bool:
+        """True if the pass rotated with other cos and sin tables than the shipped model's."""
+        return self.max_cos_sin_change > 0.0
+
+    def line(self) -> str:
+        """One printable line: the frequencies' divisors, the attention factor, the largest logit change, and for
+        dynamic NTK whether the pass was long enough to rescale."""
+        if self.rescale_above is None:
+            where = ""
+        elif self.T > self.rescale_above:
+            where = f"; rescaled: {self.T:,} tokens > max_position_embeddings {self.rescale_above:,}"
+        else:
+            where = f": {self.T:,} tokens, not above max_position_embeddings {self.rescale_above:,}"
+        if not self.took_effect:
+            return (f"{self.label:<22} changed nothing: cos and sin as shipped, "
+                    f"largest logit change {self.max_logit_change:.2g}{where}")
+        factor = ("" if self.attention_scaling == self.shipped_attention_scaling
+                  else f", cos and sin x {self.attention_scaling:.3f}")
+        return (f"{self.label:<22} frequencies divided by {self.divisor.min():.2f} to {self.divisor.max():.2f}"
+                f"{factor}; logits moved by up to {self.max_logit_change:.2g} (largest logit {self.logit_scale:.2g})"
+                f"{where}")
+
+
+def override_effect(
+    model: Any, input_ids: torch.Tensor, rope_scaling: Mapping[str, Any], *, label: str | None = None,
+    chunk: int = 1024,
+) -> OverrideEffect:
+    """Run `model` on input_ids (1, T) as shipped and under `rope_override(model, rope_scaling)`, one pass
+    each without a cache, and compare: the inverse frequencies and cos/sin tables its rotary module used
+    (recorded after transformers' dynamic update for the pass's length) and the logits, `chunk` positions
+    at a time. A zero change is the override not taking effect on this input, not a model that ignores it."""
+    if rope_scaling is None:
+        raise ValueError("rope_scaling must be an override to compare with the shipped model, got None")
+    _check_ids(input_ids)
+    check_int("chunk", chunk, 1)
+    ids = input_ids.to(next(model.parameters()).device)
+    shipped = _decoder_pass(model, ids)
+    with rope_override(model, rope_scaling):
+        rotary = _rotary_owner(model).rotary_emb
+        scaled = _decoder_pass(model, ids)
+        rescale_above = int(rotary.original_max_seq_len) if "dynamic" in str(rotary.rope_type) else None
+    T = ids.shape[1]
+    change, scale = 0.0, 0.0
+    with torch.no_grad():
+        for a in range(0, T, chunk):
+            before = _logits(model, shipped.hidden[a : a + chunk])  # (n, vocab)
+            after = _logits(model, scaled.hidden[a : a + chunk])  # (n, vocab)
+            change = max(change, (after - before).abs().max().item())
+            scale = max(scale, before.abs().max().item())
+    cos_sin = max((scaled.cos - shipped.cos).abs().max().item(), (scaled.sin - shipped.sin).abs().max().item())
+    name = label if label is not None else str(dict(rope_scaling).get("rope_type", rope_scaling.get("type")))
+    return OverrideEffect(name, T, (shipped.inv_freq / scaled.inv_freq).double().numpy(), scaled.attention_scaling,
+                          shipped.attention_scaling, cos_sin, change, scale, rescale_above)
 
 
 @dataclass(frozen=True)
@@ -646,28 +796,23 @@ def loss_by_position(
 ) -> PositionLoss:
     """Next-token loss of `model` on input_ids (1, T), averaged in windows of `window` positions.
 
-    One forward pass over the whole text (the model's own attention kernel); the logits are made
-    `chunk` positions at a time, so a long text does not need a (T, vocab) logits tensor at once.
+    One forward pass over the whole text without a KV cache (the model's own attention kernel), so every
+    query and key in it is rotated with the same frequencies; the logits are made `chunk` positions at a
+    time, so a long text does not need a (T, vocab) logits tensor at once.
     """
     check_int("window", window, 1)
     check_int("chunk", chunk, 1)
-    if not isinstance(input_ids, torch.Tensor) or input_ids.dim() != 2 or input_ids.shape[0] != 1:
-        raise ValueError(f"input_ids must be a (1, T) tensor of token ids, got {getattr(input_ids, 'shape', input_ids)!r}")
+    _check_ids(input_ids)
     T = input_ids.shape[1]
     if T < window + 1:
         raise ValueError(f"the text has {T} tokens; one window of {window} predictions needs at least {window + 1}")
-    device = next(model.parameters()).device
-    ids = input_ids.to(device)
-    head = model.get_output_embeddings()
-    cap = getattr(model.config, "final_logit_softcapping", None)
+    ids = input_ids.to(next(model.parameters()).device)
+    hidden = _decoder_pass(model, ids).hidden  # (T, d_model)
     nll = []
     with torch.no_grad():
-        hidden = model.get_decoder()(input_ids=ids).last_hidden_state  # (1, T, d_model)
         for a in range(0, T - 1, chunk):
             b = min(a + chunk, T - 1)
-            logits = head(hidden[0, a:b]).float()  # (b - a, vocab)
-            if cap:
-                logits = torch.tanh(logits / cap) * cap
+            logits = _logits(model, hidden[a:b])  # (b - a, vocab)
             nll.append(F.cross_entropy(logits, ids[0, a + 1 : b + 1], reduction="none").cpu())  # (b - a,)
     per_token = torch.cat(nll).double().numpy()  # (T - 1,) loss of the prediction made at position t
     n = (T - 1) // window
