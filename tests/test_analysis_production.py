@@ -122,8 +122,16 @@ def test_plan_refuses_what_it_cannot_size() -> None:
         P.kv_cache_plan(1, 1, 8, layer_types=("chunked_attention",))
     with pytest.raises(ValueError, match="layer_types has 1 entries but the model has n_layers=2"):
         P.kv_cache_plan(2, 1, 8, layer_types=("full_attention",))
-    with pytest.raises(ValueError, match="unknown layer_types entry 'linear_attention'"):
+    with pytest.raises(ValueError, match="unknown layer_types entry 'mamba'"):
+        P.kv_cache_plan(1, 1, 8, layer_types=("mamba",))
+    with pytest.raises(ValueError, match="linear_attention layers: give linear_state_values"):
         P.kv_cache_plan(1, 1, 8, layer_types=("linear_attention",))
+    with pytest.raises(ValueError, match="linear_state_values=5 is given but layer_types has no linear_attention"):
+        P.kv_cache_plan(1, 1, 8, linear_state_values=5)
+    with pytest.raises(ValueError, match="full_kv_heads and full_d_head are head shapes"):
+        P.kv_cache_plan(1, 1, 8, kv_lora_rank=512, qk_rope_head_dim=64, full_d_head=512)
+    with pytest.raises(ValueError, match="full_d_head must be"):
+        P.kv_cache_plan(1, 1, 8, full_d_head=0)
     with pytest.raises(ValueError, match="give qk_rope_head_dim with kv_lora_rank"):
         P.kv_cache_plan(1, 1, 8, kv_lora_rank=512)
     with pytest.raises(ValueError, match="give kv_lora_rank as well, or neither"):
@@ -231,8 +239,16 @@ def test_every_decoder_family_has_a_plan() -> None:
             continue
         plan = P.family_kv_plan(row)
         assert plan.n_layers == row.n_layers
-        if row.kv_lora_rank is None:
-            assert plan.per_token == P.kv_cache_bytes(row.n_layers, row.n_kv_heads, row.d_head, 2.0)
+        if row.kv_lora_rank is None:  # per token, while every window still grows: each attention layer's K and V
+            kinds = row.layer_kinds
+            n_full, n_linear = kinds.count("full_attention"), kinds.count("linear_attention")
+            full = P.kv_cache_bytes(n_full, row.global_kv_heads or row.n_kv_heads,
+                                    row.global_d_head or row.d_head) if n_full else 0
+            rest = P.kv_cache_bytes(row.n_layers - n_full - n_linear, row.n_kv_heads, row.d_head) if (
+                row.n_layers - n_full - n_linear) else 0
+            assert plan.per_token == full + rest
+
+
 
 
 def test_windows_cap_the_families_caches() -> None:
@@ -289,3 +305,45 @@ def test_shipped_configs_layer_kinds_and_cache(path: Path) -> None:
     caps = {"full_attention": T, "sliding_attention": fields.get("sliding_window"),
             "chunked_attention": fields.get("attention_chunk_size")}
     assert plan.bytes(T) == sum(per_layer * 2 * min(T, caps[k]) for k in kinds)
+
+
+# Gemma 4's full layers: their own heads and width, as a published config and as transformers 5 saves one
+_GEMMA4_TEXT = {"model_type": "gemma4_text", "num_hidden_layers": 6, "num_attention_heads": 32,
+                "num_key_value_heads": 16, "head_dim": 256, "sliding_window": 1024,
+                "layer_types": ["sliding_attention"] * 5 + ["full_attention"]}
+
+
+def test_gemma4_full_layers_read_from_either_form() -> None:
+    T = 8192
+    # the full layer every token of 4 KV heads of 512, the sliding ones at most 1,024 tokens of 16 x 256
+    expected = 2 * (1 * 2 * 4 * 512 * T + 5 * 2 * 16 * 256 * min(T, 1024))
+    published = {**_GEMMA4_TEXT, "global_head_dim": 512, "num_global_key_value_heads": 4, "attention_k_eq_v": True}
+    saved = {**_GEMMA4_TEXT, "per_layer_config": {"05": {"head_dim": 512, "num_key_value_heads": 4}}}
+    assert P.config_kv_plan(published).bytes(T) == P.config_kv_plan(saved).bytes(T) == expected
+    # without attention_k_eq_v (Gemma4TextConfig's default False) the global KV heads are not used
+    unset = {k: v for k, v in published.items() if k != "attention_k_eq_v"}
+    assert P.config_kv_plan(unset).bytes(T) == 2 * (2 * 16 * 512 * T + 5 * 2 * 16 * 256 * 1024)
+
+
+def test_gemma4_saved_form_equals_transformers_own() -> None:
+    transformers = pytest.importorskip("transformers")
+    cls = getattr(transformers, "Gemma4TextConfig", None)
+    if cls is None:
+        pytest.skip(f"transformers {transformers.__version__} has no Gemma 4")
+    config = cls(num_hidden_layers=6, num_attention_heads=32, num_key_value_heads=16, head_dim=256,
+                 global_head_dim=384, num_global_key_value_heads=2, attention_k_eq_v=True, sliding_window=1024)
+    saved = config.to_dict()
+    from mlbook.transformer.hf import hf_head_dim, hf_layer_overrides
+
+    assert "global_head_dim" not in saved and "num_global_key_value_heads" not in saved
+    assert hf_layer_overrides(saved) == {5: {"head_dim": 384, "num_key_value_heads": 2}}
+
+    assert hf_head_dim(saved, "full_attention") == 384  # not the 512 default
+    assert P.config_kv_plan(saved).bytes(100) == 2 * (2 * 2 * 384 * 100 + 5 * 2 * 16 * 256 * 100)
+
+
+def test_per_layer_config_of_the_wrong_shape_is_refused_by_name() -> None:
+    with pytest.raises(TypeError, match="per_layer_config must map layer indices to dicts"):
+        P.config_kv_plan({**_GEMMA4_TEXT, "per_layer_config": [512]})
+    with pytest.raises(ValueError, match="per_layer_config key 'last' is not a layer index"):
+        P.config_kv_plan({**_GEMMA4_TEXT, "per_layer_config": {"last": {"head_dim": 512}}})

@@ -24,7 +24,9 @@ from typing import Any, Mapping
 
 from mlbook.analysis.systems import format_bytes
 from mlbook.data.model_families import ModelFamily
-from mlbook.transformer.hf import GLOBAL_HEAD_FAMILIES, hf_head_dim, hf_layer_types, hf_text_config
+from mlbook.transformer.hf import (
+    GLOBAL_HEAD_FAMILIES, hf_head_dim, hf_layer_overrides, hf_layer_types, hf_text_config,
+)
 from mlbook.transformer.latent import mha_cache_values, mla_cache_values
 from mlbook.transformer.validate import check_choice, check_int, check_positive_float
 
@@ -178,7 +180,8 @@ class KVCachePlan:
 def kv_cache_plan(
     n_layers: int, n_kv_heads: int, d_head: int, *, layer_types: tuple[str, ...] | list[str] | None = None,
     sliding_window: int | None = None, chunk_size: int | None = None, kv_lora_rank: int | None = None,
-    qk_rope_head_dim: int | None = None, bytes_per_value: float = 2.0,
+    qk_rope_head_dim: int | None = None, full_kv_heads: int | None = None, full_d_head: int | None = None,
+    linear_state_values: int | None = None, bytes_per_value: float = 2.0,
 ) -> KVCachePlan:
     """The cache of a decoder whose layers may differ, grouped by layer kind.
 
@@ -189,6 +192,11 @@ def kv_cache_plan(
     d_head are then unused). A "sliding_attention" layer holds at most sliding_window tokens, a
     "chunked_attention" layer at most chunk_size (Llama 4: a query attends within its chunk), a
     "full_attention" layer every token. layer_types=None: every layer full.
+
+    full_kv_heads and full_d_head: the full layers' own KV heads and head width where they differ from
+    the others' (Gemma 4: num_global_key_value_heads and global_head_dim). A "linear_attention" layer
+    (Qwen3-Next's and Qwen3.5's Gated DeltaNet) holds linear_state_values values whatever the length
+    and nothing per token; give linear_state_values when layer_types has such layers.
     """
     check_int("n_layers", n_layers, 1)
     bytes_per_value = check_positive_float("bytes_per_value", bytes_per_value)
@@ -196,8 +204,8 @@ def kv_cache_plan(
     if len(kinds) != n_layers:
         raise ValueError(f"layer_types has {len(kinds)} entries but the model has n_layers={n_layers}")
     for k in set(kinds):
-        check_choice("layer_types entry", k, LAYER_KINDS)
-    caps = {"full_attention": None}
+        check_choice("layer_types entry", k, LAYER_KINDS + ("linear_attention",))
+    caps: dict[str, int | None] = {"full_attention": None, "linear_attention": None}
     if "sliding_attention" in kinds:
         if sliding_window is None:
             raise ValueError("layer_types has sliding_attention layers: give their sliding_window (tokens)")
@@ -206,29 +214,51 @@ def kv_cache_plan(
         if chunk_size is None:
             raise ValueError("layer_types has chunked_attention layers: give their chunk_size (tokens)")
         caps["chunked_attention"] = check_int("chunk_size", chunk_size, 1)
+    state = 0
+    if "linear_attention" in kinds:
+        if linear_state_values is None:
+            raise ValueError("layer_types has linear_attention layers: give linear_state_values, the values one "
+                             "such layer keeps whatever the length")
+        state = check_int("linear_state_values", linear_state_values, 1)
+    elif linear_state_values is not None:
+        raise ValueError(f"linear_state_values={linear_state_values!r} is given but layer_types has no "
+                         "linear_attention layer")
     if kv_lora_rank is not None:
         check_int("kv_lora_rank", kv_lora_rank, 1)
         if qk_rope_head_dim is None:
             raise ValueError("latent attention caches the rotary key too: give qk_rope_head_dim with kv_lora_rank")
+        if full_kv_heads is not None or full_d_head is not None:
+            raise ValueError("full_kv_heads and full_d_head are head shapes: latent attention (kv_lora_rank) has "
+                             "none to change")
         values = mla_cache_values(1, kv_lora_rank, qk_rope_head_dim)  # one layer: latent + shared rotary key
+        full_values = values
     else:
         if qk_rope_head_dim is not None:
             raise ValueError("qk_rope_head_dim is a latent-attention width: give kv_lora_rank as well, or neither")
         check_int("n_kv_heads", n_kv_heads, 1)
         check_int("d_head", d_head, 1)
         values = mha_cache_values(1, n_kv_heads, d_head)  # one layer: 2 n_kv_heads d_head
-    parts = tuple(LayerCache(k, kinds.count(k), values, caps[k]) for k in LAYER_KINDS if k in kinds)
+        full_values = mha_cache_values(
+            1, n_kv_heads if full_kv_heads is None else check_int("full_kv_heads", full_kv_heads, 1),
+            d_head if full_d_head is None else check_int("full_d_head", full_d_head, 1))
+    per_kind = {"full_attention": full_values, "sliding_attention": values, "chunked_attention": values,
+                "linear_attention": 0}
+    parts = tuple(LayerCache(k, kinds.count(k), per_kind[k], caps[k], state if k == "linear_attention" else 0)
+                  for k in LAYER_KINDS + ("linear_attention",) if k in kinds)
     return KVCachePlan(parts, bytes_per_value, kv_lora_rank is not None)
 
 
 def family_kv_plan(row: ModelFamily, bytes_per_value: float = 2.0) -> KVCachePlan:
-    """`kv_cache_plan` for a row of MODEL_FAMILIES: its layer kinds, window, chunk and latent width.
+    """`kv_cache_plan` for a row of MODEL_FAMILIES: its layer kinds, window, chunk and latent width, the full
+    layers' own heads (Gemma 4) and the linear-attention layers' fixed state (Qwen3-Next, Qwen3.5).
     Encoders (BERT, ModernBERT, Swin: `row.encoder`) and T5 (relative bias, encoder-decoder) are refused."""
     if row.encoder or row.scheme == "t5":
         raise ValueError(f"{row.name} is not a decoder-only model: it keeps no KV cache of this kind")
+    state = _linear_state_values(row.linear_attention) if row.linear_attention else None
     return kv_cache_plan(row.n_layers, row.n_kv_heads, row.d_head, layer_types=row.layer_kinds,
                          sliding_window=row.window, chunk_size=row.chunk, kv_lora_rank=row.kv_lora_rank,
-                         qk_rope_head_dim=row.qk_rope_head_dim, bytes_per_value=bytes_per_value)
+                         qk_rope_head_dim=row.qk_rope_head_dim, full_kv_heads=row.global_kv_heads,
+                         full_d_head=row.global_d_head, linear_state_values=state, bytes_per_value=bytes_per_value)
 
 
 def _text_config(config: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -318,9 +348,10 @@ def config_kv_plan(config: Mapping[str, Any], bytes_per_value: float = 2.0) -> K
     """The KV cache a model's `config.json` implies (a dict; a multimodal config's text_config is used).
 
     Read as the configs state it: `config_kv_heads` (every spelling of the KV heads), head_dim (default
-    hidden_size / num_attention_heads; Gemma 4's full layers: global_head_dim, 512 by default, with
-    num_global_key_value_heads), `config_layer_types` (layer_types, full_attention_interval, ...),
-    sliding_window, attention_chunk_size, kv_lora_rank with qk_rope_head_dim for latent attention (the
+    hidden_size / num_attention_heads; Gemma 4's full layers: the heads and width its per_layer_config gives
+    them, as a config saved by transformers 5 states them, else global_head_dim, 512 by default, with
+    num_global_key_value_heads where attention_k_eq_v is set), `config_layer_types` (layer_types,
+    full_attention_interval, ...), sliding_window, attention_chunk_size, kv_lora_rank with qk_rope_head_dim for latent attention (the
     latent and the rotary key, `transformer.latent.mla_cache_values`), Nemotron's per-layer block_configs,
     Gemma 4's num_kv_shared_layers (the last layers reuse an earlier layer's cache and hold none).
     Linear-attention layers (Qwen3-Next, Qwen3.5) hold a fixed-size state, counted apart
@@ -356,14 +387,22 @@ def config_kv_plan(config: Mapping[str, Any], bytes_per_value: float = 2.0) -> K
                 if caps[kind] is None:
                     raise ValueError(f"layer_types has {kind} layers but the config gives no {key}")
                 caps[kind] = check_int(key, caps[kind], 1)
+        overrides = hf_layer_overrides(c)
         layers = []
-        for kind in kinds:
+        for i, kind in enumerate(kinds):
             if kind == "linear_attention":
                 layers.append((kind, 0, None))
             elif latent is not None:
                 layers.append((kind, per_layer_values["*"], caps[kind]))
+            elif i in overrides:  # transformers 5's per_layer_config: this layer's own heads and width
+                o = overrides[i]
+                heads = check_int(f"per_layer_config[{i}] num_key_value_heads", o.get("num_key_value_heads", n_kv), 1)
+                width = check_int(f"per_layer_config[{i}] head_dim", o.get("head_dim", hf_head_dim(c)), 1)
+                layers.append((kind, 2 * heads * width, caps[kind]))
             elif kind == "full_attention" and model_type.startswith(GLOBAL_HEAD_FAMILIES):
-                heads = c.get("num_global_key_value_heads") if c.get("attention_k_eq_v", True) else None
+                # Gemma4TextConfig gives the full layers num_global_key_value_heads only under attention_k_eq_v
+                # (a field whose default is False)
+                heads = c.get("num_global_key_value_heads") if c.get("attention_k_eq_v", False) else None
                 heads = n_kv if heads is None else check_int("num_global_key_value_heads", heads, 1)
                 layers.append((kind, 2 * heads * hf_head_dim(c, "full_attention"), None))
             else:

@@ -69,6 +69,13 @@ class ModelFamily:
     kv_lora_rank: int | None = None  # multi-head latent attention: the cached latent's width per token
     qk_rope_head_dim: int | None = None  # MLA: width of the decoupled rotary key, shared by the heads, cached
     qk_nope_head_dim: int | None = None  # MLA: per-head query/key width without rotation
+    global_d_head: int | None = None  # the full layers' own head width where it differs (Gemma 4 global_head_dim)
+    global_kv_heads: int | None = None  # the full layers' own KV heads (Gemma 4 num_global_key_value_heads)
+    linear_attention: dict[str, int] = field(default_factory=dict)  # Gated DeltaNet widths of "linear_attention"
+    # layers (HF names: linear_num_value_heads, linear_num_key_heads, linear_key_head_dim, linear_value_head_dim,
+    # linear_conv_kernel_dim); they hold a fixed-size state and rotate nothing
+    mrope_section: tuple[int, ...] = ()  # multimodal RoPE: rotated pairs given to time, height, width (Qwen3.5)
+    mrope_interleaved: bool = False  # M-RoPE's axes take pairs in turn (Qwen3-VL, Qwen3.5) rather than in blocks
     encoder: bool = False  # bidirectional encoder (BERT, ModernBERT, Swin): no KV cache at inference
     scaling_in_config: bool = True  # False: the model card has the user add the scaling (Qwen's YaRN)
     unverified: tuple[str, ...] = ()  # fields left None because no source could be read
@@ -89,10 +96,25 @@ class ModelFamily:
 
     @property
     def rotary_layers(self) -> tuple[int, ...]:
-        """The layers that rotate q and k (every layer of a RoPE row but its `nope_layers`)."""
+        """The layers that rotate q and k: every attention layer of a RoPE row but its `nope_layers`
+        (linear-attention layers have no q.k score to rotate)."""
         if self.scheme != "rope":
             return ()
-        return tuple(i for i in range(self.n_layers) if i not in set(self.nope_layers))
+        kinds = self.layer_kinds
+        return tuple(i for i in range(self.n_layers) if i not in set(self.nope_layers)
+                     and kinds[i] != "linear_attention")
+
+    @property
+    def global_rotation(self) -> tuple[int, int]:
+        """(channels rotated, head width) of the full-attention layers' query and key: the decoupled rotary
+        key of latent attention, `partial_rotary` of d_head, or Gemma 4's proportional quarter of its
+        512-wide global head."""
+        width = self.global_d_head or self.d_head
+        if self.qk_rope_head_dim is not None:
+            return self.qk_rope_head_dim, self.d_head
+        fraction = self.scaling_params.get("partial_rotary_factor") if self.scaling == "proportional" else None
+        fraction = fraction if fraction is not None else (self.partial_rotary or 1.0)
+        return round(fraction * width), width
 
     @property
     def slopes(self) -> torch.Tensor | None:
@@ -496,12 +518,23 @@ def _layer_detail(row: ModelFamily) -> list[str]:
         out.append(f"{n_sliding} of {row.n_layers} layers sliding ({row.window:,})")
     if n_chunked:
         out.append(f"{n_chunked} of {row.n_layers} layers chunked ({row.chunk:,})")
-    if row.rope_local_base is not None:
+    n_linear = kinds.count("linear_attention")
+    if n_linear:
+        out.append(f"{n_linear} of {row.n_layers} layers linear attention (a fixed state, no RoPE)")
+    if row.global_d_head is not None or row.global_kv_heads is not None:
+        out.append(f"full layers: {row.global_kv_heads or row.n_kv_heads} KV heads of width "
+                   f"{row.global_d_head or row.d_head}")
+    if row.rope_local_base is not None and row.rope_local_base == row.rope_base and row.scaling != "none":
+        out.append("local layers not scaled")
+    elif row.rope_local_base is not None:
         out.append(f"local base {row.rope_local_base:,.0f}")
     if row.nope_layers:
         out.append(f"{len(row.nope_layers)} NoPE layers (every {row.nope_layers[0] + 1}th)")
     if row.partial_rotary is not None:
         out.append(f"rotates {round(row.partial_rotary * row.d_head)} of {row.d_head} channels")
+    if row.mrope_section:
+        out.append(f"M-RoPE, pairs {' / '.join(map(str, row.mrope_section))} to time / height / width"
+                   + (", interleaved" if row.mrope_interleaved else ""))
     if row.qk_rope_head_dim is not None:
         out.append(f"decoupled RoPE key of {row.qk_rope_head_dim}")
     return out
@@ -517,7 +550,9 @@ def positional_summary(row: ModelFamily) -> dict[str, str]:
     if row.scaling == "none":
         scaling = "none"
     elif row.scaling_factor is None:
-        scaling = {"dynamic": "dynamic NTK (inference)", "longrope": "longrope (searched per-pair factors)"}.get(
+        rotated, width = row.global_rotation
+        scaling = {"dynamic": "dynamic NTK (inference)", "longrope": "longrope (searched per-pair factors)",
+                   "proportional": f"proportional (full layers: {rotated} of {width} channels turn)"}.get(
             row.scaling, row.scaling)
     else:
         scaling = f"{row.scaling}, factor {row.scaling_factor:g}"

@@ -67,6 +67,7 @@ from mlbook.transformer.validate import check_bool, check_choice, check_int
 
 __all__ = [
     "HF_ROPE_TYPES",
+    "hf_layer_overrides",
     "HF_SCALING_KEYS",
     "LEGACY_ROPE_TYPES",
     "SLIDE_EVERY_LAYER",
@@ -603,16 +604,52 @@ def hf_rope_base(config: Any, layer_type: str | None = None) -> float:
 GLOBAL_HEAD_FAMILIES: tuple[str, ...] = ("gemma4",)
 
 
+def hf_layer_overrides(config: Any) -> dict[int, Mapping[str, Any]]:
+    """transformers 5's per_layer_config: layer index -> the attributes that layer sets for itself (Gemma 4's
+    full layers: head_dim and num_key_value_heads). Gemma4TextConfig builds it from global_head_dim and
+    num_global_key_value_heads and `save_pretrained` writes it in their place (keys such as "05"); where a
+    config holds it, transformers reads it and not those two. {} where the config has none."""
+    text = hf_text_config(config)
+    raw = text.get("per_layer_config") if isinstance(text, Mapping) else None
+    if raw is None and not isinstance(text, Mapping):  # a config object keeps it as a view: read its dict
+        to_dict = getattr(text, "to_dict", None)
+        raw = to_dict().get("per_layer_config") if callable(to_dict) else None
+    if raw is None:
+        return {}
+    if not isinstance(raw, Mapping):
+        raise TypeError(f"per_layer_config must map layer indices to dicts, got {type(raw).__name__} ({raw!r})")
+    out: dict[int, Mapping[str, Any]] = {}
+    for key, value in raw.items():
+        try:
+            index = int(key)
+        except (TypeError, ValueError):
+            raise ValueError(f"per_layer_config key {key!r} is not a layer index") from None
+        if not isinstance(value, Mapping):
+            raise TypeError(f"per_layer_config[{key!r}] must be a dict, got {type(value).__name__} ({value!r})")
+        out[index] = value
+    return out
+
+
 def hf_head_dim(config: Any, layer_type: str | None = None) -> int:
     """The head width transformers' rotary embedding reads: head_dim if the config gives it, else
     hidden_size // num_attention_heads; under latent attention (kv_lora_rank with qk_rope_head_dim:
     DeepSeek-V2/V3, Kimi K2, GLM-5) qk_rope_head_dim, which DeepseekV3Config copies into head_dim; for
-    Gemma 4's full-attention layers (layer_type="full_attention") its global_head_dim (512 by default)."""
+    Gemma 4's full-attention layers (layer_type="full_attention") the head_dim its per_layer_config gives
+    them (`hf_layer_overrides`, as a saved config states it), else its global_head_dim (512 by default)."""
     text = hf_text_config(config)
     model_type = str(hf_get(text, "model_type", ""))
     if _has(text, "kv_lora_rank") and _has(text, "qk_rope_head_dim"):
         return check_int("qk_rope_head_dim", hf_get(text, "qk_rope_head_dim"), 2)
     if layer_type == "full_attention" and model_type.startswith(GLOBAL_HEAD_FAMILIES):
+        kinds = hf_layer_types(text)
+        overrides = hf_layer_overrides(text)
+        widths = {overrides[i]["head_dim"] for i, k in enumerate(kinds)
+                  if k == "full_attention" and i in overrides and overrides[i].get("head_dim") is not None}
+        if len(widths) > 1:
+            raise ValueError(f"per_layer_config gives the full_attention layers head_dim {sorted(widths)}: one "
+                             "rotary module per layer type needs one width")
+        if widths:
+            return check_int("per_layer_config head_dim", widths.pop(), 2)
         return check_int("global_head_dim", hf_get(text, "global_head_dim", 512), 2)
     if _has(text, "head_dim"):
         return check_int("head_dim", hf_get(text, "head_dim"), 1)
