@@ -144,3 +144,124 @@ def test_llama4_row_scaling_and_instruct_length_are_the_published_instruct_confi
     assert s["rope_type"] == row.scaling and s["factor"] == row.scaling_factor
     assert {k: s[k] for k in row.scaling_params} == row.scaling_params
     assert f"{c['max_position_embeddings']:,}" == "10,485,760" and "10,485,760" in row.notes
+
+
+# ---------------------------------------------------------------------------
+# Hybrid stacks: linear attention (Qwen3-Next, Qwen3.5), a wider global head (Gemma 4), YaRN on the full
+# layers only (OLMo 3), partial rotation in every layer (GLM-4.5)
+# ---------------------------------------------------------------------------
+
+def _linear_state(c: dict) -> int:
+    """One Gated DeltaNet layer's fixed state, written out: the recurrent state (value heads x key width x
+    value width) and the causal convolution's kernel-long window of its q, k and v channels."""
+    conv_channels = 2 * c["linear_num_key_heads"] * c["linear_key_head_dim"] + (
+        c["linear_num_value_heads"] * c["linear_value_head_dim"])
+    return (c["linear_num_value_heads"] * c["linear_key_head_dim"] * c["linear_value_head_dim"]
+            + conv_channels * c["linear_conv_kernel_dim"])
+
+
+@pytest.mark.parametrize("name, stem", [("Qwen3-Next", "qwen3-next-80b-a3b-thinking"), ("Qwen3.5", "qwen3.5-27b")])
+def test_linear_attention_rows_are_the_published_configs(name: str, stem: str) -> None:
+    from mlbook.analysis.production import config_kv_plan, family_kv_plan
+
+    row, c = MF.family(name), _published(stem)
+    assert (row.n_layers, row.n_heads, row.n_kv_heads, row.d_head, row.max_len) == (
+        c["num_hidden_layers"], c["num_attention_heads"], c["num_key_value_heads"], c["head_dim"],
+        c["max_position_embeddings"])
+    p = c.get("rope_parameters") or {"rope_theta": c["rope_theta"], "partial_rotary_factor": c["partial_rotary_factor"]}
+    assert row.rope_base == p["rope_theta"] and row.partial_rotary == p["partial_rotary_factor"]
+    assert tuple(p.get("mrope_section", ())) == row.mrope_section
+    assert bool(p.get("mrope_interleaved", False)) == row.mrope_interleaved
+    assert sum(row.mrope_section) in (0, round(row.partial_rotary * row.d_head) // 2)  # M-RoPE splits the turning pairs
+    full = [i for i in range(row.n_layers) if (i + 1) % c["full_attention_interval"] == 0]
+    assert [i for i, k in enumerate(row.layer_kinds) if k == "full_attention"] == full
+    assert set(row.layer_kinds) == {"full_attention", "linear_attention"} and row.rotary_layers == tuple(full)
+    assert row.linear_attention == {k: c[k] for k in row.linear_attention}
+    # bytes: the full layers' keys and values per token, plus each linear layer's fixed state
+    T = 131072
+    expected = 2 * (len(full) * 2 * row.n_kv_heads * row.d_head * T
+                    + (row.n_layers - len(full)) * _linear_state(c))
+    assert family_kv_plan(row).bytes(T) == config_kv_plan(c).bytes(T) == expected
+
+
+def test_qwen3_next_row_is_the_class_defaults_but_its_base_and_length() -> None:
+    row, c = MF.family("Qwen3-Next"), _class("Qwen3NextConfig")()
+    assert (row.n_layers, row.n_heads, row.n_kv_heads, row.d_head) == (
+        c.num_hidden_layers, c.num_attention_heads, c.num_key_value_heads, c.head_dim)
+    assert row.layer_kinds == tuple(c.layer_types)
+    assert row.linear_attention == {k: getattr(c, k) for k in row.linear_attention}
+    assert c.rope_parameters["partial_rotary_factor"] == row.partial_rotary
+    assert (rope_theta(c), c.max_position_embeddings) == (10000.0, 32768) != (row.rope_base, row.max_len)
+
+
+def _gemma4_config(row: MF.ModelFamily):
+    return _class("Gemma4TextConfig")(
+        num_hidden_layers=row.n_layers, num_attention_heads=row.n_heads, num_key_value_heads=row.n_kv_heads,
+        head_dim=row.d_head, global_head_dim=row.global_d_head, num_global_key_value_heads=row.global_kv_heads,
+        attention_k_eq_v=True, sliding_window=row.window, max_position_embeddings=row.max_len)
+
+
+def test_gemma4_row_through_transformers_config() -> None:
+    from mlbook.analysis.production import config_kv_plan, family_kv_plan
+
+    row = MF.family("Gemma 4")
+    c = _gemma4_config(row)
+    assert row.layer_kinds == tuple(c.layer_types)
+    full = [i for i, k in enumerate(c.layer_types) if k == "full_attention"]
+    per_layer = {int(i): v for i, v in c.to_dict()["per_layer_config"].items()}
+    assert sorted(per_layer) == full
+    assert all(v == {"head_dim": row.global_d_head, "num_key_value_heads": row.global_kv_heads}
+               for v in per_layer.values())
+    p = c.rope_parameters
+    assert p["full_attention"] == {"rope_type": row.scaling, "rope_theta": row.rope_base, **row.scaling_params}
+    assert p["sliding_attention"] == {"rope_type": "default", "rope_theta": row.rope_local_base}
+    assert row.global_rotation == (round(row.scaling_params["partial_rotary_factor"] * row.global_d_head),
+                                   row.global_d_head)
+    # bytes: the sliding layers hold at most the window of 16 x 256 keys and values, the full ones every token of 4 x 512
+    T = 131072
+    n_full = len(full)
+    expected = 2 * ((row.n_layers - n_full) * 2 * row.n_kv_heads * row.d_head * min(T, row.window)
+                    + n_full * 2 * row.global_kv_heads * row.global_d_head * T)
+    assert family_kv_plan(row).bytes(T) == config_kv_plan(c.to_dict()).bytes(T) == expected
+
+
+def test_gemma4_row_proportional_frequencies_equal_transformers() -> None:
+    from transformers.models.gemma4.modeling_gemma4 import Gemma4TextRotaryEmbedding
+
+    row = MF.family("Gemma 4")
+    module = Gemma4TextRotaryEmbedding(_gemma4_config(row))
+    ours, af = RopeScaling("proportional", rotated_fraction=row.scaling_params["partial_rotary_factor"]).frequencies(
+        row.global_d_head, row.rope_base)
+    torch.testing.assert_close(ours.double(), module.full_attention_inv_freq.double(), rtol=1e-6, atol=0)
+    assert af == float(module.full_attention_attention_scaling) == 1.0
+    assert int((ours > 0).sum()) == row.global_rotation[0] // 2  # the turning pairs
+
+
+def test_olmo3_row_yarn_on_the_full_layers_only() -> None:
+    row = MF.family("OLMo 3")
+    p = dict(row.scaling_params)
+    c = _class("Olmo3Config")(
+        num_hidden_layers=row.n_layers, num_attention_heads=row.n_heads, num_key_value_heads=row.n_kv_heads,
+        hidden_size=row.n_heads * row.d_head, sliding_window=row.window, max_position_embeddings=row.max_len,
+        rope_theta=row.rope_base, rope_scaling={"rope_type": "yarn", "factor": row.scaling_factor, **p})
+    assert row.layer_kinds == tuple(c.layer_types)
+    assert c.rope_parameters["sliding_attention"] == {"rope_type": "default", "rope_theta": row.rope_local_base}
+    full = c.rope_parameters["full_attention"]
+    assert full["rope_type"] == row.scaling and full["factor"] == row.scaling_factor
+    assert {k: full[k] for k in p} == p
+    hf_inv, hf_af = rope_init_function("yarn")(c, "cpu", layer_type="full_attention")
+    ours, af = RopeScaling("yarn", row.scaling_factor, original_max_len=p["original_max_position_embeddings"],
+                           beta_fast=p["beta_fast"], beta_slow=p["beta_slow"],
+                           attention_factor=p["attention_factor"]).frequencies(row.d_head, row.rope_base)
+    torch.testing.assert_close(ours, hf_inv.float(), rtol=1e-6, atol=0)
+    assert math.isclose(af, hf_af, rel_tol=1e-12) and math.isclose(af, 0.1 * math.log(8) + 1, rel_tol=1e-12)
+
+
+def test_glm45_row_is_the_class_defaults_but_its_base() -> None:
+    row, c = MF.family("GLM-4.5"), _class("Glm4MoeConfig")()
+    assert (row.n_layers, row.n_heads, row.n_kv_heads, row.max_len) == (
+        c.num_hidden_layers, c.num_attention_heads, c.num_key_value_heads, c.max_position_embeddings)
+    # the class has no head_dim: its rotary module takes hidden_size // heads = 42, not the release's 128
+    assert "head_dim" not in c.to_dict() and c.hidden_size // c.num_attention_heads == 42 != row.d_head
+    assert c.rope_parameters["partial_rotary_factor"] == row.partial_rotary
+    assert rope_theta(c) == 10000.0 != row.rope_base  # the release's 1,000,000 is not the class default

@@ -289,6 +289,49 @@ MODEL_FAMILIES: tuple[ModelFamily, ...] = (
               "YaRN (factor 4) for 131,072",
     ),
     ModelFamily(
+        "Qwen3-Next", "Qwen3-Next-80B-A3B-Thinking", 2025, "rope", None, 262144, 48, 16, 2, 256, rope_base=10000000.0,
+        rope_pairing="half", partial_rotary=0.25,
+        layer_types=every_nth(48, 4, "full_attention", "linear_attention"),
+        linear_attention={"linear_num_value_heads": 32, "linear_num_key_heads": 16, "linear_key_head_dim": 128,
+                          "linear_value_head_dim": 128, "linear_conv_kernel_dim": 4},
+        unverified=("original_len",),
+        sources=("yang2025gated", "wolf2020transformers"),
+        urls=("https://huggingface.co/Qwen/Qwen3-Next-80B-A3B-Thinking/blob/main/config.json",
+              "https://github.com/ai-dynamo/aiconfigurator/blob/1b7cfb10a6fa06880ad7911db5ddb949882ff76a/src/"
+              "aiconfigurator/model_configs/Qwen--Qwen3-Next-80B-A3B-Thinking_config.json",
+              "https://github.com/huggingface/transformers/blob/v5.15.0/src/transformers/models/qwen3_next/"
+              "configuration_qwen3_next.py"),
+        hf_check="Qwen3NextConfig() (transformers 5.15, docstring checkpoint Qwen3-Next-80B-A3B-Instruct) defaults "
+                 "are the row's attention shape, linear-attention widths, partial factor and layer plan; its base "
+                 "(10,000) and length (32,768) are not the release's: those are compared with the published config "
+                 "where ../shared/realconfigs holds it",
+        notes="a hybrid: three Gated DeltaNet (linear attention) layers for each full-attention one "
+              "(full_attention_interval 4: layers 3, 7, ..., 47); the linear layers rotate nothing and keep a "
+              "fixed-size state (recurrent 32 x 128 x 128 values plus a 4-step convolution window), so only the 12 "
+              "full layers' cache grows with the context; those rotate 64 of each 256-wide head (partial rotary "
+              "0.25) at base 10,000,000; 262,144 positions; the pretraining length is not in the config",
+    ),
+    ModelFamily(
+        "Qwen3.5", "Qwen3.5-27B", 2026, "rope", None, 262144, 64, 24, 4, 256, rope_base=10000000.0,
+        rope_pairing="half", partial_rotary=0.25, mrope_section=(11, 11, 10), mrope_interleaved=True,
+        layer_types=every_nth(64, 4, "full_attention", "linear_attention"),
+        linear_attention={"linear_num_value_heads": 48, "linear_num_key_heads": 16, "linear_key_head_dim": 128,
+                          "linear_value_head_dim": 128, "linear_conv_kernel_dim": 4},
+        unverified=("original_len",),
+        sources=("wang2024qwen2vl", "yang2025gated", "wolf2020transformers"),
+        urls=("https://huggingface.co/Qwen/Qwen3.5-27B/blob/main/config.json",
+              "https://github.com/huggingface/transformers/blob/v5.15.0/src/transformers/models/qwen3_5/"
+              "configuration_qwen3_5.py"),
+        hf_check="the row equals the published config.json's text_config where ../shared/realconfigs holds it (its "
+                 "rope_parameters, transformers 5's layout); Qwen3_5TextConfig()'s defaults are a smaller model",
+        notes="Qwen3-Next's hybrid (three Gated DeltaNet layers per full-attention one) in a vision-language "
+              "model: the text config writes its RoPE in transformers 5's rope_parameters dict (base 10,000,000, "
+              "partial_rotary_factor 0.25: 64 of 256 channels turn) with multimodal RoPE, its 32 rotated pairs "
+              "split 11 / 11 / 10 among time, height and width and interleaved; for text every token's three "
+              "position ids are equal, so the rotation is plain RoPE over the rotated channels; 262,144 positions; "
+              "the pretraining length is not in the config",
+    ),
+    ModelFamily(
         "Gemma", "gemma-7b", 2024, "rope", 8192, 8192, 28, 16, 16, 256, rope_base=10000.0, rope_pairing="half",
         sources=("gemmateam2024gemma",),
         urls=("https://arxiv.org/abs/2403.08295", "https://huggingface.co/google/gemma-7b/blob/main/config.json"),
@@ -316,6 +359,31 @@ MODEL_FAMILIES: tuple[ModelFamily, ...] = (
         notes="five local layers (window 1,024, base 10,000) for each global one (base 1,000,000); pretrained at "
               "32k, then the global layers' positions are scaled by 8 ('linear') for 128k; the local layers are "
               "not scaled",
+    ),
+    ModelFamily(
+        "Gemma 4", "gemma-4-31B-it", 2026, "rope", None, 262144, 60, 32, 16, 256, rope_base=1000000.0,
+        rope_pairing="half", scaling="proportional", scaling_params={"partial_rotary_factor": 0.25}, window=1024,
+        layer_types=every_nth(60, 6, "full_attention", "sliding_attention"), rope_local_base=10000.0,
+        global_d_head=512, global_kv_heads=4,
+        unverified=("original_len",),
+        sources=("barbero2025round", "wolf2020transformers"),
+        urls=("https://huggingface.co/google/gemma-4-31B-it/blob/main/config.json",
+              "https://github.com/huggingface/transformers/blob/v5.15.0/src/transformers/models/gemma4/"
+              "configuration_gemma4.py",
+              "https://github.com/huggingface/transformers/blob/v5.15.0/src/transformers/models/gemma4/"
+              "modeling_gemma4.py"),
+        hf_check="Gemma4TextConfig built with the row's shape (transformers 5.15) lays out the same 5:1 pattern and "
+                 "gives its full layers head_dim 512 and 4 KV heads; its default rope_parameters are the row's "
+                 "(proportional, partial 0.25, base 1,000,000 on full layers; default, base 10,000 on sliding "
+                 "ones), and the proportional frequencies equal mlbook's; the class defaults' own shape "
+                 "(30 layers) is no released checkpoint's",
+        notes="five sliding layers (window 1,024, base 10,000, all 256 channels turn) for each full one; the full "
+              "layers have their own shape (global_head_dim 512, num_global_key_value_heads 4, keys reused as "
+              "values: attention_k_eq_v, though transformers' cache still holds both) and 'proportional' RoPE: "
+              "the first quarter of the 256 pairs turn at base^(-2i/512), the rest not at all (a p-RoPE), at base "
+              "1,000,000; the row's values are those of copies of the checkpoint's config.json in public "
+              "repositories, which agree on the shape; two of them give 262,144 positions, one 131,072; the "
+              "pretraining length is not in the config",
     ),
     ModelFamily(
         "DeepSeek-V3", "DeepSeek-V3", 2024, "rope", 4096, 163840, 61, 128, 128, 192, rope_base=10000.0,
@@ -376,6 +444,23 @@ MODEL_FAMILIES: tuple[ModelFamily, ...] = (
               "sin; the softmax scale is multiplied by (0.1 ln 32 + 1)^2 = 1.813, as in DeepSeek-V3). Kimi K2.5 "
               "and K2.6 (transformers' kimi_k25) wrap a deepseek_v3 text config whose released values were not "
               "read here",
+    ),
+    ModelFamily(
+        "GLM-4.5", "GLM-4.5-Air", 2025, "rope", None, 131072, 46, 96, 8, 128, rope_base=1000000.0,
+        rope_pairing="half", partial_rotary=0.5,
+        unverified=("original_len",),
+        sources=("glm2025glm45",),
+        urls=("https://arxiv.org/abs/2508.06471", "https://huggingface.co/zai-org/GLM-4.5-Air/blob/main/config.json",
+              "https://github.com/huggingface/transformers/blob/v5.15.0/src/transformers/models/glm4_moe/"
+              "configuration_glm4_moe.py"),
+        hf_check="Glm4MoeConfig() (transformers 5.15, docstring checkpoint GLM-4.5) defaults are GLM-4.5-Air's "
+                 "layers, heads, KV heads, partial_rotary_factor and max_position_embeddings; not its head width "
+                 "(the class has no head_dim, so hidden_size // heads = 42 where the release writes 128) nor its "
+                 "base (10,000, the release's 1,000,000)",
+        notes="grouped-query attention (96 query heads, 8 KV heads of 128) in every layer, half of each head "
+              "rotated (partial_rotary_factor 0.5: 64 of 128 channels) at base 1,000,000, no scaling, 131,072 "
+              "positions; GLM-4.5 itself has 92 layers of the same heads; the values are a copy of the Air "
+              "checkpoint's config.json printed in a public training log; the pretraining length is not in it",
     ),
     ModelFamily(
         "GLM-5", "GLM-5", 2026, "rope", None, 202752, 78, 64, 64, 256, rope_base=1000000.0,
@@ -466,6 +551,24 @@ MODEL_FAMILIES: tuple[ModelFamily, ...] = (
         notes="every 4th layer (3, 7, ..., 35) rotates nothing, the NoPE/RoPE hybrid of Yang et al. 2025; every "
               "layer attends globally; context extended 4k -> 32k (base 1.5M) -> 64k (base 5M) by continued "
               "training, and YaRN (factor 2) at inference for 128k, per the release post",
+    ),
+    ModelFamily(
+        "OLMo 3", "Olmo-3-7B-Think", 2025, "rope", 8192, 65536, 32, 32, 32, 128, rope_base=500000.0,
+        rope_pairing="half", scaling="yarn", scaling_factor=8.0,
+        scaling_params={"original_max_position_embeddings": 8192, "beta_fast": 32.0, "beta_slow": 1.0,
+                        "attention_factor": 1.2079441541679836},
+        window=4096, layer_types=every_nth(32, 4, "full_attention", "sliding_attention"), rope_local_base=500000.0,
+        sources=("olmo2025olmo3", "peng2023yarn"),
+        urls=("https://arxiv.org/abs/2512.13961", "https://huggingface.co/allenai/Olmo-3-7B-Think/blob/main/config.json",
+              "https://github.com/huggingface/transformers/blob/v5.15.0/src/transformers/models/olmo3/"
+              "configuration_olmo3.py"),
+        hf_check="Olmo3Config built with the row's shape and its 4.x rope_scaling (transformers 5.15) lays out the "
+                 "same 3:1 pattern and puts the YaRN on the full layers' rope_parameters only; its YaRN frequencies "
+                 "and attention factor equal mlbook's; the class defaults' length (2,048) is no release's",
+        notes="three sliding layers (window 4,096) for each full one, the last layer full; pretrained at 8,192 "
+              "tokens and extended to 65,536 with YaRN (factor 8, attention factor 0.1 ln 8 + 1 = 1.208) on the "
+              "full layers only: the sliding layers keep base 500,000 unscaled (transformers' Olmo3Config puts a "
+              "4.x rope_scaling in rope_parameters['full_attention']); multi-head attention (32 KV heads)",
     ),
     ModelFamily(
         "BLOOM", "bloom (176B)", 2022, "alibi", 2048, 2048, 70, 112, 112, 128, alibi_bias_max=8.0,
