@@ -152,6 +152,12 @@ def _cache_note(row: ModelFamily) -> str:
         notes.append(f"{n_slide} of {row.n_layers} layers hold at most {row.window:,} tokens")
     if n_chunk:
         notes.append(f"{n_chunk} of {row.n_layers} layers hold at most {row.chunk:,} tokens")
+    n_linear = kinds.count("linear_attention")
+    if n_linear:
+        notes.append(f"{n_linear} of {row.n_layers} layers hold a fixed linear-attention state")
+    if row.global_kv_heads is not None or row.global_d_head is not None:
+        notes.append(f"full layers: {row.global_kv_heads or row.n_kv_heads} KV heads of width "
+                     f"{row.global_d_head or row.d_head}")
     if row.kv_lora_rank is not None:
         notes.append(f"latent {row.kv_lora_rank} + rotary key {row.qk_rope_head_dim} per layer")
     return (" (" + "; ".join(notes) + ")") if notes else ""
@@ -184,8 +190,8 @@ def _family_kv(context_len: int = 131072, bytes_per_value: float = 2.0) -> go.Fi
         [bar],
         title=dict(text=(f"KV cache of one sequence at {context_len:,} tokens, {bytes_per_value:g} bytes per value<br>"
                          "<sup>orange: a key and value for every head; blue: grouped-query or latent;<br>"
-                         "pink: windowed layers cap part of the cache</sup>"), font=dict(size=14)),
-        height=760,
+                         "pink: windowed or linear-attention layers cap part of it</sup>"), font=dict(size=14)),
+        height=860,
         xaxis=dict(type="log", title=dict(text="KV cache per sequence (GiB, log scale)"), range=[-2, 3.6]),
         shapes=[dict(type="line", yref="paper", y0=0, y1=1, x0=gpu, x1=gpu,
                      line=dict(color=LINE_COLORS[2], dash="dot", width=2))],
@@ -209,7 +215,7 @@ def fig_family_kv(context_len: int = 131072, *, bytes_per_value: float = 2.0,
              choice_knob("bytes_per_value", 2.0, (0.25, 0.5, 1.0, 2.0), "bytes per value"),
              caption="KV cache of each family's checkpoint for the chosen context and bytes per value.",
              alt=("Horizontal bars of KV-cache size per model family, log scale: multi-head in orange, grouped-query "
-                  "or latent in blue, models with windowed layers in pink."))
+                  "or latent in blue, models with windowed or linear-attention layers in pink."))
 def live_family_kv(context_len: int, bytes_per_value: float) -> go.Figure:
     """Live form of `fig_family_kv`: context length and bytes per value."""
     return _family_kv(context_len, bytes_per_value)
