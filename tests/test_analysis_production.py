@@ -278,8 +278,13 @@ SHIPPED = sorted((Path(mlbook.data.__file__).resolve().parent / "configs").glob(
 @pytest.mark.skipif(not SHIPPED, reason="no config.json extracts shipped under src/mlbook/data/configs/")
 @pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.stem)
 def test_shipped_configs_layer_kinds_and_cache(path: Path) -> None:
-    """Each shipped config: its layer kinds as transformers' config class derives them, and a cache
-    whose per-token size is the hand formula over those kinds."""
+    """Each shipped config (a multimodal one through its text_config): its layer kinds as transformers' config
+    class derives them, and a cache whose size is the hand formula over those kinds. An attention layer adds
+    2 x KV heads x head_dim values per token (kv_lora_rank + qk_rope_head_dim under latent attention) up to its
+    window or chunk; a linear-attention layer (Qwen3.5's Gated DeltaNet) adds none and holds a fixed state:
+    linear_num_value_heads x linear_key_head_dim x linear_value_head_dim (the recurrent state) plus
+    linear_conv_kernel_dim x (2 x linear_num_key_heads x linear_key_head_dim + linear_num_value_heads x
+    linear_value_head_dim) (the causal convolution's last inputs of q, k and v)."""
     import json
 
     raw = json.loads(path.read_text())
@@ -290,21 +295,68 @@ def test_shipped_configs_layer_kinds_and_cache(path: Path) -> None:
             P.config_kv_plan(fields)
         return
     hf = transformers.AutoConfig.for_model(fields["model_type"], **{k: v for k, v in fields.items() if k != "model_type"})
-    kinds = P.config_layer_types(fields)
+    kinds = P.config_layer_types(raw)
+    assert kinds == P.config_layer_types(fields)  # the wrapper is read through its text config
     if getattr(hf, "layer_types", None) is not None:
         assert kinds == tuple(hf.layer_types)
-    plan = P.config_kv_plan(fields)
+    n_layers = fields["num_hidden_layers"]
+    n_linear = kinds.count("linear_attention")
+    if n_linear:  # transformers' rule where layer_types is absent: layer i is full when (i + 1) % interval == 0
+        interval = fields["full_attention_interval"]
+        assert kinds == tuple("full_attention" if (i + 1) % interval == 0 else "linear_attention"
+                              for i in range(n_layers))
+    plan = P.config_kv_plan(raw)
+    assert plan == P.config_kv_plan(fields)
     n_heads = fields["num_attention_heads"]
     if fields.get("kv_lora_rank") is not None:
         per_layer = fields["kv_lora_rank"] + fields["qk_rope_head_dim"]
     else:
         d_head = fields.get("head_dim") or fields["hidden_size"] // n_heads
         per_layer = 2 * (fields.get("num_key_value_heads") or n_heads) * d_head
-    assert plan.per_token == fields["num_hidden_layers"] * per_layer * 2
+    state = 0
+    if n_linear:
+        v_heads, k_heads = fields["linear_num_value_heads"], fields["linear_num_key_heads"]
+        d_k, d_v = fields["linear_key_head_dim"], fields["linear_value_head_dim"]
+        kernel = fields["linear_conv_kernel_dim"]
+        state = v_heads * d_k * d_v + kernel * (2 * k_heads * d_k + v_heads * d_v)
+    assert plan.per_token == (n_layers - n_linear) * per_layer * 2
     T = 1 << 20
     caps = {"full_attention": T, "sliding_attention": fields.get("sliding_window"),
-            "chunked_attention": fields.get("attention_chunk_size")}
-    assert plan.bytes(T) == sum(per_layer * 2 * min(T, caps[k]) for k in kinds)
+            "chunked_attention": fields.get("attention_chunk_size"), "linear_attention": 0}
+    assert plan.bytes(T) == sum(per_layer * 2 * min(T, caps[k]) for k in kinds) + n_linear * state * 2
+    assert plan.bytes(0) == n_linear * state * 2  # the fixed state is there before the first token
+
+
+def test_linear_attention_state_is_what_transformers_caches() -> None:
+    """A tiny random Qwen3.5 text model (transformers 5): after a prefill of T tokens each linear-attention
+    layer's cache holds the values `config_kv_plan` counts as its fixed state, whatever T, and each full layer
+    2 x KV heads x head_dim per token. In a bf16 model transformers 5.15's torch path keeps the recurrent
+    state in float32 (the plan counts every value at bytes_per_value)."""
+    Qwen = getattr(transformers, "Qwen3_5ForCausalLM", None)
+    if Qwen is None:
+        pytest.skip(f"transformers {transformers.__version__} has no Qwen3.5 (added in 5)")
+    raw = {**TINY, "model_type": "qwen3_5_text", "linear_num_value_heads": 4, "linear_num_key_heads": 2,
+           "linear_key_head_dim": 8, "linear_value_head_dim": 6, "linear_conv_kernel_dim": 4,
+           "layer_types": ["linear_attention"] * 3 + ["full_attention"],
+           "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.5}}
+    torch.manual_seed(0)
+    model = Qwen(transformers.Qwen3_5TextConfig(**{k: v for k, v in raw.items() if k != "model_type"}))
+    model = model.to(torch.bfloat16).eval()
+    plan = P.config_kv_plan(raw)
+    linear = next(p for p in plan.parts if p.kind == "linear_attention")
+    full = next(p for p in plan.parts if p.kind == "full_attention")
+    assert (linear.layers, full.layers) == (3, 1)
+    for T in (3, 12):
+        with torch.no_grad():
+            cache = model(torch.randint(0, 64, (1, T)), use_cache=True).past_key_values
+        for kind, layer in zip(P.config_layer_types(raw), cache.layers):
+            if kind == "linear_attention":
+                conv, recurrent = layer.conv_states[0], layer.recurrent_states[0]
+                assert conv.numel() + recurrent.numel() == linear.fixed_values
+                assert (conv.dtype, recurrent.dtype) == (torch.bfloat16, torch.float32)
+            else:
+                assert layer.keys.shape[-2] == full.tokens(T) == T
+                assert 2 * layer.keys.shape[1] * layer.keys.shape[-1] == full.values_per_token
 
 
 # Gemma 4's full layers: their own heads and width, as a published config and as transformers 5 saves one

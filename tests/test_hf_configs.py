@@ -1,6 +1,7 @@
 """Shipped model configs against Hugging Face transformers: every config's RoPE, read by
 mlbook.transformer.hf, gives a GPT whose logits equal a randomly initialised tiny LlamaForCausalLM's
-carrying that config's rope_theta and rope_scaling; every key is honoured or refused.
+carrying that config's base and scaling (rope_theta and rope_scaling, or transformers 5's rope_parameters);
+every key is honoured or refused.
 """
 
 from __future__ import annotations
@@ -50,17 +51,32 @@ def max_logit_gap(hf: LlamaForCausalLM, T: int, pairing: str = "half") -> float:
         return (hf(idx).logits - ours(idx)).abs().max().item()
 
 
+def rope_fields(c: dict) -> tuple[dict, float, dict | None]:
+    """(text config, base, scaling) as the shipped file writes them, read here without the library: 4.x's
+    top-level rope_theta and rope_scaling, or 5's rope_parameters (Qwen3.5: the base inside, type 'default' is
+    no scaling, and the M-RoPE sections, equal positions for a text token, are not a scaling key)."""
+    text = c.get("text_config", c)
+    if "rope_parameters" not in text:
+        return text, float(text["rope_theta"]), text.get("rope_scaling")
+    p = {k: v for k, v in text["rope_parameters"].items()
+         if k not in ("partial_rotary_factor", "mrope_section", "mrope_interleaved")}
+    base = float(p.pop("rope_theta"))
+    return text, base, None if p == {"rope_type": "default"} else p
+
+
 def longest(c: dict) -> int:
     """max_position_embeddings, or for a config that does not give it the original length times the factor."""
-    rs = c.get("rope_scaling") or {}
-    return c.get("max_position_embeddings") or int(rs["original_max_position_embeddings"] * rs["factor"])
+    text, _, rs = rope_fields(c)
+    rs = rs or {}
+    return text.get("max_position_embeddings") or int(rs["original_max_position_embeddings"] * rs["factor"])
 
 
 def shipped_llama_copy(name: str, shrink: bool) -> tuple[LlamaForCausalLM, int]:
     """(a tiny Llama with the shipped config's RoPE, the test length). shrink: the trained length becomes 32
     (max_position_embeddings keeping its ratio to it) so that 80 tokens run past it."""
     c = load_config(name)
-    rs = copy.deepcopy(c.get("rope_scaling"))
+    _, base, rs = rope_fields(c)
+    rs = copy.deepcopy(rs)
     max_pos = longest(c)
     T = 64
     if shrink:
@@ -70,16 +86,18 @@ def shipped_llama_copy(name: str, shrink: bool) -> tuple[LlamaForCausalLM, int]:
             rs["original_max_position_embeddings"] = 32
         max_pos = int(32 * ratio)
         T = 80
-    return tiny_llama(float(c["rope_theta"]), rs, max_pos, head_dim=rotary_width(c)), T
+    return tiny_llama(base, rs, max_pos, head_dim=rotary_width(c)), T
 
 
 @pytest.mark.parametrize("name", SHIPPED_CONFIGS)
 def test_shipped_config_names_its_source(name: str) -> None:
     c = load_config(name)
     assert c["_source"] and all(isinstance(s, str) and s for s in c["_source"])
-    for key in ("model_type", "num_attention_heads", "num_hidden_layers", "rope_theta"):
-        assert key in c, f"{name} lacks {key}"
-    assert "max_position_embeddings" in c or "max_position_embeddings is left out" in c["_notes"]
+    text = c.get("text_config", c)  # a multimodal config: its text model's
+    for key in ("model_type", "num_attention_heads", "num_hidden_layers"):
+        assert key in text, f"{name} lacks {key}"
+    assert "rope_theta" in text or "rope_theta" in text.get("rope_parameters", {}), f"{name} states no RoPE base"
+    assert "max_position_embeddings" in text or "max_position_embeddings is left out" in c["_notes"]
 
 
 @pytest.mark.parametrize("shrink", [False, True], ids=["as-shipped", "past-original"])
@@ -105,16 +123,16 @@ def test_shipped_config_frequencies_equal_rope_init_functions(name: str) -> None
     """The frequency table and attention factor over the rotary width, short and past the longest context."""
     c = load_config(name)
     d = rotary_width(c)
-    rs = c.get("rope_scaling")
+    _, base, rs = rope_fields(c)
     kind = hf_rope_type(rs)
-    cfg = LlamaConfig(hidden_size=4 * d, num_attention_heads=4, head_dim=d, rope_theta=float(c["rope_theta"]),
+    cfg = LlamaConfig(hidden_size=4 * d, num_attention_heads=4, head_dim=d, rope_theta=base,
                       max_position_embeddings=longest(c), rope_scaling=copy.deepcopy(rs))
-    view = {**{k: c.get(k) for k in ("rope_theta", "rope_scaling")}, "max_position_embeddings": longest(c),
+    view = {"rope_theta": base, "rope_scaling": rs, "max_position_embeddings": longest(c),
             "head_dim": d, "hidden_size": 4 * d, "num_attention_heads": 4}
     scaling = rope_scaling_from_hf(view)
     for seq_len in (None, longest(c) + 1):
         theirs, theirs_factor = rope_init_function(kind)(cfg, "cpu", seq_len=seq_len)
-        ours, ours_factor = scaling.frequencies(d, float(c["rope_theta"]), seq_len)
+        ours, ours_factor = scaling.frequencies(d, base, seq_len)
         torch.testing.assert_close(ours, theirs, rtol=1e-6, atol=1e-9)
         assert math.isclose(ours_factor, theirs_factor, rel_tol=1e-12)
 

@@ -23,13 +23,27 @@ from mlbook.transformer.hf import hf_rope_type  # noqa: E402
 logging.getLogger("transformers.modeling_rope_utils").setLevel(logging.ERROR)
 
 
+def rope_fields(c: dict) -> tuple[dict, float, dict | None]:
+    """(text config, base, scaling) as the shipped file writes them, read here without the library: 4.x's
+    top-level rope_theta and rope_scaling, or 5's rope_parameters (Qwen3.5: the base inside, type 'default' is
+    no scaling, and the M-RoPE sections, equal positions for a text token, are not a scaling key)."""
+    text = c.get("text_config", c)
+    if "rope_parameters" not in text:
+        return text, float(text["rope_theta"]), text.get("rope_scaling")
+    p = {k: v for k, v in text["rope_parameters"].items()
+         if k not in ("partial_rotary_factor", "mrope_section", "mrope_interleaved")}
+    base = float(p.pop("rope_theta"))
+    return text, base, None if p == {"rope_type": "default"} else p
+
+
 def longest(c: dict) -> int:
-    return c.get("max_position_embeddings") or c["rope_scaling"]["original_max_position_embeddings"]
+    text, _, rs = rope_fields(c)
+    return text.get("max_position_embeddings") or rs["original_max_position_embeddings"]
 
 
 def hf_frequencies(c: dict, rope_scaling, seq_len=None) -> tuple[torch.Tensor, float]:
     d = rotary_width(c)
-    cfg = LlamaConfig(hidden_size=4 * d, num_attention_heads=4, head_dim=d, rope_theta=float(c["rope_theta"]),
+    cfg = LlamaConfig(hidden_size=4 * d, num_attention_heads=4, head_dim=d, rope_theta=rope_fields(c)[1],
                       max_position_embeddings=longest(c), rope_scaling=copy.deepcopy(rope_scaling))
     return rope_init_function(hf_rope_type(rope_scaling))(cfg, "cpu", seq_len=seq_len)
 
@@ -39,7 +53,7 @@ def test_summary_wavelengths_and_factor_match_transformers(name: str) -> None:
     c = load_config(name)
     s = summarize_config(c, name)
     trained, _ = hf_frequencies(c, None)
-    scaled, factor = hf_frequencies(c, c.get("rope_scaling"), longest(c))
+    scaled, factor = hf_frequencies(c, rope_fields(c)[2], longest(c))
     for got, inv in ((s.wavelength_trained, trained), (s.wavelength_scaled, scaled)):
         wl = 2 * math.pi / inv.double()
         assert got == pytest.approx((float(wl.min()), float(wl.max())), rel=1e-6)
@@ -56,7 +70,7 @@ def test_bands_match_which_frequencies_transformers_divides(name: str) -> None:
     """keep: HF's scaled frequency equals the trained one; interpolate: equals it divided by the factor."""
     c = load_config(name)
     bands = scaling_bands(c)
-    rs = c["rope_scaling"]
+    rs = rope_fields(c)[2]
     if rs is None:
         assert bands == {"method": "none", "pairs": rotary_width(c) // 2}
         return
