@@ -474,6 +474,10 @@ def _read_rope(config: Any) -> _RopeRead:
     local = hf_get(text, "rope_local_base_freq")
     if local is None and isinstance(HF_DEFAULT_THETA.get(model_type), dict) and "sliding_attention" in types:
         local = HF_DEFAULT_THETA[model_type]["local"]  # Gemma 3's class default for its sliding layers
+    if local is None and model_type in FULL_LAYER_SCALING_FAMILIES and "sliding_attention" in types:
+        # OLMo 3: Olmo3Config puts a 4.x rope_scaling in rope_parameters["full_attention"] only; the sliding
+        # layers rotate at the same rope_theta, unscaled
+        local = theta if theta is not None else _default_theta(model_type, "sliding_attention")
     if local is not None and "sliding_attention" in types:
         glob = per_layer(d, "rope_scaling")
         per = {t: p for t, p in glob.items()}
@@ -488,6 +492,10 @@ def _read_rope(config: Any) -> _RopeRead:
         return _RopeRead("transformers 4 (rope_theta, rope_scaling)", per, top_orig, inner)
     return _RopeRead("transformers 4 (rope_theta, rope_scaling)", merged(d, "rope_scaling", None, None), top_orig, inner)
 
+
+# families whose config class applies a 4.x rope_scaling to the full-attention layers only and rotates the
+# sliding ones at rope_theta unscaled (transformers 5.15's Olmo3Config.convert_rope_params_to_dict)
+FULL_LAYER_SCALING_FAMILIES: tuple[str, ...] = ("olmo3",)
 
 # transformers' RotaryEmbeddingConfigMixin.default_theta: the base of a config that states none
 DEFAULT_ROPE_THETA = 10000.0
