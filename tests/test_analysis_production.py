@@ -249,8 +249,6 @@ def test_every_decoder_family_has_a_plan() -> None:
             assert plan.per_token == full + rest
 
 
-
-
 def test_windows_cap_the_families_caches() -> None:
     T = 131072
     gemma3 = P.family_kv_plan(family("Gemma 3"))  # 8 global layers, 40 local layers of window 1,024
