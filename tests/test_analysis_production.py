@@ -397,3 +397,10 @@ def test_per_layer_config_of_the_wrong_shape_is_refused_by_name() -> None:
         P.config_kv_plan({**_GEMMA4_TEXT, "per_layer_config": [512]})
     with pytest.raises(ValueError, match="per_layer_config key 'last' is not a layer index"):
         P.config_kv_plan({**_GEMMA4_TEXT, "per_layer_config": {"last": {"head_dim": 512}}})
+
+
+def test_a_nemotron_h_block_pattern_is_refused_not_counted_as_attention() -> None:
+    config = {"model_type": "nemotron_h", "num_hidden_layers": 4, "num_attention_heads": 32,
+              "num_key_value_heads": 2, "head_dim": 128, "hybrid_override_pattern": "M-M*"}
+    with pytest.raises(ValueError, match="hybrid_override_pattern='M-M\\*'.*does not read"):
+        P.config_kv_plan(config)

@@ -362,6 +362,11 @@ def config_kv_plan(config: Mapping[str, Any], bytes_per_value: float = 2.0) -> K
     if model_type in ("modernbert", "bert", "t5"):
         raise ValueError(f"model_type {c.get('model_type')!r} is not a decoder-only model: it keeps no KV cache")
     bytes_per_value = check_positive_float("bytes_per_value", bytes_per_value)
+    for key in ("hybrid_override_pattern", "layers_block_type"):  # Nemotron-H: attention, Mamba and MLP blocks
+        if c.get(key) is not None:
+            raise ValueError(f"the config lays out its layers by {key}={c[key]!r} (attention, Mamba and MLP "
+                             "blocks), which this calculator does not read: it would count every layer as "
+                             "attention")
     n_heads = check_int("num_attention_heads", c.get("num_attention_heads"), 1)
     latent = c.get("kv_lora_rank")
     if latent is not None:

@@ -378,8 +378,9 @@ MODEL_FAMILIES: tuple[ModelFamily, ...] = (
                  "ones), and the proportional frequencies equal mlbook's; the class defaults' own shape "
                  "(30 layers) is no released checkpoint's",
         notes="five sliding layers (window 1,024, base 10,000, all 256 channels turn) for each full one; the full "
-              "layers have their own shape (global_head_dim 512, num_global_key_value_heads 4, keys reused as "
-              "values: attention_k_eq_v, though transformers' cache still holds both) and 'proportional' RoPE: "
+              "layers have their own shape (global_head_dim 512, num_global_key_value_heads 4, and no v_proj: "
+              "attention_k_eq_v, the value is the key projection's output normed without RoPE; transformers' "
+              "cache holds keys and values apart, so they are counted twice) and 'proportional' RoPE: "
               "the first quarter of the 256 pairs turn at base^(-2i/512), the rest not at all (a p-RoPE), at base "
               "1,000,000; the row's values are those of copies of the checkpoint's config.json in public "
               "repositories, which agree on the shape; two of them give 262,144 positions, one 131,072; the "

@@ -226,6 +226,18 @@ def live_family_kv(context_len: int, bytes_per_value: float) -> go.Figure:
 # ---------------------------------------------------------------------------
 
 
+def _link_label(url: str) -> str:
+    """What a row's source link opens: documentation, a released config (the Hugging Face hub, or a copy of
+    a config.json), code (a GitHub source file), or a paper or release post."""
+    if "/docs/" in url:
+        return "docs"
+    if "huggingface.co" in url or url.endswith(".json"):
+        return "config"
+    if "github.com" in url:
+        return "code"
+    return "paper"
+
+
 def family_table_html(rows: Sequence[ModelFamily] = MODEL_FAMILIES) -> str:
     """The model-family table as HTML: `positional_summary` per row (the checkpoint under the family,
     trained and maximum length in one cell), with links to its sources and its notes on hover."""
@@ -237,7 +249,7 @@ def family_table_html(rows: Sequence[ModelFamily] = MODEL_FAMILIES) -> str:
     for row in rows:
         c = {k: html.escape(v) for k, v in positional_summary(row).items()}
         links = ", ".join(
-            f'<a href="{html.escape(u)}">{"config" if "huggingface.co" in u else "paper"}</a>' for u in row.urls)
+            f'<a href="{html.escape(u)}">{_link_label(u)}</a>' for u in row.urls)
         cells = (f"<b>{c['family']}</b><br><small>{c['checkpoint']}</small>", c["scheme"], c["base"], c["scaling"],
                  f"{c['original length']} / {c['max length']}", c["buckets / slopes / layers"], c["attention"], links)
         body.append(f'<tr title="{html.escape(row.notes)}">' + "".join(f"<td>{x}</td>" for x in cells) + "</tr>")
