@@ -374,3 +374,9 @@ def test_pair_norm_slider_frames_are_layers(tiny, capture):
         V.fig_pair_norms(norms, tiny.label, layer=99)
     with pytest.raises(ValueError, match="label"):
         V.fig_pair_norms(norms, "")
+
+
+def test_override_effect_refuses_a_scaling_that_gives_nan(tiny, ids):
+    """A negative dynamic factor makes NaN cos and sin: refused by name, not reported as "changed nothing"."""
+    with pytest.raises(ValueError, match="non-finite cos and sin or logits"):
+        P.override_effect(tiny.model, ids[:, :129], {"rope_type": "dynamic", "factor": -1.0})

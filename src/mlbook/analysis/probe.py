@@ -35,6 +35,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import importlib.resources
+import math
 import os
 import sys
 from collections.abc import Iterator, Mapping
@@ -774,6 +775,9 @@ def override_effect(
             change = max(change, (after - before).abs().max().item())
             scale = max(scale, before.abs().max().item())
     cos_sin = max((scaled.cos - shipped.cos).abs().max().item(), (scaled.sin - shipped.sin).abs().max().item())
+    if not (math.isfinite(cos_sin) and math.isfinite(change)):  # NaN compares False: it would read "no change"
+        raise ValueError(f"rope_scaling={dict(rope_scaling)!r} gives non-finite cos and sin or logits (a factor "
+                         "of 0 or below, or a NaN?): the override is not a scaling this model can run")
     name = label if label is not None else str(dict(rope_scaling).get("rope_type", rope_scaling.get("type")))
     return OverrideEffect(name, T, (shipped.inv_freq / scaled.inv_freq).double().numpy(), scaled.attention_scaling,
                           shipped.attention_scaling, cos_sin, change, scale, rescale_above)
