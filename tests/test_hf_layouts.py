@@ -6,6 +6,7 @@ import pytest
 
 from mlbook.analysis.model_config import layer_plan, load_config, summarize_config
 from mlbook.transformer.hf import (
+    HF_DEFAULT_PARTIAL_ROTARY,
     HF_DEFAULT_THETA,
     hf_layer_types,
     hf_rope_base,
@@ -91,3 +92,24 @@ def test_a_transformers_5_config_object_is_read_from_rope_parameters() -> None:
     assert hf_rope_base(config) == 500000.0
     scaling = rope_scaling_from_hf(config)
     assert scaling.name == "yarn" and scaling.factor == 4.0 and scaling.original_max_len == 1024
+
+
+@pytest.mark.oracle
+@pytest.mark.parametrize("model_type", sorted(HF_DEFAULT_PARTIAL_ROTARY))
+def test_a_config_without_a_partial_factor_takes_its_class_default(model_type: str) -> None:
+    """Qwen3-Next, Qwen3.5, Phi-2, GLM-4.5, GPT-NeoX ... rotate part of each head even when the config states no
+    partial_rotary_factor: the library takes transformers' class default, as transformers does."""
+    transformers = pytest.importorskip("transformers")
+    try:
+        hf = transformers.AutoConfig.for_model(model_type, num_hidden_layers=2, hidden_size=256, num_attention_heads=2,
+                                               head_dim=128)
+    except ValueError:
+        pytest.skip(f"transformers {transformers.__version__} has no {model_type}")
+    params = getattr(hf, "rope_parameters", None)
+    default = (params.get("partial_rotary_factor") if isinstance(params, dict) else None) or getattr(
+        hf, "partial_rotary_factor", None) or getattr(hf, "rotary_pct", None)
+    assert default == HF_DEFAULT_PARTIAL_ROTARY[model_type]
+    config = {"model_type": model_type, "num_hidden_layers": 2, "hidden_size": 256, "num_attention_heads": 2,
+              "head_dim": 128, "max_position_embeddings": 64}
+    assert hf_rotary_dim(config) == int(128 * default)
+    assert hf_rotary_dim({**config, "partial_rotary_factor": 1.0}) == 128  # a stated factor wins

@@ -74,6 +74,7 @@ __all__ = [
     "TEXT_CONFIG_NAMES",
     "LEGACY_LAYER_TYPES",
     "DEFAULT_ROPE_THETA",
+    "HF_DEFAULT_PARTIAL_ROTARY",
     "HF_DEFAULT_THETA",
     "hf_get",
     "hf_text_config",
@@ -450,6 +451,8 @@ def _read_rope(config: Any) -> _RopeRead:
                 _fill(p, "original_max_position_embeddings", top_orig, where)
             if "rope_theta" not in p:
                 p["rope_theta"] = _default_theta(model_type, t)
+            if "partial_rotary_factor" not in p and model_type in HF_DEFAULT_PARTIAL_ROTARY:
+                p["partial_rotary_factor"] = HF_DEFAULT_PARTIAL_ROTARY[model_type]
         return out
 
     theta = hf_get(text, "rope_theta", hf_get(text, "rotary_emb_base"))
@@ -496,6 +499,17 @@ def _read_rope(config: Any) -> _RopeRead:
 # families whose config class applies a 4.x rope_scaling to the full-attention layers only and rotates the
 # sliding ones at rope_theta unscaled (transformers 5.15's Olmo3Config.convert_rope_params_to_dict)
 FULL_LAYER_SCALING_FAMILIES: tuple[str, ...] = ("olmo3",)
+
+# The families whose config class rotates only part of each head when the config states no
+# partial_rotary_factor (GPT-NeoX: rotary_pct): transformers 5.15's and 4.57's class defaults, which agree
+# (`kwargs.setdefault("partial_rotary_factor", ...)` in each configuration_*.py); every other decoder family
+# rotates the whole head (scanning every 5.15 config class: the others below 1 are speech and vision models,
+# and DeepSeek-V4 and Mistral 4, whose latent attention rotates qk_rope_head_dim)
+HF_DEFAULT_PARTIAL_ROTARY: dict[str, float] = {
+    "bamba": 0.5, "glm": 0.5, "glm4": 0.5, "glm4_moe": 0.5, "glm4v_moe_text": 0.5, "gpt_neox": 0.25, "nemotron": 0.5,
+    "persimmon": 0.5, "phi": 0.5, "qwen3_5_moe_text": 0.25, "qwen3_5_text": 0.25, "qwen3_next": 0.25,
+    "recurrent_gemma": 0.5, "stablelm": 0.25,
+}
 
 # transformers' RotaryEmbeddingConfigMixin.default_theta: the base of a config that states none
 DEFAULT_ROPE_THETA = 10000.0
