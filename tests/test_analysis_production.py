@@ -311,25 +311,25 @@ def test_shipped_configs_layer_kinds_and_cache(path: Path) -> None:
     else:
         d_head = fields.get("head_dim") or fields["hidden_size"] // n_heads
         per_layer = 2 * (fields.get("num_key_value_heads") or n_heads) * d_head
-    state = 0
+    state_bytes = 0  # one linear layer's: the recurrent state in float32, the convolution window at 2 bytes
     if n_linear:
         v_heads, k_heads = fields["linear_num_value_heads"], fields["linear_num_key_heads"]
         d_k, d_v = fields["linear_key_head_dim"], fields["linear_value_head_dim"]
         kernel = fields["linear_conv_kernel_dim"]
-        state = v_heads * d_k * d_v + kernel * (2 * k_heads * d_k + v_heads * d_v)
+        state_bytes = 4 * v_heads * d_k * d_v + 2 * kernel * (2 * k_heads * d_k + v_heads * d_v)
     assert plan.per_token == (n_layers - n_linear) * per_layer * 2
     T = 1 << 20
     caps = {"full_attention": T, "sliding_attention": fields.get("sliding_window"),
             "chunked_attention": fields.get("attention_chunk_size"), "linear_attention": 0}
-    assert plan.bytes(T) == sum(per_layer * 2 * min(T, caps[k]) for k in kinds) + n_linear * state * 2
-    assert plan.bytes(0) == n_linear * state * 2  # the fixed state is there before the first token
+    assert plan.bytes(T) == sum(per_layer * 2 * min(T, caps[k]) for k in kinds) + n_linear * state_bytes
+    assert plan.bytes(0) == n_linear * state_bytes  # the fixed state is there before the first token
 
 
 def test_linear_attention_state_is_what_transformers_caches() -> None:
     """A tiny random Qwen3.5 text model (transformers 5): after a prefill of T tokens each linear-attention
     layer's cache holds the values `config_kv_plan` counts as its fixed state, whatever T, and each full layer
     2 x KV heads x head_dim per token. In a bf16 model transformers 5.15's torch path keeps the recurrent
-    state in float32 (the plan counts every value at bytes_per_value)."""
+    state in float32, and the plan's bytes for a linear layer are the cache tensors' own."""
     Qwen = getattr(transformers, "Qwen3_5ForCausalLM", None)
     if Qwen is None:
         pytest.skip(f"transformers {transformers.__version__} has no Qwen3.5 (added in 5)")
@@ -351,7 +351,10 @@ def test_linear_attention_state_is_what_transformers_caches() -> None:
             if kind == "linear_attention":
                 conv, recurrent = layer.conv_states[0], layer.recurrent_states[0]
                 assert conv.numel() + recurrent.numel() == linear.fixed_values
+                assert recurrent.numel() == linear.recurrent_values
                 assert (conv.dtype, recurrent.dtype) == (torch.bfloat16, torch.float32)
+                nbytes = conv.numel() * conv.element_size() + recurrent.numel() * recurrent.element_size()
+                assert plan.part_bytes(linear, T) == linear.layers * nbytes
             else:
                 assert layer.keys.shape[-2] == full.tokens(T) == T
                 assert 2 * layer.keys.shape[1] * layer.keys.shape[-1] == full.values_per_token
@@ -404,3 +407,17 @@ def test_a_nemotron_h_block_pattern_is_refused_not_counted_as_attention() -> Non
               "num_key_value_heads": 2, "head_dim": 128, "hybrid_override_pattern": "M-M*"}
     with pytest.raises(ValueError, match="hybrid_override_pattern='M-M\\*'.*does not read"):
         P.config_kv_plan(config)
+
+
+def test_the_recurrent_state_has_its_own_bytes_per_value() -> None:
+    """state_bytes_per_value prices the recurrent state alone (vLLM's mamba_ssm_cache_dtype): 2 gives the bf16 count."""
+    kw = dict(layer_types=("linear_attention", "full_attention"), linear_state_values=100, linear_recurrent_values=60)
+    plan32 = P.kv_cache_plan(2, 1, 8, **kw)
+    plan16 = P.kv_cache_plan(2, 1, 8, state_bytes_per_value=2.0, **kw)
+    assert plan32.bytes(0) == 40 * 2 + 60 * 4 and plan16.bytes(0) == 100 * 2
+    assert plan32.bytes(10) - plan32.bytes(0) == plan16.bytes(10) - plan16.bytes(0) == 2 * 8 * 10 * 2
+    with pytest.raises(ValueError, match="linear_recurrent_values=101 is part of linear_state_values=100"):
+        P.kv_cache_plan(2, 1, 8, layer_types=("linear_attention", "full_attention"), linear_state_values=100,
+                        linear_recurrent_values=101)
+    with pytest.raises(ValueError, match="state_bytes_per_value"):
+        P.kv_cache_plan(1, 1, 8, state_bytes_per_value=0)

@@ -182,10 +182,12 @@ def test_linear_attention_rows_are_the_published_configs(name: str, stem: str) -
     assert [i for i, k in enumerate(row.layer_kinds) if k == "full_attention"] == full
     assert set(row.layer_kinds) == {"full_attention", "linear_attention"} and row.rotary_layers == tuple(full)
     assert row.linear_attention == {k: c[k] for k in row.linear_attention}
-    # bytes: the full layers' keys and values per token, plus each linear layer's fixed state
+    # bytes: the full layers' keys and values per token at 2 bytes, plus each linear layer's fixed state: its
+    # convolution window at 2 bytes and its recurrent state (value heads x key width x value width) at 4 (float32)
     T = 131072
-    expected = 2 * (len(full) * 2 * row.n_kv_heads * row.d_head * T
-                    + (row.n_layers - len(full)) * _linear_state(c))
+    recurrent = c["linear_num_value_heads"] * c["linear_key_head_dim"] * c["linear_value_head_dim"]
+    expected = 2 * len(full) * 2 * row.n_kv_heads * row.d_head * T + (row.n_layers - len(full)) * (
+        2 * (_linear_state(c) - recurrent) + 4 * recurrent)
     assert family_kv_plan(row).bytes(T) == config_kv_plan(c).bytes(T) == expected
 
 

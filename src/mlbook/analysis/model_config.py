@@ -407,7 +407,7 @@ def summarize_config(config: Mapping[str, Any], name: str | None = None) -> Conf
     linear = [p for p in plan.parts if p.kind == "linear_attention"]
     if linear:
         kv_note += (f"; {linear[0].layers} linear-attention layers hold a fixed state of "
-                    f"{format_bytes(int(linear[0].fixed_values * plan.bytes_per_value))} each, whatever the length")
+                    f"{format_bytes(plan.part_bytes(linear[0], 0) // linear[0].layers)} each, whatever the length")
     temperature: tuple[tuple[int, float], ...] = ()
     if text.get("attn_temperature_tuning"):
         floor_scale, attn_scale = float(text.get("floor_scale", 8192)), float(text.get("attn_scale", 0.1))

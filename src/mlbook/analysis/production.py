@@ -128,6 +128,7 @@ class LayerCache:
     values_per_token: int  # 2 n_kv_heads d_head, or kv_lora_rank + qk_rope_head_dim for latent attention
     cap: int | None  # the window or chunk: most tokens one layer holds; None: every token
     fixed_values: int = 0  # values one layer holds whatever the length (linear attention's recurrent and conv state)
+    recurrent_values: int = 0  # of fixed_values, the recurrent state's: counted at the plan's state_bytes_per_value
 
     def tokens(self, context_len: int) -> int:
         """Tokens one layer of this kind holds after context_len tokens: min(context_len, cap)."""
@@ -141,6 +142,7 @@ class KVCachePlan:
     parts: tuple[LayerCache, ...]
     bytes_per_value: float
     latent: bool  # multi-head latent attention
+    state_bytes_per_value: float = 4.0  # a linear-attention layer's recurrent state: float32 in transformers 5.15
 
     @property
     def n_layers(self) -> int:
@@ -153,12 +155,14 @@ class KVCachePlan:
 
     def part_bytes(self, part: LayerCache, context_len: int, batch: int = 1) -> int:
         """Bytes held by the layers of `part` after context_len tokens, for batch sequences."""
-        values = part.values_per_token * part.tokens(context_len) + part.fixed_values
-        return int(round(part.layers * values * batch * self.bytes_per_value))
+        values = part.values_per_token * part.tokens(context_len) + part.fixed_values - part.recurrent_values
+        held = values * self.bytes_per_value + part.recurrent_values * self.state_bytes_per_value
+        return int(round(part.layers * held * batch))
 
     def bytes(self, context_len: int, batch: int = 1) -> int:
         """Bytes held after context_len tokens for batch sequences: the sum over layer kinds of
-        layers * values_per_token * min(context_len, cap) * batch * bytes_per_value."""
+        layers * values_per_token * min(context_len, cap) * batch * bytes_per_value, plus each linear-attention
+        layer's fixed state (its recurrent part at state_bytes_per_value) for each sequence."""
         check_int("context_len", context_len, 0)
         check_int("batch", batch, 0)
         return sum(self.part_bytes(p, context_len, batch) for p in self.parts)
@@ -170,7 +174,9 @@ class KVCachePlan:
             cap = "every token" if p.cap is None else f"at most {p.cap:,} tokens"
             what = ("latent + rotary key" if self.latent else "K and V") + f", {p.values_per_token:,} values per token"
             if p.kind == "linear_attention":
-                cap, what = "whatever the length", f"a fixed state of {p.fixed_values:,} values"
+                cap, what = "whatever the length", (f"a fixed state of {p.fixed_values:,} values, "
+                                                     f"{p.recurrent_values:,} of them at {self.state_bytes_per_value:g} "
+                                                     "bytes")
             lines.append(f"{p.layers:>3} {p.kind:<17} ({what}, {cap}): "
                          f"{format_bytes(self.part_bytes(p, context_len, batch))}")
         lines.append(f"total at {context_len:,} tokens x batch {batch}: {format_bytes(self.bytes(context_len, batch))}")
@@ -181,7 +187,8 @@ def kv_cache_plan(
     n_layers: int, n_kv_heads: int, d_head: int, *, layer_types: tuple[str, ...] | list[str] | None = None,
     sliding_window: int | None = None, chunk_size: int | None = None, kv_lora_rank: int | None = None,
     qk_rope_head_dim: int | None = None, full_kv_heads: int | None = None, full_d_head: int | None = None,
-    linear_state_values: int | None = None, bytes_per_value: float = 2.0,
+    linear_state_values: int | None = None, linear_recurrent_values: int = 0, bytes_per_value: float = 2.0,
+    state_bytes_per_value: float = 4.0,
 ) -> KVCachePlan:
     """The cache of a decoder whose layers may differ, grouped by layer kind.
 
@@ -196,10 +203,14 @@ def kv_cache_plan(
     full_kv_heads and full_d_head: the full layers' own KV heads and head width where they differ from
     the others' (Gemma 4: num_global_key_value_heads and global_head_dim). A "linear_attention" layer
     (Qwen3-Next's and Qwen3.5's Gated DeltaNet) holds linear_state_values values whatever the length
-    and nothing per token; give linear_state_values when layer_types has such layers.
+    and nothing per token; give linear_state_values when layer_types has such layers, and of them
+    linear_recurrent_values, the recurrent state's, counted at state_bytes_per_value (4: transformers 5.15
+    keeps it in float32 whatever the model's dtype; a serving engine has its own setting, vLLM's
+    mamba_ssm_cache_dtype, which follows a config's mamba_ssm_dtype) where the rest is at bytes_per_value.
     """
     check_int("n_layers", n_layers, 1)
     bytes_per_value = check_positive_float("bytes_per_value", bytes_per_value)
+    state_bytes_per_value = check_positive_float("state_bytes_per_value", state_bytes_per_value)
     kinds = ("full_attention",) * n_layers if layer_types is None else tuple(layer_types)
     if len(kinds) != n_layers:
         raise ValueError(f"layer_types has {len(kinds)} entries but the model has n_layers={n_layers}")
@@ -220,6 +231,10 @@ def kv_cache_plan(
             raise ValueError("layer_types has linear_attention layers: give linear_state_values, the values one "
                              "such layer keeps whatever the length")
         state = check_int("linear_state_values", linear_state_values, 1)
+        check_int("linear_recurrent_values", linear_recurrent_values, 0)
+        if linear_recurrent_values > state:
+            raise ValueError(f"linear_recurrent_values={linear_recurrent_values} is part of linear_state_values="
+                             f"{state} and cannot exceed it")
     elif linear_state_values is not None:
         raise ValueError(f"linear_state_values={linear_state_values!r} is given but layer_types has no "
                          "linear_attention layer")
@@ -243,22 +258,24 @@ def kv_cache_plan(
             d_head if full_d_head is None else check_int("full_d_head", full_d_head, 1))
     per_kind = {"full_attention": full_values, "sliding_attention": values, "chunked_attention": values,
                 "linear_attention": 0}
-    parts = tuple(LayerCache(k, kinds.count(k), per_kind[k], caps[k], state if k == "linear_attention" else 0)
+    parts = tuple(LayerCache(k, kinds.count(k), per_kind[k], caps[k], *((state, linear_recurrent_values)
+                             if k == "linear_attention" else (0, 0)))
                   for k in LAYER_KINDS + ("linear_attention",) if k in kinds)
-    return KVCachePlan(parts, bytes_per_value, kv_lora_rank is not None)
+    return KVCachePlan(parts, bytes_per_value, kv_lora_rank is not None, state_bytes_per_value)
 
 
-def family_kv_plan(row: ModelFamily, bytes_per_value: float = 2.0) -> KVCachePlan:
+def family_kv_plan(row: ModelFamily, bytes_per_value: float = 2.0, state_bytes_per_value: float = 4.0) -> KVCachePlan:
     """`kv_cache_plan` for a row of MODEL_FAMILIES: its layer kinds, window, chunk and latent width, the full
     layers' own heads (Gemma 4) and the linear-attention layers' fixed state (Qwen3-Next, Qwen3.5).
     Encoders (BERT, ModernBERT, Swin: `row.encoder`) and T5 (relative bias, encoder-decoder) are refused."""
     if row.encoder or row.scheme == "t5":
         raise ValueError(f"{row.name} is not a decoder-only model: it keeps no KV cache of this kind")
-    state = _linear_state_values(row.linear_attention) if row.linear_attention else None
+    state, recurrent = _linear_state_values(row.linear_attention) if row.linear_attention else (None, 0)
     return kv_cache_plan(row.n_layers, row.n_kv_heads, row.d_head, layer_types=row.layer_kinds,
                          sliding_window=row.window, chunk_size=row.chunk, kv_lora_rank=row.kv_lora_rank,
                          qk_rope_head_dim=row.qk_rope_head_dim, full_kv_heads=row.global_kv_heads,
-                         full_d_head=row.global_d_head, linear_state_values=state, bytes_per_value=bytes_per_value)
+                         full_d_head=row.global_d_head, linear_state_values=state, linear_recurrent_values=recurrent,
+                         bytes_per_value=bytes_per_value, state_bytes_per_value=state_bytes_per_value)
 
 
 def _text_config(config: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -297,10 +314,11 @@ def config_kv_heads(config: Mapping[str, Any]) -> int:
     return n_heads
 
 
-def _linear_state_values(c: Mapping[str, Any]) -> int:
-    """Values one linear-attention layer keeps (Qwen3-Next's and Qwen3.5's Gated DeltaNet, as transformers 5.15's
-    cache holds them): the recurrent state, linear_num_value_heads x linear_key_head_dim x linear_value_head_dim,
-    and the causal convolution's last linear_conv_kernel_dim inputs of its q, k, v channels."""
+def _linear_state_values(c: Mapping[str, Any]) -> tuple[int, int]:
+    """(all, recurrent): the values one linear-attention layer keeps (Qwen3-Next's and Qwen3.5's Gated DeltaNet, as
+    transformers 5.15's cache holds them), and of them the recurrent state's, linear_num_value_heads x
+    linear_key_head_dim x linear_value_head_dim; the rest is the causal convolution's last linear_conv_kernel_dim
+    inputs of its q, k, v channels (vLLM keeps kernel - 1 of them)."""
     need = ("linear_num_value_heads", "linear_num_key_heads", "linear_key_head_dim", "linear_value_head_dim",
             "linear_conv_kernel_dim")
     missing = [k for k in need if c.get(k) is None]
@@ -309,7 +327,7 @@ def _linear_state_values(c: Mapping[str, Any]) -> int:
                          f"from {list(need)}; the config lacks {missing}")
     v_heads, k_heads, dk, dv, kernel = (check_int(k, c[k], 1) for k in need)
     conv_channels = 2 * k_heads * dk + v_heads * dv
-    return v_heads * dk * dv + conv_channels * kernel
+    return v_heads * dk * dv + conv_channels * kernel, v_heads * dk * dv
 
 
 # what a config's per-block attention settings (Nemotron's DeciLM block_configs) may hold, and what is refused
@@ -344,7 +362,8 @@ def _block_layers(c: Mapping[str, Any], n_heads: int) -> list[tuple[str, int, in
     return out
 
 
-def config_kv_plan(config: Mapping[str, Any], bytes_per_value: float = 2.0) -> KVCachePlan:
+def config_kv_plan(config: Mapping[str, Any], bytes_per_value: float = 2.0,
+                   state_bytes_per_value: float = 4.0) -> KVCachePlan:
     """The KV cache a model's `config.json` implies (a dict; a multimodal config's text_config is used).
 
     Read as the configs state it: `config_kv_heads` (every spelling of the KV heads), head_dim (default
@@ -355,7 +374,8 @@ def config_kv_plan(config: Mapping[str, Any], bytes_per_value: float = 2.0) -> K
     latent and the rotary key, `transformer.latent.mla_cache_values`), Nemotron's per-layer block_configs,
     Gemma 4's num_kv_shared_layers (the last layers reuse an earlier layer's cache and hold none).
     Linear-attention layers (Qwen3-Next, Qwen3.5) hold a fixed-size state, counted apart
-    (`LayerCache.fixed_values`); kinds this calculator does not model (DeepSeek-V4's compressed
+    (`LayerCache.fixed_values`, its recurrent part at state_bytes_per_value: 4, float32, as transformers 5.15
+    holds it; vLLM follows the config's mamba_ssm_dtype, else the model's dtype); kinds this calculator does not model (DeepSeek-V4's compressed
     attention) are refused by name."""
     c = _text_config(config)
     model_type = str(c.get("model_type", ""))
@@ -416,17 +436,18 @@ def config_kv_plan(config: Mapping[str, Any], bytes_per_value: float = 2.0) -> K
         if shared:
             check_int("num_kv_shared_layers", shared, 0)
             layers = layers[:len(layers) - shared] + [("no_attention", 0, None)] * shared
-    state = _linear_state_values(c) if any(k == "linear_attention" for k, _, _ in layers) else 0
+    state, recurrent = _linear_state_values(c) if any(k == "linear_attention" for k, _, _ in layers) else (0, 0)
+    state_bytes_per_value = check_positive_float("state_bytes_per_value", state_bytes_per_value)
     groups: dict[tuple[str, int, int | None], int] = {}
     for key in layers:
         groups[key] = groups.get(key, 0) + 1
     order = LAYER_KINDS + ("linear_attention",)
-    parts = tuple(LayerCache(kind, count, values, cap, state if kind == "linear_attention" else 0)
+    parts = tuple(LayerCache(kind, count, values, cap, *((state, recurrent) if kind == "linear_attention" else (0, 0)))
                   for (kind, values, cap), count in sorted(groups.items(), key=lambda kv: (order.index(kv[0][0])
                   if kv[0][0] in order else len(order), -kv[0][1])) if kind != "no_attention")
     if not parts:
         raise ValueError("the config has no layer that keeps a cache")
-    return KVCachePlan(parts, bytes_per_value, latent is not None)
+    return KVCachePlan(parts, bytes_per_value, latent is not None, state_bytes_per_value)
 
 
 # ---------------------------------------------------------------------------
