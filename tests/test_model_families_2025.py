@@ -277,3 +277,21 @@ def test_glm45_row_is_the_class_defaults_but_its_base() -> None:
     assert "head_dim" not in c.to_dict() and c.hidden_size // c.num_attention_heads == 42 != row.d_head
     assert c.rope_parameters["partial_rotary_factor"] == row.partial_rotary
     assert rope_theta(c) == 10000.0 != row.rope_base  # the release's 1,000,000 is not the class default
+
+
+@v5_only
+def test_full_layer_frequencies_are_transformers_rotary_modules() -> None:
+    """A row's full layers' frequencies (the wavelengths page 12 prints) against transformers' own rotary modules,
+    built from the row's values: Qwen3-Next's ladder over its 64 rotated channels, Gemma 4's proportional one."""
+    from transformers.models.gemma4.modeling_gemma4 import Gemma4TextRotaryEmbedding
+    from transformers.models.qwen3_next.modeling_qwen3_next import Qwen3NextRotaryEmbedding
+
+    row = MF.family("Qwen3-Next")
+    c = _class("Qwen3NextConfig")(num_hidden_layers=4, head_dim=row.d_head, rope_parameters={
+        "rope_type": "default", "rope_theta": row.rope_base, "partial_rotary_factor": row.partial_rotary})
+    torch.testing.assert_close(row.full_layer_frequencies().double(), Qwen3NextRotaryEmbedding(c).inv_freq.double(),
+                               rtol=1e-6, atol=0)
+    gemma = MF.family("Gemma 4")
+    module = Gemma4TextRotaryEmbedding(_gemma4_config(gemma))
+    torch.testing.assert_close(gemma.full_layer_frequencies().double(), module.full_attention_inv_freq.double(),
+                               rtol=1e-6, atol=0)

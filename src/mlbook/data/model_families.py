@@ -28,7 +28,8 @@ from typing import Any
 import torch
 
 from mlbook.transformer.hf import every_nth
-from mlbook.transformer.positional import alibi_slopes
+from mlbook.transformer.positional import alibi_slopes, frequency_ladder
+from mlbook.transformer.rope_scaling import RopeScaling
 
 __all__ = [
     "SCHEMES", "ModelFamily", "MODEL_FAMILIES", "every_nth", "family", "positional_summary", "family_table_markdown",
@@ -115,6 +116,18 @@ class ModelFamily:
         fraction = self.scaling_params.get("partial_rotary_factor") if self.scaling == "proportional" else None
         fraction = fraction if fraction is not None else (self.partial_rotary or 1.0)
         return round(fraction * width), width
+
+    def full_layer_frequencies(self) -> torch.Tensor:
+        """The full-attention layers' frequencies per rotary pair before any context scaling, as the release
+        rotates them: a ladder over the rotated channels (base^(-2i/r), r = `global_rotation`'s), or for
+        Gemma 4's proportional layers the whole head's ladder with the pairs past the rotated share at 0."""
+        if self.scheme != "rope" or self.rope_base is None:
+            raise ValueError(f"{self.name} rotates nothing: its scheme is {self.scheme!r}")
+        rotated, width = self.global_rotation
+        if self.scaling == "proportional":
+            fraction = self.scaling_params["partial_rotary_factor"]
+            return RopeScaling("proportional", rotated_fraction=fraction).frequencies(width, self.rope_base)[0]
+        return frequency_ladder(rotated, self.rope_base)
 
     @property
     def slopes(self) -> torch.Tensor | None:
