@@ -26,6 +26,10 @@ Qwen2, Qwen3, Mistral, ...) and reads, on one text:
                                          the pass used, and the largest logit change (zero: no effect,
                                          e.g. dynamic NTK on a pass within max_position_embeddings)
 
+An override is checked as the library reads a config (`mlbook.transformer.hf`), and it replaces the
+model's own scaling rather than composing with it: a model that ships one is refused unless
+replace_shipped=True.
+
 `transformers` is imported inside the functions that need it, so importing this module (and
 `mlbook.analysis`) does not. Nothing here draws; `mlbook.viz.probe` plots what these return.
 """
@@ -54,13 +58,15 @@ from mlbook.transformer.hf import (
     hf_head_dim,
     hf_rope_base,
     hf_rope_parameters_for,
+    hf_rope_type,
     hf_rotary_dim,
     hf_text_config,
     rope_options_from_hf,
+    rope_scaling_from_hf,
 )
 from mlbook.transformer.positional import ROPE_PAIRINGS, RotaryEmbedding
 from mlbook.transformer.rope_scaling import RopeScaling
-from mlbook.transformer.validate import check_choice, check_int, env_flag
+from mlbook.transformer.validate import check_bool, check_choice, check_int, env_flag
 
 __all__ = [
     "TINY_RANDOM",
@@ -403,8 +409,7 @@ def capture_rotary(model: Any, input_ids: torch.Tensor) -> RotaryCapture:
     records its inputs and outputs, and a forward hook on each attention module keeps its attention
     weights on key 0. Everything is restored afterwards, also on error.
     """
-    if not isinstance(input_ids, torch.Tensor) or input_ids.dim() != 2 or input_ids.shape[0] != 1:
-        raise ValueError(f"input_ids must be a (1, T) tensor of token ids, got {getattr(input_ids, 'shape', input_ids)!r}")
+    _check_ids(model, input_ids)
     mods = _attention_modules(model)
     code = sys.modules[type(mods[0]).__module__]
     original = getattr(code, "apply_rotary_pos_emb", None)
@@ -600,57 +605,153 @@ def _rotary_owner(model: Any) -> Any:
 
 def _length_dependent(rope_type: str) -> bool:
     """Scalings whose frequencies transformers changes with the length of the pass (`dynamic_rope_update`):
-    dynamic NTK grows the base past max_position_embeddings, LongRoPE swaps to its long factors."""
+    dynamic NTK grows the base past max_position_embeddings, LongRoPE swaps to its long factors past
+    original_max_position_embeddings."""
     return "dynamic" in rope_type or rope_type == "longrope"
 
 
+def _shipped_scaling(config: Any) -> dict[str, Any] | None:
+    """The scaling the model ships (its rope_type and that scaling's keys), None for plain RoPE."""
+    params = hf_rope_parameters_for(config)
+    if params["rope_type"] == "default":
+        return None
+    return {k: v for k, v in params.items() if k not in ("rope_theta", "partial_rotary_factor")}
+
+
+def _override_parameters(config: Any, rope_scaling: Any) -> dict[str, Any]:
+    """`rope_scaling` as the rotary module gets it: rope_type set (the legacy "type" read as transformers
+    reads it), checked by the library's config reader (`transformer.hf.rope_scaling_from_hf`) laid out both
+    as transformers 4.x (rope_theta + rope_scaling) and as 5 (rope_parameters) would hold it. A key either
+    version would not read, a missing factor, a setting the two versions would read differently, and a base
+    or rotated fraction other than the model's are refused by name."""
+    if not isinstance(rope_scaling, Mapping):
+        raise TypeError(f"rope_scaling must be a dict such as {{'rope_type': 'yarn', 'factor': 2.0}} (or None for the "
+                        f"model as shipped), got {type(rope_scaling).__name__} ({rope_scaling!r})")
+    model_type = str(getattr(config, "model_type", ""))
+    kind = hf_rope_type(rope_scaling, model_type)  # "type" read as transformers reads it; unknown names refused
+    base, M = hf_rope_base(config), int(config.max_position_embeddings)
+    head = hf_head_dim(config)
+    shipped_fraction = hf_rotary_dim(config) / head
+    if "rope_theta" in rope_scaling and rope_scaling["rope_theta"] != base:
+        raise ValueError(f"rope_scaling['rope_theta']={rope_scaling['rope_theta']!r} differs from the model's base "
+                         f"{base:g}: an override changes the scaling, not the base (transformers 5 would rotate at the "
+                         "override's base, 4.x ignores the key and keeps the config's rope_theta). Remove it")
+    if "partial_rotary_factor" in rope_scaling and rope_scaling["partial_rotary_factor"] != shipped_fraction:
+        raise ValueError(f"rope_scaling['partial_rotary_factor']={rope_scaling['partial_rotary_factor']!r} differs "
+                         f"from the model's {shipped_fraction:g}: how many channels turn is the model's, not the "
+                         "scaling's (transformers 5 would build frequencies for fewer channels than its attention "
+                         "rotates and fail on the shapes, 4.x ignores the key). Remove it")
+    scaling = {"rope_type": kind, **{k: v for k, v in rope_scaling.items()
+                                     if k not in ("type", "rope_type", "rope_theta", "partial_rotary_factor")}}
+    top_original = getattr(config, "original_max_position_embeddings", None)  # Phi-3 states it at the top level
+    if kind == "llama3":  # 4.57 reads it from rope_scaling only; 5's standardize_rope_params fills it so
+        scaling.setdefault("original_max_position_embeddings", top_original or M)
+    common: dict[str, Any] = {"model_type": model_type, "max_position_embeddings": M, "head_dim": head,
+                              "hidden_size": config.hidden_size, "num_attention_heads": config.num_attention_heads}
+    if top_original is not None:
+        common["original_max_position_embeddings"] = top_original
+    fraction = {} if shipped_fraction == 1.0 else {"partial_rotary_factor": shipped_fraction}
+    layouts = {"transformers 4.x": {**common, "rope_theta": base, **fraction, "rope_scaling": dict(scaling)},
+               "transformers 5": {**common, "rope_parameters": {"rope_theta": base, **fraction, **scaling}}}
+    read = {version: rope_scaling_from_hf(layout) for version, layout in layouts.items()}
+    if read["transformers 4.x"] != read["transformers 5"]:
+        raise ValueError(f"rope_scaling={dict(rope_scaling)!r} is read differently by transformers 4.x "
+                         f"({read['transformers 4.x']}) and 5 ({read['transformers 5']}): write it so both agree")
+    return scaling
+
+
 @contextlib.contextmanager
-def rope_override(model: Any, rope_scaling: Mapping[str, Any] | None) -> Iterator[Any]:
+def rope_override(
+    model: Any, rope_scaling: Mapping[str, Any] | None, *, replace_shipped: bool = False,
+) -> Iterator[Any]:
     """Inside, the model rotates with `rope_scaling` set on (a copy of) its config, as a serving engine's
     override does (e.g. {"rope_type": "yarn", "factor": 2.0, "original_max_position_embeddings": 8192});
-    None leaves it as shipped. The model's rotary embedding module is rebuilt by its own class from
-    that config and put back on exit. Yields the config in use.
+    None leaves it as shipped. The model's rotary embedding module is rebuilt by its own class from that
+    config and put back on exit. Yields the config in use.
+
+    The override is checked before anything is built, as the library reads a config
+    (`transformer.hf.rope_scaling_from_hf`, in both transformers layouts): a key transformers would not
+    read, a missing factor, a setting 4.x and 5 would read differently, a base or rotated fraction other
+    than the model's and an unknown scaling name are refused by name; the legacy {"type": ...} is read as
+    transformers reads it and passed on as rope_type.
+
+    An override replaces the model's own scaling, it does not compose with it: YaRN factor 2 on a Llama
+    3.1 (llama3, factor 8) is YaRN factor 2 alone, undoing the shipped bands. A model that ships a scaling
+    is therefore refused, naming it, unless replace_shipped=True.
 
     An override whose rebuilt module has exactly the shipped inverse frequencies and attention factor
-    (linear or YaRN with factor 1, the shipped scaling again) is a ValueError: it would change nothing.
-    Dynamic NTK and LongRoPE are built with the shipped frequencies and change them only in a pass
-    longer than a threshold (`dynamic_rope_update` in transformers' modeling_rope_utils.py), which no
-    check at entry can see: `override_effect` measures what an override changed on a given input."""
+    (linear or YaRN with factor 1, the shipped scaling again, "default" on plain RoPE) is a ValueError: it
+    would change nothing. Dynamic NTK and LongRoPE are exempt, because transformers changes their
+    frequencies with the pass's length (`dynamic_rope_update` in modeling_rope_utils.py): dynamic NTK is
+    built with the plain frequencies and grows its base once a pass exceeds max_position_embeddings;
+    LongRoPE is built with its short factors and its attention factor, and swaps to its long factors once a
+    pass exceeds original_max_position_embeddings. `override_effect` measures what an override changed on
+    a given input."""
+    check_bool("replace_shipped", replace_shipped)
     if rope_scaling is None:
         yield model.config
         return
+    scaling = _override_parameters(model.config, rope_scaling)
+    kind = scaling["rope_type"]
     from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
 
-    scaling = dict(rope_scaling)
-    kind = scaling.get("rope_type", scaling.get("type"))
-    if kind not in ROPE_INIT_FUNCTIONS:
-        raise ValueError(f"rope_scaling needs a rope_type among {', '.join(sorted(ROPE_INIT_FUNCTIONS))}, got {kind!r}")
+    if kind != "default" and kind not in ROPE_INIT_FUNCTIONS:  # "proportional" is transformers 5's
+        raise ValueError(f"rope_scaling type {kind!r} is not one this transformers computes (it has "
+                         f"{', '.join(sorted(ROPE_INIT_FUNCTIONS))})")
+    shipped_scaling = _shipped_scaling(model.config)
+    if shipped_scaling is not None and not replace_shipped:
+        raise ValueError(f"the model ships the scaling {shipped_scaling}; rope_scaling={dict(rope_scaling)!r} would "
+                         f"replace it, not compose with it (the pass would rotate with {kind} alone, the shipped "
+                         f"{shipped_scaling['rope_type']} undone). Pass replace_shipped=True to measure that "
+                         "replacement, or write the whole scaling you mean in rope_scaling")
     owner = _rotary_owner(model)
     old = owner.rotary_emb
     config = copy.deepcopy(model.config)
     if getattr(config, "rope_parameters", None) is not None:
         # transformers 5: rope_scaling is rope_parameters, which holds the base; an override keeps the
-        # config's base and partial rotary factor unless it gives its own (a per-layer-type dict is refused)
+        # config's base and partial rotary factor (a per-layer-type dict is refused)
         current = config.rope_parameters
         if all(isinstance(v, Mapping) for v in current.values()):
             raise ValueError(f"{type(config).__name__} keeps its RoPE per layer type ({sorted(current)}); "
                              "rope_override changes a single rope_parameters dict")
         keep = {k: current[k] for k in ("rope_theta", "partial_rotary_factor") if k in current}
         config.rope_parameters = {**keep, **scaling}
+        config.standardize_rope_params()  # as the config class does when it is made: the trained length filled in
     else:
         config.rope_scaling = scaling
     device = next(model.parameters()).device
     new = type(old)(config=config).to(device)  # transformers 5 deprecates the device argument
     shipped = getattr(old, "original_inv_freq", old.inv_freq).to(device)  # as built, before any dynamic rescale
-    if (not _length_dependent(str(kind)) and torch.equal(new.inv_freq.float(), shipped.float())
+    if (not _length_dependent(kind) and torch.equal(new.inv_freq.float(), shipped.float())
             and float(new.attention_scaling) == float(old.attention_scaling)):
-        raise ValueError(f"rope_scaling {scaling} gives the model exactly the inverse frequencies and attention factor "
-                         "it ships with: the override would change nothing (pass None for the model as shipped)")
+        raise ValueError(f"rope_scaling {dict(rope_scaling)!r} gives the model exactly the inverse frequencies and "
+                         "attention factor it ships with: the override would change nothing (pass None for the model "
+                         "as shipped)")
     owner.rotary_emb = new
     try:
         yield config
     finally:
         owner.rotary_emb = old
+
+
+@contextlib.contextmanager
+def _as_found(module: torch.nn.Module) -> Iterator[None]:
+    """Inside, `module` may change its own buffers and attributes (transformers' `dynamic_rope_update` grows
+    inv_freq and max_seq_len_cached, LongRoPE caches its long frequencies); on exit they are as found."""
+    persistent = set(module.state_dict(keep_vars=True))
+    buffers = {name: None if b is None else b.clone() for name, b in module.named_buffers(recurse=False)}
+    attributes = {k: v for k, v in vars(module).items() if not k.startswith("_")}
+    try:
+        yield
+    finally:
+        for name in [n for n, _ in module.named_buffers(recurse=False) if n not in buffers]:
+            delattr(module, name)
+        for name, b in buffers.items():
+            module.register_buffer(name, b, persistent=name in persistent)
+        for key in [k for k in vars(module) if not k.startswith("_") and k not in attributes]:
+            delattr(module, key)
+        for key, value in attributes.items():
+            setattr(module, key, value)
 
 
 @dataclass(frozen=True)
@@ -666,7 +767,8 @@ class _Pass:
 
 def _decoder_pass(model: Any, ids: torch.Tensor) -> _Pass:
     """model.get_decoder() on ids (1, T), no cache, recording the rotary module's tables (a forward hook
-    runs after transformers' `dynamic_rope_update` has rescaled inv_freq for this pass's length)."""
+    runs after transformers' `dynamic_rope_update` has rescaled inv_freq for this pass's length). The rotary
+    module is left as it was found: a dynamic base grown by this pass does not carry over to the next."""
     rotary = _rotary_owner(model).rotary_emb
     seen: dict[str, Any] = {}
 
@@ -678,7 +780,7 @@ def _decoder_pass(model: Any, ids: torch.Tensor) -> _Pass:
 
     handle = rotary.register_forward_hook(record)
     try:
-        with torch.no_grad():
+        with torch.no_grad(), _as_found(rotary):
             hidden = model.get_decoder()(input_ids=ids, use_cache=False).last_hidden_state[0]  # (T, d_model)
     finally:
         handle.remove()
@@ -694,10 +796,43 @@ def _logits(model: Any, hidden: torch.Tensor) -> torch.Tensor:
     return torch.tanh(logits / cap) * cap if cap else logits
 
 
-def _check_ids(input_ids: Any) -> None:
+def _check_ids(model: Any, input_ids: Any, at_least: int = 1, needs: str = "this") -> None:
+    """input_ids must be a (1, T) integer tensor of at least `at_least` ids, each a row of the model's embedding."""
     if not isinstance(input_ids, torch.Tensor) or input_ids.dim() != 2 or input_ids.shape[0] != 1:
         raise ValueError("input_ids must be a (1, T) tensor of token ids, "
                          f"got {getattr(input_ids, 'shape', input_ids)!r}")
+    if input_ids.dtype == torch.bool or input_ids.dtype.is_floating_point or input_ids.dtype.is_complex:
+        raise TypeError(f"input_ids must hold integer token ids (torch.int64, as encode_text gives), got dtype "
+                        f"{input_ids.dtype}")
+    T = input_ids.shape[1]
+    if T < at_least:
+        raise ValueError(f"input_ids has {T} tokens; {needs} needs at least {at_least}")
+    vocab = int(model.get_input_embeddings().num_embeddings)
+    lo, hi = int(input_ids.min()), int(input_ids.max())
+    if lo < 0 or hi >= vocab:
+        raise ValueError(f"input_ids holds token ids from {lo} to {hi}; the model's vocabulary is 0 to {vocab - 1}")
+
+
+def _length_threshold(rotary: Any) -> tuple[str, int] | None:
+    """(the config key, its value): the length a pass must exceed before transformers changes a rotary module's
+    frequencies (`dynamic_rope_update`), None for a scaling that does not follow the length.
+
+    dynamic NTK: max_position_embeddings (the module's original_max_seq_len), 4.57 and 5 alike. LongRoPE: 5 reads
+    rope_parameters['original_max_position_embeddings']; 4.57 the config's top-level
+    original_max_position_embeddings, else max_position_embeddings."""
+    kind = str(rotary.rope_type)
+    if "dynamic" in kind:
+        return "max_position_embeddings", int(rotary.original_max_seq_len)
+    if kind != "longrope":
+        return None
+    config = rotary.config
+    params = getattr(config, "rope_parameters", None)
+    if isinstance(params, Mapping) and params.get("original_max_position_embeddings") is not None:
+        return "original_max_position_embeddings", int(params["original_max_position_embeddings"])
+    top = getattr(config, "original_max_position_embeddings", None)
+    if top is not None:
+        return "original_max_position_embeddings", int(top)
+    return "max_position_embeddings", int(config.max_position_embeddings)
 
 
 @dataclass(frozen=True)
@@ -705,14 +840,16 @@ class OverrideEffect:
     """What a rope_scaling override changed in one pass over a text, against the model as shipped.
 
     divisor: (r/2,) shipped inverse frequency / the override's, per pair, as used in the pass (1: the pair
-    left alone; 2: turned half as fast); attention_scaling: the override's factor on cos and sin (the
-    shipped one is shipped_attention_scaling); max_cos_sin_change: max |cos' - cos|, |sin' - sin| over
-    positions and channels; max_logit_change: max |logit' - logit| over every position and vocabulary
-    entry, beside logit_scale, the largest |logit| as shipped. rescale_above: for dynamic NTK, the length a
-    pass must exceed before transformers rescales anything (the rotary module's original_max_seq_len,
-    config.max_position_embeddings); None for a scaling that does not follow the length. All zeros
-    (divisor all 1) mean the override did not take effect on this input: dynamic NTK on a pass no longer
-    than rescale_above, for one."""
+    left alone; 2: turned half as fast; below 1: turned faster, as when an override undoes a shipped
+    scaling); attention_scaling: the override's factor on cos and sin (the shipped one is
+    shipped_attention_scaling); max_cos_sin_change: max |cos' - cos|, |sin' - sin| over positions and
+    channels; max_logit_change: max |logit' - logit| over every position and vocabulary entry, beside
+    logit_scale, the largest |logit| as shipped. rescale_above, rescale_key: for a scaling that follows the
+    length, the length a pass must exceed before transformers changes its frequencies and the config key it
+    comes from (dynamic NTK: max_position_embeddings, past which the base grows; LongRoPE:
+    original_max_position_embeddings, past which the long factors replace the short ones); None for the
+    others. All zeros (divisor all 1) mean the override did not take effect on this input: dynamic NTK on a
+    pass no longer than rescale_above, for one."""
 
     label: str
     T: int
@@ -723,64 +860,80 @@ class OverrideEffect:
     max_logit_change: float
     logit_scale: float
     rescale_above: int | None
+    rescale_key: str | None = None
+    kind: str = ""
 
     @property
     def took_effect(self) -> bool:
         """True if the pass rotated with other cos and sin tables than the shipped model's."""
         return self.max_cos_sin_change > 0.0
 
+    def _where(self) -> str:
+        if self.rescale_above is None:
+            return ""
+        above = self.T > self.rescale_above
+        if self.kind == "longrope":
+            regime = "long factors" if above else "short factors"
+        else:
+            regime = "rescaled" if above else "not rescaled"
+        relation = " >" if above else ", not above"
+        return f"; {regime}: {self.T:,} tokens{relation} {self.rescale_key} {self.rescale_above:,}"
+
     def line(self) -> str:
         """One printable line: the frequencies' divisors, the attention factor, the largest logit change, and for
-        dynamic NTK whether the pass was long enough to rescale."""
-        if self.rescale_above is None:
-            where = ""
-        elif self.T > self.rescale_above:
-            where = f"; rescaled: {self.T:,} tokens > max_position_embeddings {self.rescale_above:,}"
-        else:
-            where = f": {self.T:,} tokens, not above max_position_embeddings {self.rescale_above:,}"
+        a scaling that follows the length whether the pass was long enough to change it."""
         if not self.took_effect:
             return (f"{self.label:<22} changed nothing: cos and sin as shipped, "
-                    f"largest logit change {self.max_logit_change:.2g}{where}")
+                    f"largest logit change {self.max_logit_change:.2g}{self._where()}")
         factor = ("" if self.attention_scaling == self.shipped_attention_scaling
                   else f", cos and sin x {self.attention_scaling:.3f}")
         return (f"{self.label:<22} frequencies divided by {self.divisor.min():.2f} to {self.divisor.max():.2f}"
                 f"{factor}; logits moved by up to {self.max_logit_change:.2g} (largest logit {self.logit_scale:.2g})"
-                f"{where}")
+                f"{self._where()}")
 
 
 def override_effect(
     model: Any, input_ids: torch.Tensor, rope_scaling: Mapping[str, Any], *, label: str | None = None,
-    chunk: int = 1024,
+    chunk: int = 1024, replace_shipped: bool = False,
 ) -> OverrideEffect:
-    """Run `model` on input_ids (1, T) as shipped and under `rope_override(model, rope_scaling)`, one pass
-    each without a cache, and compare: the inverse frequencies and cos/sin tables its rotary module used
-    (recorded after transformers' dynamic update for the pass's length) and the logits, `chunk` positions
-    at a time. A zero change is the override not taking effect on this input, not a model that ignores it."""
+    """Run `model` on input_ids (1, T) as shipped and under `rope_override(model, rope_scaling,
+    replace_shipped=replace_shipped)`, one pass each without a cache, and compare: the inverse frequencies
+    and cos/sin tables its rotary module used (recorded after transformers' dynamic update for the pass's
+    length) and the logits, `chunk` positions at a time. A zero change is the override not taking effect on
+    this input, not a model that ignores it. Both passes leave the rotary modules as found (a shipped
+    dynamic module's base grown by the first pass is put back), and the override is checked before either
+    pass runs."""
     if rope_scaling is None:
         raise ValueError("rope_scaling must be an override to compare with the shipped model, got None")
-    _check_ids(input_ids)
+    _check_ids(model, input_ids)
     check_int("chunk", chunk, 1)
+    check_bool("replace_shipped", replace_shipped)
+    if label is not None and (not isinstance(label, str) or not label.strip()):
+        raise ValueError(f"label must be a non-empty string (or None for the scaling's name), got {label!r}")
+    kind = _override_parameters(model.config, rope_scaling)["rope_type"]
     ids = input_ids.to(next(model.parameters()).device)
-    shipped = _decoder_pass(model, ids)
-    with rope_override(model, rope_scaling):
+    with rope_override(model, rope_scaling, replace_shipped=replace_shipped):  # checked (and refused) before any pass
         rotary = _rotary_owner(model).rotary_emb
+        threshold = _length_threshold(rotary)
         scaled = _decoder_pass(model, ids)
-        rescale_above = int(rotary.original_max_seq_len) if "dynamic" in str(rotary.rope_type) else None
+    shipped = _decoder_pass(model, ids)
     T = ids.shape[1]
-    change, scale = 0.0, 0.0
+    changes, scales = [], []
     with torch.no_grad():
         for a in range(0, T, chunk):
             before = _logits(model, shipped.hidden[a : a + chunk])  # (n, vocab)
             after = _logits(model, scaled.hidden[a : a + chunk])  # (n, vocab)
-            change = max(change, (after - before).abs().max().item())
-            scale = max(scale, before.abs().max().item())
-    cos_sin = max((scaled.cos - shipped.cos).abs().max().item(), (scaled.sin - shipped.sin).abs().max().item())
-    if not (math.isfinite(cos_sin) and math.isfinite(change)):  # NaN compares False: it would read "no change"
-        raise ValueError(f"rope_scaling={dict(rope_scaling)!r} gives non-finite cos and sin or logits (a factor "
-                         "of 0 or below, or a NaN?): the override is not a scaling this model can run")
-    name = label if label is not None else str(dict(rope_scaling).get("rope_type", rope_scaling.get("type")))
-    return OverrideEffect(name, T, (shipped.inv_freq / scaled.inv_freq).double().numpy(), scaled.attention_scaling,
-                          shipped.attention_scaling, cos_sin, change, scale, rescale_above)
+            changes.append((after - before).abs().max().item())
+            scales.append(before.abs().max().item())
+    cos_sin = [(scaled.cos - shipped.cos).abs().max().item(), (scaled.sin - shipped.sin).abs().max().item()]
+    # checked before any max(): NaN compares False, so max(0.0, nan) is 0.0 and would read "no change"
+    if not all(math.isfinite(v) for v in changes + scales + cos_sin):
+        raise ValueError(f"the passes with and without rope_scaling={dict(rope_scaling)!r} gave non-finite cos and "
+                         "sin or logits (non-finite weights?): there is no change to report")
+    key, above = threshold if threshold is not None else (None, None)
+    return OverrideEffect(label if label is not None else kind, T,
+                          (shipped.inv_freq / scaled.inv_freq).double().numpy(), scaled.attention_scaling,
+                          shipped.attention_scaling, max(cos_sin), max(changes), max(scales), above, key, kind)
 
 
 @dataclass(frozen=True)
@@ -801,15 +954,17 @@ def loss_by_position(
     """Next-token loss of `model` on input_ids (1, T), averaged in windows of `window` positions.
 
     One forward pass over the whole text without a KV cache (the model's own attention kernel), so every
-    query and key in it is rotated with the same frequencies; the logits are made `chunk` positions at a
-    time, so a long text does not need a (T, vocab) logits tensor at once.
+    query and key in it is rotated with the same frequencies: under dynamic NTK, the base for the whole
+    length T at every position, below max_position_embeddings too. The logits are made `chunk` positions at
+    a time, so a long text does not need a (T, vocab) logits tensor at once. The rotary module is left as
+    found (a dynamic base grown by this pass does not carry over).
     """
     check_int("window", window, 1)
     check_int("chunk", chunk, 1)
-    _check_ids(input_ids)
+    if not isinstance(label, str) or not label.strip():
+        raise ValueError(f"label must be a non-empty string, got {label!r}")
+    _check_ids(model, input_ids, window + 1, f"one window of {window} predictions")
     T = input_ids.shape[1]
-    if T < window + 1:
-        raise ValueError(f"the text has {T} tokens; one window of {window} predictions needs at least {window + 1}")
     ids = input_ids.to(next(model.parameters()).device)
     hidden = _decoder_pass(model, ids).hidden  # (T, d_model)
     nll = []
