@@ -959,6 +959,71 @@ def test_config_readers_refuse_before_any_work(config, exc, match) -> None:
         gpt_config_from_hf(config)
 
 
+# a multimodal config in transformers 5's layout: Qwen3.5's text config, shrunk, under text_config
+_QWEN35_TEXT = {"model_type": "qwen3_5_text", "num_hidden_layers": 4, "hidden_size": 64, "num_attention_heads": 2,
+                "head_dim": 32, "max_position_embeddings": 64,
+                "layer_types": ["linear_attention"] * 3 + ["full_attention"],
+                "rope_parameters": {"rope_type": "default", "rope_theta": 1e7, "partial_rotary_factor": 0.25,
+                                    "mrope_section": [2, 1, 1], "mrope_interleaved": True}}
+
+
+def _qwen35(**rope: object) -> dict:
+    return {"model_type": "qwen3_5", "text_config": {**_QWEN35_TEXT, "rope_parameters": {
+        **_QWEN35_TEXT["rope_parameters"], **rope}}}
+
+
+@pytest.mark.parametrize("config, exc, match", [
+    ({**LLAMA31_V5, "rope_parameters": {"rope_type": "default", "rope_theta": 1e4, "factor": 2.0}}, ValueError,
+     r"^rope_parameters has rope_type 'default' but also \['factor'\]"),
+    ({**LLAMA31_V5, "rope_parameters": {"rope_type": "defualt", "rope_theta": 1e4}}, ValueError,
+     r"^unknown rope_parameters type 'defualt'"),
+    ({**LLAMA31_V5, "rope_parameters": {**LLAMA31_ROPE, "factr": 8.0}}, ValueError,
+     r"^rope_parameters key\(s\) \['factr'\]"),
+    ({**LLAMA31_V5, "rope_parameters": {"rope_type": "yarn", "rope_theta": 1e4}}, ValueError,
+     r"^rope_parameters of type 'yarn' needs 'factor'"),
+    (_qwen35(factor=2.0), ValueError, r"^text_config.rope_parameters has rope_type 'default' but also \['factor'\]"),
+    (_qwen35(rope_type="defualt"), ValueError, r"^unknown text_config.rope_parameters type 'defualt'"),
+    (_qwen35(rope_type="yarn", factor="4"), TypeError, r"^text_config.rope_parameters\['factor'\] must be a number"),
+    ({**LLAMA31_V4, "rope_scaling": {"rope_type": "defualt"}}, ValueError, r"^unknown rope_scaling type 'defualt'"),
+    ({**LLAMA31_V4, "rope_scaling": {"rope_type": "default", "factor": 2.0}}, ValueError,
+     r"^rope_scaling has rope_type 'default' but also \['factor'\]"),
+])
+def test_a_config_error_names_the_field_the_config_used(config: dict, exc: type, match: str) -> None:
+    """The messages call the RoPE dict what the config calls it: rope_parameters in transformers 5's layout,
+    text_config.rope_parameters in a multimodal config, rope_scaling in 4.x's."""
+    from mlbook.transformer.hf import rope_options_from_hf
+
+    with pytest.raises(exc, match=match):
+        rope_options_from_hf(config)
+
+
+def test_a_partial_factor_stated_twice_names_what_each_version_reads() -> None:
+    """transformers 5.15 loads the dict's partial_rotary_factor (setdefault) but builds a scaled type at the top
+    level's, 4.57 reads the top level's: refused, with both values and each rule."""
+    from mlbook.transformer.hf import rope_options_from_hf
+
+    config = {**_qwen35(), "text_config": {**_qwen35()["text_config"], "partial_rotary_factor": 0.5}}
+    with pytest.raises(ValueError, match=r"text_config.rope_parameters gives partial_rotary_factor=0.25 but the text "
+                                         r"config's top level gives partial_rotary_factor=0.5; transformers 5.15 loads "
+                                         r"the dict's \(setdefault: the top level only fills a missing key\) and "
+                                         r"default RoPE rotates with it, but a scaled rope_type's init re-runs "
+                                         r"standardize_rope_params .*; 4.57 reads only the top level's"):
+        rope_options_from_hf(config)
+
+
+def test_a_per_layer_type_dict_where_transformers_reads_one_global_dict_is_refused() -> None:
+    """Qwen3.5's config class takes {"full_attention": {...}} for a global dict at its default base 10,000: refused,
+    naming the family and the one dict to write."""
+    from mlbook.transformer.hf import hf_rope_base
+
+    config = _qwen35()
+    config["text_config"]["rope_parameters"] = {"full_attention": dict(_QWEN35_TEXT["rope_parameters"])}
+    with pytest.raises(ValueError, match=r"text_config.rope_parameters gives a dict per layer type "
+                                         r"\(\['full_attention'\]\), but transformers 5.15 .*model_type 'qwen3_5_text'"
+                                         r".*rope_theta \(10000\).*Write one dict"):
+        hf_rope_base(config)
+
+
 @pytest.mark.parametrize("bad, exc, match", [
     (-1, ValueError, r"max_model_len must be >= 1, got -1"),
     (4096.5, TypeError, r"max_model_len must be an int, got float"),

@@ -8,6 +8,7 @@ from mlbook.analysis.model_config import layer_plan, load_config, summarize_conf
 from mlbook.transformer.hf import (
     HF_DEFAULT_PARTIAL_ROTARY,
     HF_DEFAULT_THETA,
+    PER_LAYER_TYPE_ROPE_FAMILIES,
     hf_layer_types,
     hf_rope_base,
     hf_rope_layout,
@@ -113,3 +114,97 @@ def test_a_config_without_a_partial_factor_takes_its_class_default(model_type: s
               "head_dim": 128, "max_position_embeddings": 64}
     assert hf_rotary_dim(config) == int(128 * default)
     assert hf_rotary_dim({**config, "partial_rotary_factor": 1.0}) == 128  # a stated factor wins
+
+
+@pytest.mark.oracle
+@pytest.mark.parametrize("model_type", ["qwen3_5_text", "qwen3_next", "llama", "qwen3"])
+def test_a_per_layer_type_dict_is_read_as_one_dict_at_the_class_base_and_refused(model_type: str) -> None:
+    """{"full_attention": {...}} in a family whose model code rotates with one dict: transformers 5.15 adds rope_type
+    'default' and the class's base beside the entry and rotates at that base; the library refuses it by name."""
+    transformers = pytest.importorskip("transformers")
+    if int(transformers.__version__.split(".")[0]) < 5:
+        pytest.skip(f"rope_parameters is read from transformers 5; installed {transformers.__version__}")
+    entry = {"rope_type": "default", "rope_theta": 123456.0}
+    fields = {"num_hidden_layers": 4, "hidden_size": 64, "num_attention_heads": 2, "head_dim": 32,
+              "max_position_embeddings": 64}
+    try:
+        hf = transformers.AutoConfig.for_model(model_type, **fields, rope_parameters={"full_attention": dict(entry)})
+    except ValueError:
+        pytest.skip(f"transformers {transformers.__version__} has no {model_type}")
+    assert hf.rope_parameters["full_attention"] == entry  # kept, and unread:
+    assert hf.rope_parameters["rope_type"] == "default" and hf.rope_parameters["rope_theta"] != 123456.0
+    config = {"model_type": model_type, **fields, "rope_parameters": {"full_attention": dict(entry)}}
+    with pytest.raises(ValueError, match=rf"model_type '{model_type}' .* never reading the entries"):
+        hf_rope_base(config)
+    assert hf_rope_base({**config, "rope_parameters": dict(entry)}) == 123456.0  # one dict: read
+
+
+@pytest.mark.oracle
+@pytest.mark.parametrize("model_type", PER_LAYER_TYPE_ROPE_FAMILIES)
+def test_the_families_read_per_layer_type_keep_and_read_each_entry(model_type: str) -> None:
+    """Each family the library reads a per-layer-type dict for keeps it in transformers 5.15's config, and its model
+    code indexes rope_parameters by layer type."""
+    transformers = pytest.importorskip("transformers")
+    if int(transformers.__version__.split(".")[0]) < 5:
+        pytest.skip(f"rope_parameters is read from transformers 5; installed {transformers.__version__}")
+    import copy
+    import importlib
+    import inspect
+
+    try:
+        cls = transformers.CONFIG_MAPPING[model_type]
+    except KeyError:
+        pytest.skip(f"transformers {transformers.__version__} has no {model_type}")
+    default = cls()
+    kinds = sorted(set(getattr(default, "_rope_type_labels", None) or getattr(default, "layer_types", None)
+                       or ("full_attention", "sliding_attention")))
+    nested = {k: {"rope_type": "default", "rope_theta": 123456.0} for k in kinds}
+    assert cls.from_dict({"rope_parameters": copy.deepcopy(nested)}).rope_parameters == nested
+    modeling = importlib.import_module(cls.__module__.replace(".configuration_", ".modeling_"))
+    assert "rope_parameters[layer_type]" in inspect.getsource(modeling)
+
+
+@pytest.mark.oracle
+def test_a_partial_factor_in_the_dict_and_at_the_top_level_is_read_as_each_version_reads_it() -> None:
+    """The premise of the library's refusal: with partial_rotary_factor 0.25 in the dict and 0.5 at the top level,
+    transformers 5.15 rotates Phi's default RoPE at the dict's 0.25 (setdefault on loading) but builds a scaled type
+    at the top level's 0.5 (the scaling's init re-runs standardize_rope_params), and 4.57 takes the top level's in
+    both: three readings of one config."""
+    transformers = pytest.importorskip("transformers")
+    from hf_versions import HF_MAJOR
+
+    fields = {"hidden_size": 256, "num_attention_heads": 2, "num_hidden_layers": 2, "max_position_embeddings": 64,
+              "vocab_size": 16, "intermediate_size": 8, "rope_theta": 10000.0, "partial_rotary_factor": 0.5}
+    readings = (({"rope_type": "default"}, HF_MAJOR >= 5), ({"rope_type": "linear", "factor": 2.0}, False))
+    for scaling, dict_wins in readings:
+        hf = transformers.PhiConfig(**fields, rope_scaling={**scaling, "partial_rotary_factor": 0.25})
+        rotary = transformers.PhiModel(hf).rotary_emb
+        assert 2 * rotary.inv_freq.numel() == 128 * (0.25 if dict_wins else 0.5), scaling
+        config = {"model_type": "phi", **fields, "rope_scaling": {**scaling, "partial_rotary_factor": 0.25}}
+        with pytest.raises(ValueError, match=r"transformers 5.15 loads the dict's .* a scaled rope_type's init re-runs "
+                                             r"standardize_rope_params .*4.57 reads only the top level's"):
+            rope_scaling_from_hf(config)
+
+
+@pytest.mark.oracle
+def test_a_partial_factor_in_the_dict_alone_other_than_the_class_default_is_refused() -> None:
+    """Qwen3-Next with partial_rotary_factor 0.5 in a YaRN dict and none at the top level: 4.57 and 5.15's YaRN both
+    rotate the class default 0.25 (5.15 writes its attribute over the dict's when the module is built), only 5.15's
+    default RoPE the dict's 0.5; the library refuses it and reads it once the top level states it too."""
+    transformers = pytest.importorskip("transformers")
+    from hf_versions import rope_init_function
+
+    rope = {"rope_type": "yarn", "factor": 2.0, "original_max_position_embeddings": 32, "partial_rotary_factor": 0.5}
+    fields = {"hidden_size": 256, "num_attention_heads": 2, "head_dim": 128, "max_position_embeddings": 64}
+    try:
+        hf = transformers.Qwen3NextConfig(**fields, rope_theta=10000.0, rope_scaling=dict(rope))
+    except AttributeError:
+        pytest.skip(f"transformers {transformers.__version__} has no Qwen3-Next")
+    inv_freq, _ = rope_init_function("yarn")(hf, "cpu")
+    assert 2 * inv_freq.numel() == 128 * 0.25
+    config = {"model_type": "qwen3_next", "num_hidden_layers": 4, **fields,
+              "rope_parameters": {**rope, "rope_theta": 1e4}}
+    with pytest.raises(ValueError, match=r"defaults it to 0.25: 4.57 rotates the class default .*State "
+                                         r"partial_rotary_factor=0.5 at the top level too"):
+        hf_rotary_dim(config)
+    assert hf_rotary_dim({**config, "partial_rotary_factor": 0.5}) == 64

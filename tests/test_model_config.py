@@ -180,3 +180,35 @@ def test_a_config_without_max_position_embeddings_says_so() -> None:
     c = {k: v for k, v in load_config("llama-4-scout").items() if k != "max_position_embeddings"}
     s = summarize_config(c)
     assert "no max_position_embeddings" in s.lengths.note and s.kv_at_max is None
+
+
+def test_a_multimodal_override_is_merged_into_the_text_config_as_vllm_merges_it() -> None:
+    """vLLM's _apply_dict_overrides merges {"text_config": {"rope_parameters": {...}}} into the text config's dict
+    key by key: an override without rope_theta keeps the shipped base there, and nothing is written at the wrapper's top
+    level (where no layer would read it)."""
+    c = load_config("qwen3.5-27b")
+    new, changes = serving_override(c, {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 262144})
+    assert "rope_parameters" not in new and new["text_config"]["rope_parameters"] == {
+        **c["text_config"]["rope_parameters"], "rope_type": "yarn", "factor": 4.0,
+        "original_max_position_embeddings": 262144}
+    assert changes[0].startswith("text_config.rope_parameters") and "merged" in changes[0] and "drops" not in changes[0]
+    assert summarize_config(new).base == 1e7
+    assert summarize_config(new).attention_factor == pytest.approx(0.1 * math.log(4) + 1)
+
+
+def test_linear_attention_layers_are_counted_as_not_rotating_not_as_nope_attention() -> None:
+    s = summarize_config(load_config("qwen3.5-27b"))
+    assert s.layers.counts() == {"linear_attention (no RoPE)": 48, "full_attention": 16}
+    assert "NoPE" not in s.text().split("layers: ")[1].splitlines()[0]
+
+
+def test_the_m_rope_order_is_reported_as_each_engine_reads_it() -> None:
+    """transformers 5.15's Qwen3.5 code interleaves whatever mrope_interleaved says; vLLM's get_rope reads the flag,
+    False when absent: with the flag the summary says both interleave, without it that they differ."""
+    c = load_config("qwen3.5-27b")
+    assert "interleaved (transformers 5.15: its qwen3_5_text code always; vLLM: mrope_interleaved=True)" in \
+        summarize_config(c).type_note
+    absent = copy.deepcopy(c)
+    del absent["text_config"]["rope_parameters"]["mrope_interleaved"]
+    assert ("interleaved in transformers 5.15 (its qwen3_5_text code ignores mrope_interleaved), in blocks in vLLM "
+            "(mrope_interleaved=absent, so false)") in summarize_config(absent).type_note

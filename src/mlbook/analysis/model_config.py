@@ -43,6 +43,9 @@ from mlbook.analysis.systems import format_bytes
 from mlbook.transformer.hf import (
     HF_ROPE_TYPES,
     LEGACY_ROPE_TYPES,
+    MROPE_BLOCK_FAMILIES,
+    MROPE_INTERLEAVED_FAMILIES,
+    TEXT_CONFIG_NAMES,
     hf_get,
     hf_head_dim,
     hf_layer_types,
@@ -250,9 +253,11 @@ class LayerPlan:
     scaled: tuple[bool, ...]  # whether rope_scaling applies to the layer's rotation
 
     def counts(self) -> dict[str, int]:
+        """Layers per kind; an attention layer that does not rotate is "(NoPE)", a linear-attention layer (Gated
+        DeltaNet: no attention scores to rotate, a recurrent state) "(no RoPE)"."""
         out: dict[str, int] = {}
         for k, r in zip(self.kinds, self.rotates):
-            key = f"{k}{'' if r else ' (NoPE)'}"
+            key = k if r else f"{k} (no RoPE)" if k == "linear_attention" else f"{k} (NoPE)"
             out[key] = out.get(key, 0) + 1
         return out
 
@@ -358,13 +363,29 @@ def _type_note(text: Mapping[str, Any]) -> tuple[str, str]:
         where = "no RoPE field: transformers' defaults"
         kind, note = p["rope_type"], "RoPE as trained"
     if p.get("mrope_section") is not None:
-        order = "interleaved" if p.get("mrope_interleaved") else "in blocks"
-        note += (f"; M-RoPE sections {list(p['mrope_section'])} ({order}) over time, height, width: a text token's "
-                 "three positions are equal, so each pair turns at its plain frequency")
+        note += f"; M-RoPE sections {list(p['mrope_section'])} over time, height, width, {_mrope_order(model_type, p)}"
+        note += ": a text token's three positions are equal, so each pair turns at its plain frequency"
     if kind == "longrope" and str(text.get("rope_scaling", {}) and text["rope_scaling"].get("type")) == "su":
         note += ("; transformers 5.15 refuses this spelling (KeyError: original_max_position_embeddings: Phi3Config "
                  "renames 'su' after the trained length would have moved into the dict), 4.57 reads it")
     return kind, f"{where}: {note}"
+
+
+def _mrope_order(model_type: str, p: Mapping[str, Any]) -> str:
+    """How the M-RoPE sections are laid over the pairs: transformers 5.15 by the family's model code (it never reads
+    mrope_interleaved: `MROPE_INTERLEAVED_FAMILIES` interleave, `MROPE_BLOCK_FAMILIES` split in blocks), vLLM by
+    mrope_interleaved (get_rope: False when absent). Both named where they differ."""
+    flag = p.get("mrope_interleaved")
+    vllm = "interleaved" if flag else "in blocks"
+    hf = ("interleaved" if model_type.startswith(MROPE_INTERLEAVED_FAMILIES) else
+          "in blocks" if model_type.startswith(MROPE_BLOCK_FAMILIES) else None)
+    stated = "absent, so false" if flag is None else f"{bool(flag)}"
+    if hf == vllm:
+        return f"{hf} (transformers 5.15: its {model_type} code always; vLLM: mrope_interleaved={stated})"
+    if hf is None:
+        return f"{vllm} in vLLM (mrope_interleaved={stated}), in transformers as its {model_type} code lays them"
+    return (f"{hf} in transformers 5.15 (its {model_type} code ignores mrope_interleaved), {vllm} in vLLM "
+            f"(mrope_interleaved={stated})")
 
 
 def _headline(text: Mapping[str, Any]) -> str:
@@ -407,7 +428,8 @@ def summarize_config(config: Mapping[str, Any], name: str | None = None) -> Conf
     linear = [p for p in plan.parts if p.kind == "linear_attention"]
     if linear:
         kv_note += (f"; {linear[0].layers} linear-attention layers hold a fixed state of "
-                    f"{format_bytes(plan.part_bytes(linear[0], 0) // linear[0].layers)} each, whatever the length")
+                    f"{format_bytes(plan.part_bytes(linear[0], 0) // linear[0].layers)} each, whatever the length, its "
+                    f"recurrent part at {plan.state_bytes_per_value:g} bytes a value as transformers 5.15 holds it")
     temperature: tuple[tuple[int, float], ...] = ()
     if text.get("attn_temperature_tuning"):
         floor_scale, attn_scale = float(text.get("floor_scale", 8192)), float(text.get("attn_scale", 0.1))
@@ -430,16 +452,18 @@ def serving_override(
 ) -> tuple[dict[str, Any], list[str]]:
     """The config a serving engine runs after a RoPE / max-model-len override, and what changed.
 
-    Engines (vLLM's --hf-overrides, SGLang's --json-model-override-args) replace the config's RoPE
-    dict before the model is built, so a static scaling (YaRN, linear) then changes every
-    position, short prompts included; Qwen's deployment guide says so and advises adding it only
-    for long inputs. The override goes where the config keeps its RoPE settings: rope_scaling in
-    transformers 4's layout, rope_parameters in 5's. Either way it must give rope_theta: vLLM now runs
-    on transformers 5, which loads either file into rope_parameters, and a top-level override replaces
-    that dict whole, base included (a rope_scaling override is written into rope_parameters), so
-    without rope_theta the model falls back to the engine's default base, 10,000. A multimodal config
-    is changed in its text config.
-    Returns (new config, one sentence per change).
+    A static scaling (YaRN, linear) set by an override (vLLM's --hf-overrides, SGLang's
+    --json-model-override-args) changes every position, short prompts included; Qwen's deployment guide
+    says so and advises adding it only for long inputs. The override goes where the config keeps its RoPE
+    settings: rope_scaling in transformers 4's layout, rope_parameters in 5's, as vLLM applies it
+    (`ModelConfig._apply_dict_overrides`): on a config that nests no text config, a top-level override
+    replaces that dict whole, base included (vLLM now runs on transformers 5, which loads either file into
+    rope_parameters, and a rope_scaling override is written there), so it must give rope_theta or the model
+    falls back to the engine's default base, 10,000; in a multimodal config (Qwen3.5, Llama 4) the override
+    belongs under its text config ({"text_config": {"rope_parameters": {...}}}), where vLLM merges it into
+    the dict key by key (`_update_nested`), so the keys it leaves out stay (a rope_parameters at the
+    wrapper's top level would be read by nothing). This function changes a multimodal config in its text
+    config, merged. Returns (new config, one sentence per change).
     """
     _check_dict(config)
     if rope_scaling is not None and not isinstance(rope_scaling, Mapping):
@@ -449,8 +473,7 @@ def serving_override(
         check_int("max_model_len", max_model_len, 1)
     new = copy.deepcopy(dict(config))
     text = hf_text_config(config)
-    nested = next((k for k in ("text_config",) if text is not config.get(k) is not None and config.get(k) is text),
-                  None)
+    nested = next((k for k in TEXT_CONFIG_NAMES if config.get(k) is not None and config.get(k) is text), None)
     new_text = new[nested] if nested else new
     changes: list[str] = []
     if rope_scaling is not None:
@@ -463,20 +486,27 @@ def serving_override(
                     isinstance(v, Mapping) for v in rope_scaling.values()):
                 raise ValueError(f"this config's rope_parameters is per layer type ({sorted(old)}): the override must "
                                  "give a dict per layer type too, or the layers' own bases are lost")
-        if "rope_theta" not in rope_scaling and not all(isinstance(v, Mapping) for v in rope_scaling.values()):
-            raise ValueError(f"the override replaces rope_parameters whole, base included: give rope_theta (this "
-                             f"config's is {hf_rope_base(text):g}) inside it"
-                             + ("" if v5 else "; vLLM on transformers 5 writes a rope_scaling override into "
-                                "rope_parameters, and without it builds the model at base 10,000"))
-        new_text[key] = copy.deepcopy(dict(rope_scaling))
+        if nested:  # vLLM's _update_nested: the override's keys are set in the text config's dict, the rest stay
+            value = _merged(old if isinstance(old, Mapping) else {}, rope_scaling)
+        else:
+            if "rope_theta" not in rope_scaling and not all(isinstance(v, Mapping) for v in rope_scaling.values()):
+                raise ValueError(f"the override replaces rope_parameters whole, base included: give rope_theta (this "
+                                 f"config's is {hf_rope_base(text):g}) inside it"
+                                 + ("" if v5 else "; vLLM on transformers 5 writes a rope_scaling override into "
+                                    "rope_parameters, and without it builds the model at base 10,000"))
+            value = copy.deepcopy(dict(rope_scaling))
+        new_text[key] = value
         before = _inv_freq(text, None)
         after = _inv_freq(new_text, None)
         moved = int((~torch.isclose(before[0], after[0], rtol=1e-6, atol=0)).sum())
-        # the override replaces the dict whole: a key of the config's that it leaves out is gone in the engine
+        # a top-level override replaces the dict whole: a key of the config's that it leaves out is gone in the engine
         # (vLLM's gpt-oss reads beta_fast and beta_slow by key, and truncate defaults to true)
-        dropped = sorted(set(old) - set(rope_scaling)) if isinstance(old, Mapping) else []
-        changes.append(f"{key} {old!r} -> {dict(rope_scaling)!r}: {moved} of {len(after[0])} pairs change "
-                       f"frequency at every length; attention factor {before[1]:.4f} -> {after[1]:.4f}"
+        dropped = sorted(set(old) - set(rope_scaling)) if isinstance(old, Mapping) and not nested else []
+        where = f"{nested}.{key}" if nested else key
+        changes.append(f"{where} {old!r} -> {value!r}" + (" (merged, as vLLM merges an override nested under "
+                                                          f"{nested})" if nested else "")
+                       + f": {moved} of {len(after[0])} pairs change frequency at every length; attention factor "
+                       f"{before[1]:.4f} -> {after[1]:.4f}"
                        + (f"; the override drops {dropped}, which the engine then takes at its defaults or misses"
                           if dropped else ""))
     if max_model_len is not None:
@@ -485,3 +515,11 @@ def serving_override(
                        "unchanged; the engine caps requests at max_model_len)")
         new["_max_model_len"] = max_model_len
     return new, changes
+
+
+def _merged(old: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
+    """old with override's keys set, dict values merged the same way (vLLM's ModelConfig._update_nested)."""
+    out = copy.deepcopy(dict(old))
+    for k, v in override.items():
+        out[k] = _merged(out[k], v) if isinstance(v, Mapping) and isinstance(out.get(k), Mapping) else copy.deepcopy(v)
+    return out

@@ -45,7 +45,10 @@ How the scaling keys map (the same names in rope_scaling and rope_parameters):
     low_freq_factor, high_freq_factor       llama3
     short_factor, long_factor               longrope
     mrope_section, mrope_interleaved        M-RoPE's split of the pairs over (time, height, width): for
-                                            text tokens the three positions are equal, so they change nothing
+                                            text tokens the three positions are equal, so they change nothing.
+                                            transformers' model code fixes the order per family
+                                            (MROPE_INTERLEAVED_FAMILIES interleave, Qwen2-VL's split in blocks)
+                                            and never reads mrope_interleaved; vLLM reads it (false by default)
 
 `config` may be a `transformers.PretrainedConfig` (4.x or 5) or a plain dict read from a config.json.
 """
@@ -70,6 +73,9 @@ __all__ = [
     "hf_layer_overrides",
     "HF_SCALING_KEYS",
     "LEGACY_ROPE_TYPES",
+    "MROPE_BLOCK_FAMILIES",
+    "MROPE_INTERLEAVED_FAMILIES",
+    "PER_LAYER_TYPE_ROPE_FAMILIES",
     "SLIDE_EVERY_LAYER",
     "TEXT_CONFIG_NAMES",
     "LEGACY_LAYER_TYPES",
@@ -268,7 +274,8 @@ def _has(config: Any, key: str) -> bool:
 SU_FAMILIES: tuple[str, ...] = ("phi3", "phi4_multimodal")
 
 
-def hf_rope_type(rope_scaling: Mapping[str, Any] | None, model_type: str | None = None) -> str:
+def hf_rope_type(rope_scaling: Mapping[str, Any] | None, model_type: str | None = None, *,
+                 field: str = "rope_scaling") -> str:
     """The RoPE type as transformers reads it from a rope_scaling / rope_parameters dict: rope_type,
     else the legacy "type", else "default".
 
@@ -276,26 +283,27 @@ def hf_rope_type(rope_scaling: Mapping[str, Any] | None, model_type: str | None 
     default RoPE with M-RoPE sections; "su" (Phi-3's first name for LongRoPE) and "yarn" are
     "longrope" for the families whose config class renames them (`SU_FAMILIES`, given model_type). Raises for a type
     transformers does not compute, naming the fix where one is known (LEGACY_ROPE_TYPES), and when
-    rope_type and type disagree.
+    rope_type and type disagree. `field` is what the messages call the dict: the field the config states it in
+    ("rope_scaling", "rope_parameters", "text_config.rope_parameters", ...).
     """
     if rope_scaling is None:
         return "default"
     if not isinstance(rope_scaling, Mapping):
-        raise TypeError(f"rope_scaling must be a dict (or None), got {type(rope_scaling).__name__} ({rope_scaling!r})")
+        raise TypeError(f"{field} must be a dict (or None), got {type(rope_scaling).__name__} ({rope_scaling!r})")
     kinds = {rope_scaling[k] for k in ("rope_type", "type") if rope_scaling.get(k) is not None}
     if len(kinds) > 1:
-        raise ValueError(f"rope_scaling gives rope_type={rope_scaling['rope_type']!r} and type="
+        raise ValueError(f"{field} gives rope_type={rope_scaling['rope_type']!r} and type="
                          f"{rope_scaling['type']!r}; transformers reads rope_type. Keep one")
     kind = kinds.pop() if kinds else "default"
     if not isinstance(kind, str):
-        raise TypeError(f"rope_scaling's rope_type must be a string, got {type(kind).__name__} ({kind!r})")
+        raise TypeError(f"{field}'s rope_type must be a string, got {type(kind).__name__} ({kind!r})")
     if kind == "mrope":
         return "default"
     if kind in ("su", "yarn") and str(model_type or "").startswith(SU_FAMILIES):
         return "longrope"
     if kind in LEGACY_ROPE_TYPES:
-        raise ValueError(f"rope_scaling type {kind!r} is not one transformers computes: {LEGACY_ROPE_TYPES[kind]}")
-    return check_choice("rope_scaling type", kind, tuple(HF_ROPE_TYPES))
+        raise ValueError(f"{field} type {kind!r} is not one transformers computes: {LEGACY_ROPE_TYPES[kind]}")
+    return check_choice(f"{field} type", kind, tuple(HF_ROPE_TYPES))
 
 
 # --- Where a config keeps its RoPE settings: the two layouts -------------------------
@@ -310,14 +318,22 @@ def hf_rope_type(rope_scaling: Mapping[str, Any] | None, model_type: str | None 
 #
 # transformers 5 reads a 4.x config too (configuration_utils + modeling_rope_utils.convert_rope_params_to_dict
 # and standardize_rope_params): rope_scaling, when given, becomes rope_parameters; rope_theta and
-# partial_rotary_factor fill what the dict lacks. Where the two layouts, or the two versions, would give a
-# config different values, this module refuses with both values named instead of choosing one.
+# partial_rotary_factor fill what the dict lacks (though a scaled type's init writes the config's
+# partial_rotary_factor attribute over the dict's when the rotary module is built: _FILL_RULE). Where the two
+# layouts, or the two versions, would give a config different values, this module refuses with both values named
+# instead of choosing one.
 
 # keys of a rope dict that are not the scaling's own
 ROPE_BASE_KEYS: frozenset[str] = frozenset({"rope_type", "type", "rope_theta", "partial_rotary_factor"})
 # M-RoPE (Qwen2-VL, Qwen3-VL, Qwen3.5): the rotary pairs split over (time, height, width) positions; for
 # text tokens the three positions are equal, so each pair turns at its ordinary frequency
 MROPE_KEYS: frozenset[str] = frozenset({"mrope_section", "mrope_interleaved"})
+# The families whose transformers 5.15 rotary module interleaves the M-RoPE sections (apply_interleaved_mrope: pair i
+# follows height where i % 3 == 1, width where i % 3 == 2, time elsewhere) whatever mrope_interleaved says: the model
+# code never reads that key. Qwen2-VL, Qwen2.5-VL and Qwen2.5-Omni split the pairs in blocks (time, then height, then
+# width). vLLM's get_rope reads mrope_interleaved instead, False when absent.
+MROPE_INTERLEAVED_FAMILIES: tuple[str, ...] = ("qwen3_vl", "qwen3_vl_moe", "qwen3_5", "qwen3_5_moe", "qwen3_omni_moe")
+MROPE_BLOCK_FAMILIES: tuple[str, ...] = ("qwen2_vl", "qwen2_5_vl", "qwen2_5_omni")
 # the types that move original_max_position_embeddings into the dict (standardize_rope_params)
 _ORIGINAL_INSIDE = ("llama3", "yarn", "longrope")
 
@@ -354,31 +370,33 @@ class _RopeRead:
     inner_original_v4: bool  # a 4.x rope_scaling stated original_max_position_embeddings itself
 
 
-def _v4_dict(text: Any, model_type: str) -> dict[str, Any] | None:
-    """The 4.x layout as transformers 5 converts it: rope_scaling (or {}), with rope_theta and the partial factor."""
+def _v4_dict(text: Any, model_type: str, prefix: str = "") -> dict[str, Any] | None:
+    """The 4.x layout as transformers 5 converts it: rope_scaling (or {}), with rope_theta and the partial factor.
+    prefix: where the text config sits in a multimodal config ("text_config."), for the messages."""
     rs = hf_get(text, "rope_scaling")
     if rs is not None and not isinstance(rs, Mapping):
-        raise TypeError(f"rope_scaling must be a dict (or null), got {type(rs).__name__} ({rs!r})")
+        raise TypeError(f"{prefix}rope_scaling must be a dict (or null), got {type(rs).__name__} ({rs!r})")
     theta = hf_get(text, "rope_theta", hf_get(text, "rotary_emb_base"))
     prf = hf_get(text, "partial_rotary_factor", hf_get(text, "rotary_pct"))
     if rs is None and theta is None and prf is None:
         return None
     d = dict(rs or {})
     if "rope_theta" in d and theta is None:
-        raise ValueError(f"rope_scaling holds rope_theta={d['rope_theta']!r} but the config has no top-level rope_theta: "
+        raise ValueError(f"{prefix}rope_scaling holds rope_theta={d['rope_theta']!r} but the config has no top-level "
+                         "rope_theta: "
                          "transformers 5 reads the one inside, 4.57 ignores it and uses its default 10,000. Move it "
                          "to the top level (4.x's layout) or rename rope_scaling to rope_parameters (5's)")
     if theta is not None:
-        _fill(d, "rope_theta", _number("rope_theta", theta), "rope_scaling")
+        _fill(d, "rope_theta", _number("rope_theta", theta), f"{prefix}rope_scaling")
     if prf is not None:
-        _fill(d, "partial_rotary_factor", _prf("partial_rotary_factor", prf), "rope_scaling")
+        _fill(d, "partial_rotary_factor", _prf("partial_rotary_factor", prf), f"{prefix}rope_scaling")
     return d
 
 
 def _standard(d: Mapping[str, Any], where: str, model_type: str) -> dict[str, Any]:
     """One rope dict with rope_type set (legacy names read as transformers reads them) and its numbers checked."""
     out = dict(d)
-    kind = hf_rope_type(out, model_type)
+    kind = hf_rope_type(out, model_type, field=where)
     out.pop("type", None)
     out["rope_type"] = kind
     if "rope_theta" in out:
@@ -391,26 +409,74 @@ def _standard(d: Mapping[str, Any], where: str, model_type: str) -> dict[str, An
     return out
 
 
-# which value transformers 5 keeps when a rope dict and the top level both state a key (standardize_rope_params)
+# which value each version reads when a rope dict and the top level both state a key. transformers 5.15:
+# PreTrainedConfig.convert_rope_params_to_dict setdefaults rope_theta and partial_rotary_factor into the dict when it
+# loads the config (the top level only fills a key the dict lacks; the models read config.rope_parameters), but the
+# scaled types' init functions (linear, dynamic, yarn, llama3, longrope in modeling_rope_utils.py) re-run
+# standardize_rope_params when the rotary module is built, and that writes the config's partial_rotary_factor
+# attribute over the dict's (rope_theta it setdefaults again); standardize_rope_params also writes a top-level
+# original_max_position_embeddings over the dict's. 4.57 reads rope_theta and partial_rotary_factor from the top
+# level only (_compute_default_rope_parameters: getattr(config, ...)), never a dict's (a partial_rotary_factor
+# inside rope_scaling draws its "Unrecognized keys" warning)
 _FILL_RULE = {
     "rope_theta": "transformers 5 keeps the dict's (setdefault), 4.x reads only the top level's",
-    "partial_rotary_factor": "transformers 5 overwrites the dict's with the top level's",
+    "partial_rotary_factor": "transformers 5.15 loads the dict's (setdefault: the top level only fills a missing key) "
+                             "and default RoPE rotates with it, but a scaled rope_type's init re-runs "
+                             "standardize_rope_params and builds the rotation at the top level's (a model that split "
+                             "its heads at the dict's then fails on the shapes); 4.57 reads only the top level's",
     "original_max_position_embeddings": "transformers 5 overwrites the dict's with the top level's (Phi-3's layout)",
 }
 
 
 def _fill(d: dict[str, Any], key: str, value: Any, where: str) -> None:
-    """d[key] = value unless d states another value, which is refused with both named."""
+    """d[key] = value unless d states another value, which is refused with both named (where: the dict's field,
+    "text_config." first for a multimodal config)."""
     if value is None:
         return
     if key in d and d[key] != value:
-        raise ValueError(f"{where} gives {key}={d[key]!r} but the config's top level gives {key}={value!r}; "
+        top = "the text config's top level" if "." in where.split("[")[0] else "the config's top level"
+        raise ValueError(f"{where} gives {key}={d[key]!r} but {top} gives {key}={value!r}; "
                          f"{_FILL_RULE[key]}: make them agree")
     d[key] = value
 
 
+# The families whose transformers 5.15 model code rotates each layer type with its own entry of a per-layer-type
+# rope_parameters dict (their modeling_*.py reads config.rope_parameters[layer_type]). Every other config class
+# takes such a dict for one global dict: PreTrainedConfig.convert_rope_params_to_dict setdefaults a top-level
+# rope_theta (the class default) and rope_type "default" beside the nested entries, and the model rotates at those,
+# never reading the entries (Qwen3.5, Llama, Qwen3, gpt-oss, ... checked with from_dict)
+PER_LAYER_TYPE_ROPE_FAMILIES: tuple[str, ...] = (
+    "deepseek_v4", "diffusion_gemma_text", "gemma3_text", "gemma3n_text", "gemma4_text", "gemma4_unified_text",
+    "laguna", "mellum", "mimo_v2_flash", "modernbert", "modernbert-decoder", "olmo3", "t5gemma2_decoder",
+    "t5gemma2_text", "zaya",
+)
+
+
+def _text_prefix(config: Any) -> str:
+    """"text_config." (or the key it sits under) for a multimodal config, "" otherwise: how messages name a field."""
+    if isinstance(config, Mapping):
+        found = [k for k in TEXT_CONFIG_NAMES if config.get(k) is not None]
+        return f"{found[0]}." if len(found) == 1 else ""
+    text = hf_text_config(config)
+    return next((f"{k}." for k in TEXT_CONFIG_NAMES if getattr(config, k, None) is text and text is not config), "")
+
+
+def _rope_field(config: Any, layer_type: str | None = None) -> str:
+    """The field a config states a layer type's RoPE dict in, as an error message should name it: rope_parameters
+    (with ['full_attention'] etc. where the dict is per layer type) or rope_scaling, after "text_config." for a
+    multimodal config."""
+    prefix = _text_prefix(config)
+    if not _read_rope(config).layout.startswith("transformers 5"):
+        return f"{prefix}rope_scaling"
+    raw = hf_get(hf_text_config(config), "rope_parameters")
+    if isinstance(raw, Mapping) and raw and all(isinstance(v, Mapping) for v in raw.values()):
+        return f"{prefix}rope_parameters[{hf_rope_layer_type(config, layer_type)!r}]"
+    return f"{prefix}rope_parameters"
+
+
 def _read_rope(config: Any) -> _RopeRead:
     text = hf_text_config(config)
+    prefix = _text_prefix(config)
     model_type = str(hf_get(text, "model_type", ""))
     if _has(text, "num_hidden_layers"):
         kinds = hf_layer_types(text)
@@ -418,12 +484,13 @@ def _read_rope(config: Any) -> _RopeRead:
         kinds = tuple(LEGACY_LAYER_TYPES.get(k, k) for k in (hf_get(text, "layer_types") or ("full_attention",)))
     v5 = hf_get(text, "rope_parameters")
     is_object = not isinstance(text, Mapping)
-    v4 = None if (is_object and v5 is not None) else _v4_dict(text, model_type)  # a v5 object's rope_scaling is v5's
+    # a v5 object's rope_scaling is v5's
+    v4 = None if (is_object and v5 is not None) else _v4_dict(text, model_type, prefix)
     top_orig = hf_get(text, "original_max_position_embeddings")
     top_orig = None if top_orig is None else _length("original_max_position_embeddings", top_orig)
     types = tuple(dict.fromkeys(kinds))
     if v5 is not None and not isinstance(v5, Mapping):
-        raise TypeError(f"rope_parameters must be a dict, got {type(v5).__name__} ({v5!r})")
+        raise TypeError(f"{prefix}rope_parameters must be a dict, got {type(v5).__name__} ({v5!r})")
 
     def per_layer(d: Mapping[str, Any], where: str) -> dict[str, dict[str, Any]]:
         nested = [isinstance(v, Mapping) for v in d.values()]
@@ -435,6 +502,16 @@ def _read_rope(config: Any) -> _RopeRead:
             missing = [t for t in types if t not in d and t != "linear_attention"]
             if missing:
                 raise ValueError(f"{where} gives per-layer-type dicts for {sorted(d)} but none for {missing}")
+            if model_type and model_type not in PER_LAYER_TYPE_ROPE_FAMILIES:
+                default = HF_DEFAULT_THETA.get(model_type, DEFAULT_ROPE_THETA)
+                default = default["global"] if isinstance(default, dict) else default
+                raise ValueError(
+                    f"{where} gives a dict per layer type ({sorted(d)}), but transformers 5.15 rotates each layer type "
+                    f"with its own dict only in the families whose model code reads one (Gemma 3 and 4, OLMo 3, "
+                    f"ModernBERT, ...): for model_type {model_type!r} its config class adds a global rope_type "
+                    f"'default' and the class's rope_theta ({default:g}) beside these entries and rotates at those, "
+                    "never reading the entries (4.57 reads no rope_parameters at all). Write one dict, as "
+                    f"{where}={dict(next(iter(d.values())))!r}")
             return {t: _standard(d[t], f"{where}[{t!r}]", model_type) for t in d}
         if any(nested):
             raise ValueError(f"{where} mixes per-layer-type dicts and plain keys: {sorted(d)}; give one dict, or one "
@@ -451,26 +528,37 @@ def _read_rope(config: Any) -> _RopeRead:
                 _fill(p, "original_max_position_embeddings", top_orig, where)
             if "rope_theta" not in p:
                 p["rope_theta"] = _default_theta(model_type, t)
-            if "partial_rotary_factor" not in p and model_type in HF_DEFAULT_PARTIAL_ROTARY:
-                p["partial_rotary_factor"] = HF_DEFAULT_PARTIAL_ROTARY[model_type]
+            default = HF_DEFAULT_PARTIAL_ROTARY.get(model_type)
+            if "partial_rotary_factor" not in p and default is not None:
+                p["partial_rotary_factor"] = default
+            elif default is not None and top_prf is None and p["partial_rotary_factor"] != default:
+                raise ValueError(
+                    f"{where} gives partial_rotary_factor={p['partial_rotary_factor']!r} and the config states none at "
+                    f"its top level, where transformers' {model_type!r} config class defaults it to {default:g}: 4.57 "
+                    "rotates the class default and never reads the dict's; 5.15 reads the dict's for default RoPE, "
+                    "but where its config class keeps the default as an attribute (Qwen3.5, Qwen3-Next, GLM-4, ...) "
+                    "a scaled rope_type's init re-runs standardize_rope_params and writes the class default over it. "
+                    f"State partial_rotary_factor={p['partial_rotary_factor']!r} at the top level too, where every "
+                    "version reads it")
         return out
 
     theta = hf_get(text, "rope_theta", hf_get(text, "rotary_emb_base"))
     theta = None if theta is None else _number("rope_theta", theta)
     prf = hf_get(text, "partial_rotary_factor", hf_get(text, "rotary_pct"))
     prf = None if prf is None else _prf("partial_rotary_factor", prf)
+    top_prf = None if is_object else prf  # a config object's attribute is the class default, not a stated factor
     rs = None if is_object and v5 is not None else hf_get(text, "rope_scaling")
     if v5 is not None:
-        per5 = merged(v5, "rope_parameters", None if is_object else theta, None if is_object else prf)
+        per5 = merged(v5, f"{prefix}rope_parameters", None if is_object else theta, None if is_object else prf)
         if rs is not None:
-            per4 = merged(v4 or {}, "rope_scaling", None, None)
+            per4 = merged(v4 or {}, f"{prefix}rope_scaling", None, None)
             if per4 != per5:
                 raise ValueError(f"config gives rope_parameters={dict(v5)!r} (transformers 5's layout) and "
                                  f"rope_scaling={dict(rs)!r} with rope_theta={theta!r} (4.x's), and they differ: "
                                  "transformers 5 takes rope_scaling, 4.x ignores rope_parameters. Keep one")
         return _RopeRead("transformers 5 (rope_parameters)", per5, top_orig, False)
     if v4 is None:
-        return _RopeRead("none", merged({}, "rope_scaling", None, None), top_orig, False)
+        return _RopeRead("none", merged({}, f"{prefix}rope_scaling", None, None), top_orig, False)
     d = dict(v4)
     inner = "original_max_position_embeddings" in (rs or {})
     # Gemma 3's 4.x layout: sliding layers rotate at rope_local_base_freq, without the scaling
@@ -482,18 +570,19 @@ def _read_rope(config: Any) -> _RopeRead:
         # layers rotate at the same rope_theta, unscaled
         local = theta if theta is not None else _default_theta(model_type, "sliding_attention")
     if local is not None and "sliding_attention" in types:
-        glob = per_layer(d, "rope_scaling")
+        glob = per_layer(d, f"{prefix}rope_scaling")
         per = {t: p for t, p in glob.items()}
         per["sliding_attention"] = {"rope_type": "default", "rope_theta": _number("rope_local_base_freq", local)}
         if "partial_rotary_factor" in d:
             per["sliding_attention"]["partial_rotary_factor"] = d["partial_rotary_factor"]
         for t, p in per.items():
             if p["rope_type"] in _ORIGINAL_INSIDE and top_orig is not None:
-                _fill(p, "original_max_position_embeddings", top_orig, "rope_scaling")
+                _fill(p, "original_max_position_embeddings", top_orig, f"{prefix}rope_scaling")
             if "rope_theta" not in p:
                 p["rope_theta"] = _default_theta(model_type, t)
         return _RopeRead("transformers 4 (rope_theta, rope_scaling)", per, top_orig, inner)
-    return _RopeRead("transformers 4 (rope_theta, rope_scaling)", merged(d, "rope_scaling", None, None), top_orig, inner)
+    return _RopeRead("transformers 4 (rope_theta, rope_scaling)", merged(d, f"{prefix}rope_scaling", None, None),
+                     top_orig, inner)
 
 
 # families whose config class applies a 4.x rope_scaling to the full-attention layers only and rotates the
@@ -696,9 +785,9 @@ def hf_rotary_dim(config: Any, layer_type: str | None = None) -> int:
     return int(head * float(p.get("partial_rotary_factor", 1.0)))
 
 
-def _float(name: str, value: Any) -> float:
+def _float(name: str, value: Any, field: str = "rope_scaling") -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"rope_scaling[{name!r}] must be a number, got {type(value).__name__} ({value!r})")
+        raise TypeError(f"{field}[{name!r}] must be a number, got {type(value).__name__} ({value!r})")
     return float(value)
 
 
@@ -721,18 +810,19 @@ def _scaling_parameters(config: Any, layer_type: str | None = None) -> tuple[str
     p = hf_rope_parameters_for(config, layer_type)
     kind = p["rope_type"]
     v5 = read.layout.startswith("transformers 5")
+    field = _rope_field(config, layer_type)  # what the messages call the dict: the field the config used
     if p.get("mrope_section") is not None:
         _check_mrope(p, hf_rotary_dim(config, layer_type) // 2)
     given = {k: v for k, v in p.items() if k not in ROPE_BASE_KEYS | MROPE_KEYS}
     if kind == "default":
         extra = sorted(given)
         if extra:
-            raise ValueError(f"rope_scaling has rope_type 'default' but also {extra}, which default RoPE does not "
+            raise ValueError(f"{field} has rope_type 'default' but also {extra}, which default RoPE does not "
                              "read; remove them or name the scaling they belong to")
         return "none", {}
     unknown = sorted(set(given) - HF_SCALING_KEYS[kind])
     if unknown:
-        raise ValueError(f"rope_scaling key(s) {unknown} are not read by transformers' {kind!r} scaling (it reads "
+        raise ValueError(f"{field} key(s) {unknown} are not read by transformers' {kind!r} scaling (it reads "
                          f"{sorted(HF_SCALING_KEYS[kind])}); a key it ignores is a setting the model would not "
                          "get: remove it or fix its name")
     max_pos = hf_get(text, "max_position_embeddings")
@@ -740,20 +830,20 @@ def _scaling_parameters(config: Any, layer_type: str | None = None) -> tuple[str
     args: dict[str, Any] = {}
     if kind in ("linear", "dynamic", "yarn", "llama3"):
         if given.get("factor") is None:
-            raise ValueError(f"rope_scaling of type {kind!r} needs 'factor' (transformers raises KeyError without it)")
-        args["factor"] = _float("factor", given["factor"])
+            raise ValueError(f"{field} of type {kind!r} needs 'factor' (transformers raises KeyError without it)")
+        args["factor"] = _float("factor", given["factor"], field)
     if kind in ("dynamic", "yarn", "llama3", "longrope") and max_pos is None and given.get(
             "original_max_position_embeddings") is None:
-        raise ValueError(f"rope_scaling of type {kind!r} needs max_position_embeddings (or "
+        raise ValueError(f"{field} of type {kind!r} needs max_position_embeddings (or "
                          "original_max_position_embeddings) to know the trained length")
     orig = given.get("original_max_position_embeddings")
     if kind == "dynamic":
         # transformers' dynamic NTK grows past max_position_embeddings, whatever rope_scaling says
         if max_pos is None:
-            raise ValueError("rope_scaling of type 'dynamic' needs max_position_embeddings: transformers grows the "
+            raise ValueError(f"{field} of type 'dynamic' needs max_position_embeddings: transformers grows the "
                              "base past it")
         if orig is not None and orig != max_pos:
-            raise ValueError(f"rope_scaling['original_max_position_embeddings']={orig} differs from "
+            raise ValueError(f"{field}['original_max_position_embeddings']={orig} differs from "
                              f"max_position_embeddings={max_pos}: transformers' dynamic scaling (4.57 and 5) uses "
                              "max_position_embeddings and ignores the key; make them equal")
         args["original_max_len"] = max_pos
@@ -761,34 +851,34 @@ def _scaling_parameters(config: Any, layer_type: str | None = None) -> tuple[str
         if (not v5 and read.top_original is not None and not read.inner_original_v4
                 and read.top_original != max_pos and kind == "yarn"):
             raise ValueError(f"original_max_position_embeddings={read.top_original} is at the config's top level, "
-                             f"outside rope_scaling: transformers 5 reads it as YaRN's trained length, 4.57 ignores it "
-                             f"and uses max_position_embeddings={max_pos}. Move it into rope_scaling")
+                             f"outside {field}: transformers 5 reads it as YaRN's trained length, 4.57 ignores it "
+                             f"and uses max_position_embeddings={max_pos}. Move it into {field}")
         args["original_max_len"] = int(orig if orig is not None else max_pos)
         if kind == "yarn":
             for key in ("beta_fast", "beta_slow", "attention_factor", "mscale", "mscale_all_dim"):
                 if given.get(key) is not None:
-                    args[key] = _float(key, given[key])
+                    args[key] = _float(key, given[key], field)
             if "truncate" in given:
                 if not isinstance(given["truncate"], bool):
-                    raise TypeError(f"rope_scaling['truncate'] must be true or false, got {given['truncate']!r}")
+                    raise TypeError(f"{field}['truncate'] must be true or false, got {given['truncate']!r}")
                 args["truncate"] = given["truncate"]
         else:
             missing = sorted({"low_freq_factor", "high_freq_factor"} - set(given))
             if missing:
-                raise ValueError(f"rope_scaling of type 'llama3' needs {missing}")
-            args["low_freq_factor"] = _float("low_freq_factor", given["low_freq_factor"])
-            args["high_freq_factor"] = _float("high_freq_factor", given["high_freq_factor"])
+                raise ValueError(f"{field} of type 'llama3' needs {missing}")
+            args["low_freq_factor"] = _float("low_freq_factor", given["low_freq_factor"], field)
+            args["high_freq_factor"] = _float("high_freq_factor", given["high_freq_factor"], field)
     elif kind == "proportional":
         # transformers 5.15 (_compute_proportional_rope_parameters): factor and partial_rotary_factor default to 1
         if given.get("factor") is not None:
-            args["factor"] = _float("factor", given["factor"])
+            args["factor"] = _float("factor", given["factor"], field)
         args["rotated_fraction"] = _partial_rotary_factor(config, layer_type)
     elif kind == "longrope":
         for key in ("short_factor", "long_factor"):
             if key not in given:
-                raise ValueError(f"rope_scaling of type 'longrope' needs {key!r}, one factor per frequency pair")
+                raise ValueError(f"{field} of type 'longrope' needs {key!r}, one factor per frequency pair")
             if not isinstance(given[key], (list, tuple)):
-                raise TypeError(f"rope_scaling[{key!r}] must be a list of numbers, one per frequency pair, got "
+                raise TypeError(f"{field}[{key!r}] must be a list of numbers, one per frequency pair, got "
                                 f"{type(given[key]).__name__}")
             args[key] = tuple(given[key])
         if read.top_original is not None:
@@ -797,21 +887,21 @@ def _scaling_parameters(config: Any, layer_type: str | None = None) -> tuple[str
             L = orig  # transformers 5's own layout keeps the trained length inside
         else:
             if orig is not None and orig != max_pos:
-                raise ValueError(f"rope_scaling['original_max_position_embeddings']={orig}, but transformers 4.57's "
+                raise ValueError(f"{field}['original_max_position_embeddings']={orig}, but transformers 4.57's "
                                  f"longrope switches factors at max_position_embeddings={max_pos} (it reads only the "
                                  "top-level original_max_position_embeddings) while transformers 5 switches at the "
                                  "key's value; move it to the top level")
             L = int(max_pos)
         if given.get("factor") is not None:
-            factor = _float("factor", given["factor"])
+            factor = _float("factor", given["factor"], field)
             if read.top_original is not None and max_pos is not None and factor != max_pos / L:
-                raise ValueError(f"rope_scaling['factor']={given['factor']} differs from max_position_embeddings / "
+                raise ValueError(f"{field}['factor']={given['factor']} differs from max_position_embeddings / "
                                  f"original_max_position_embeddings = {max_pos} / {L} = {max_pos / L:g}: transformers "
                                  "4.57 uses the ratio for longrope, transformers 5 the factor; make them agree")
         elif L != max_pos and max_pos is not None:
             factor = max_pos / L
         elif given.get("attention_factor") is None:
-            raise ValueError("rope_scaling of type 'longrope' needs 'factor' (or 'attention_factor', or an "
+            raise ValueError(f"{field} of type 'longrope' needs 'factor' (or 'attention_factor', or an "
                              "original_max_position_embeddings) to set its attention factor")
         else:
             factor = 1.0
@@ -819,7 +909,7 @@ def _scaling_parameters(config: Any, layer_type: str | None = None) -> tuple[str
         # factor only sets the attention factor, and transformers gives 1 for any factor <= 1, as 1 does
         args["factor"] = max(factor, 1.0)
         if given.get("attention_factor") is not None:
-            args["attention_factor"] = _float("attention_factor", given["attention_factor"])
+            args["attention_factor"] = _float("attention_factor", given["attention_factor"], field)
     return HF_ROPE_TYPES[kind], args
 
 
