@@ -409,6 +409,33 @@ def test_a_nemotron_h_block_pattern_is_refused_not_counted_as_attention() -> Non
         P.config_kv_plan(config)
 
 
+@pytest.mark.parametrize("cls, kwargs, match", [
+    ("JambaConfig", {}, "attn_layer_period=8 \\(Jamba"),
+    ("BambaConfig", {"attn_layer_indices": [3, 7]}, "attn_layer_indices=\\[3, 7\\] \\(Bamba"),
+    ("BambaConfig", {}, "Mamba mixers \\(mamba_d_state=.*Bamba without attn_layer_indices"),
+    ("Zamba2Config", {}, "layers_block_type=.*Zamba2"),
+    ("FalconH1Config", {}, "Mamba mixers .*Falcon-H1 runs one beside the attention"),
+])
+def test_an_attention_and_mamba_hybrid_is_refused_not_counted_as_attention(cls: str, kwargs: dict, match: str) -> None:
+    """Each transformers 5.15 config class that places attention among Mamba layers (or beside a Mamba mixer in
+    every layer) is refused by the field that says so: before, Jamba's and Bamba's were counted as 32 attention
+    layers (Jamba: 8x its 4 attention layers' cache, and no Mamba state)."""
+    transformers = pytest.importorskip("transformers")
+    config = getattr(transformers, cls)(**kwargs).to_dict()
+    with pytest.raises(ValueError, match=match):
+        P.config_kv_plan(config)
+
+
+def test_qwen35_s_mamba_ssm_dtype_is_not_taken_for_a_mamba_mixer() -> None:
+    """Qwen3.5's text config carries mamba_ssm_dtype (the dtype vLLM keeps its Gated DeltaNet state in): that is no
+    Mamba mixer, and its plan is still made."""
+    from mlbook.analysis.model_config import load_config
+
+    text = load_config("qwen3.5-27b")["text_config"]
+    assert "mamba_ssm_dtype" in text
+    assert P.config_kv_plan(text).per_token == 16 * 2 * 4 * 256 * 2
+
+
 def test_the_recurrent_state_has_its_own_bytes_per_value() -> None:
     """state_bytes_per_value prices the recurrent state alone (vLLM's mamba_ssm_cache_dtype): 2 gives the bf16 count."""
     kw = dict(layer_types=("linear_attention", "full_attention"), linear_state_values=100, linear_recurrent_values=60)

@@ -362,6 +362,21 @@ def _block_layers(c: Mapping[str, Any], n_heads: int) -> list[tuple[str, int, in
     return out
 
 
+# Keys by which a hybrid config places its attention layers among Mamba layers (transformers 5.15's config
+# classes): config_kv_plan refuses them by name rather than count every layer as attention
+_MAMBA_LAYOUT_KEYS: dict[str, str] = {
+    "hybrid_override_pattern": "Nemotron-H: a letter per block, attention, Mamba or MLP",
+    "layers_block_type": "Nemotron-H, Zamba, Zamba2: a kind per block",
+    "attn_layer_period": "Jamba: one attention layer in every attn_layer_period, the rest Mamba",
+    "attn_layer_offset": "Jamba: where in each period the attention layer sits, the rest Mamba",
+    "attn_layer_indices": "Bamba: the attention layers' indices, the rest Mamba",
+    "hybrid_layer_ids": "Zamba2: the layers that add the shared attention block to their Mamba mixer",
+}
+# Keys of a Mamba mixer's shape: a config with them but no layer_types (Falcon-H1, whose every layer runs attention
+# and Mamba side by side) holds a state the calculator does not count
+_MAMBA_STATE_KEYS: tuple[str, ...] = ("mamba_d_state", "mamba_n_heads", "ssm_state_size")
+
+
 def config_kv_plan(config: Mapping[str, Any], bytes_per_value: float = 2.0,
                    state_bytes_per_value: float = 4.0) -> KVCachePlan:
     """The KV cache a model's `config.json` implies (a dict; a multimodal config's text_config is used).
@@ -375,18 +390,26 @@ def config_kv_plan(config: Mapping[str, Any], bytes_per_value: float = 2.0,
     Gemma 4's num_kv_shared_layers (the last layers reuse an earlier layer's cache and hold none).
     Linear-attention layers (Qwen3-Next, Qwen3.5) hold a fixed-size state, counted apart
     (`LayerCache.fixed_values`, its recurrent part at state_bytes_per_value: 4, float32, as transformers 5.15
-    holds it; vLLM follows the config's mamba_ssm_dtype, else the model's dtype); kinds this calculator does not model (DeepSeek-V4's compressed
-    attention) are refused by name."""
+    holds it; vLLM follows the config's mamba_ssm_dtype, else the model's dtype); kinds this calculator does not
+    model are refused by name: DeepSeek-V4's compressed attention, and attention placed among Mamba layers
+    (Nemotron-H, Jamba, Bamba, Zamba, Zamba2: `_MAMBA_LAYOUT_KEYS`) or beside a Mamba mixer in every layer
+    (Falcon-H1)."""
     c = _text_config(config)
     model_type = str(c.get("model_type", ""))
     if model_type in ("modernbert", "bert", "t5"):
         raise ValueError(f"model_type {c.get('model_type')!r} is not a decoder-only model: it keeps no KV cache")
     bytes_per_value = check_positive_float("bytes_per_value", bytes_per_value)
-    for key in ("hybrid_override_pattern", "layers_block_type"):  # Nemotron-H: attention, Mamba and MLP blocks
+    for key in _MAMBA_LAYOUT_KEYS:  # attention beside Mamba layers: a layout this calculator does not read
         if c.get(key) is not None:
-            raise ValueError(f"the config lays out its layers by {key}={c[key]!r} (attention, Mamba and MLP "
-                             "blocks), which this calculator does not read: it would count every layer as "
-                             "attention")
+            raise ValueError(f"the config lays out its layers by {key}={c[key]!r} ({_MAMBA_LAYOUT_KEYS[key]}), "
+                             "which this calculator does not read: it would count every layer as attention and "
+                             "miss the Mamba layers' state")
+    mamba = sorted(k for k in _MAMBA_STATE_KEYS if c.get(k) is not None)
+    if mamba and c.get("layer_types") is None:
+        raise ValueError(f"the config has Mamba mixers ({', '.join(f'{k}={c[k]!r}' for k in mamba)}) and no "
+                         "layer_types to say where they are (Falcon-H1 runs one beside the attention in every layer; "
+                         "Bamba without attn_layer_indices makes every layer Mamba): this calculator counts attention "
+                         "caches and Gated DeltaNet states only, so it would miss their state")
     n_heads = check_int("num_attention_heads", c.get("num_attention_heads"), 1)
     latent = c.get("kv_lora_rank")
     if latent is not None:
