@@ -170,9 +170,13 @@ def test_linear_attention_rows_are_the_published_configs(name: str, stem: str) -
     from mlbook.analysis.production import config_kv_plan, family_kv_plan
 
     row, c = MF.family(name), _published(stem)
-    assert (row.n_layers, row.n_heads, row.n_kv_heads, row.d_head, row.max_len) == (
+    assert (row.n_layers, row.n_heads, row.n_kv_heads, row.d_head, row.original_len) == (
         c["num_hidden_layers"], c["num_attention_heads"], c["num_key_value_heads"], c["head_dim"],
         c["max_position_embeddings"])
+    # the card's YaRN is not in the config: it is added from the native length the config ships
+    assert not row.scaling_in_config and c.get("rope_scaling") is None and (c.get("rope_parameters") or {}).get(
+        "rope_type", "default") == "default"
+    assert row.scaling_params == {"original_max_position_embeddings": c["max_position_embeddings"]}
     p = c.get("rope_parameters") or {"rope_theta": c["rope_theta"], "partial_rotary_factor": c["partial_rotary_factor"]}
     assert row.rope_base == p["rope_theta"] and row.partial_rotary == p["partial_rotary_factor"]
     assert tuple(p.get("mrope_section", ())) == row.mrope_section
@@ -189,6 +193,27 @@ def test_linear_attention_rows_are_the_published_configs(name: str, stem: str) -
     expected = 2 * len(full) * 2 * row.n_kv_heads * row.d_head * T + (row.n_layers - len(full)) * (
         2 * (_linear_state(c) - recurrent) + 4 * recurrent)
     assert family_kv_plan(row).bytes(T) == config_kv_plan(c).bytes(T) == expected
+
+
+@v5_only
+@pytest.mark.parametrize("name", ["Qwen3-Next", "Qwen3.5"])
+def test_the_cards_yarn_on_the_linear_attention_rows_through_transformers(name: str) -> None:
+    """The model card's YaRN (factor 4 from 262,144), as the row records it, built by transformers 5.15's Qwen3-Next
+    rotary module over the 64 rotating channels: the library's frequencies and attention factor are its; the
+    card's 1,010,000 tokens lie inside factor x original = 1,048,576."""
+    from transformers.models.qwen3_next.modeling_qwen3_next import Qwen3NextRotaryEmbedding
+
+    row = MF.family(name)
+    L = row.scaling_params["original_max_position_embeddings"]
+    c = _class("Qwen3NextConfig")(num_hidden_layers=4, head_dim=row.d_head, max_position_embeddings=L, rope_parameters={
+        "rope_type": "yarn", "rope_theta": row.rope_base, "partial_rotary_factor": row.partial_rotary,
+        "factor": row.scaling_factor, "original_max_position_embeddings": L})
+    module = Qwen3NextRotaryEmbedding(c)
+    rotated = int(row.d_head * row.partial_rotary)
+    ours, af = RopeScaling("yarn", row.scaling_factor, original_max_len=L).frequencies(rotated, row.rope_base)
+    torch.testing.assert_close(ours.double(), module.inv_freq.double(), rtol=1e-6, atol=0)
+    assert math.isclose(af, module.attention_scaling, rel_tol=1e-12) and af > 1
+    assert row.original_len == L < row.max_len <= row.scaling_factor * L
 
 
 @v5_only

@@ -302,14 +302,15 @@ MODEL_FAMILIES: tuple[ModelFamily, ...] = (
               "YaRN (factor 4) for 131,072",
     ),
     ModelFamily(
-        "Qwen3-Next", "Qwen3-Next-80B-A3B-Thinking", 2025, "rope", None, 262144, 48, 16, 2, 256, rope_base=10000000.0,
-        rope_pairing="half", partial_rotary=0.25,
+        "Qwen3-Next", "Qwen3-Next-80B-A3B-Thinking", 2025, "rope", 262144, 1010000, 48, 16, 2, 256,
+        rope_base=10000000.0, rope_pairing="half", partial_rotary=0.25, scaling="yarn", scaling_factor=4.0,
+        scaling_params={"original_max_position_embeddings": 262144}, scaling_in_config=False,
         layer_types=every_nth(48, 4, "full_attention", "linear_attention"),
         linear_attention={"linear_num_value_heads": 32, "linear_num_key_heads": 16, "linear_key_head_dim": 128,
                           "linear_value_head_dim": 128, "linear_conv_kernel_dim": 4},
-        unverified=("original_len",),
         sources=("yang2025gated", "wolf2020transformers"),
-        urls=("https://huggingface.co/Qwen/Qwen3-Next-80B-A3B-Thinking/blob/main/config.json",
+        urls=("https://huggingface.co/Qwen/Qwen3-Next-80B-A3B-Thinking#processing-ultra-long-texts",
+              "https://huggingface.co/Qwen/Qwen3-Next-80B-A3B-Thinking/blob/main/config.json",
               "https://github.com/ai-dynamo/aiconfigurator/blob/1b7cfb10a6fa06880ad7911db5ddb949882ff76a/src/"
               "aiconfigurator/model_configs/Qwen--Qwen3-Next-80B-A3B-Thinking_config.json",
               "https://github.com/huggingface/transformers/blob/v5.15.0/src/transformers/models/qwen3_next/"
@@ -322,17 +323,20 @@ MODEL_FAMILIES: tuple[ModelFamily, ...] = (
               "(full_attention_interval 4: layers 3, 7, ..., 47); the linear layers rotate nothing and keep a "
               "fixed-size state (recurrent 32 x 128 x 128 values plus a 4-step convolution window), so only the 12 "
               "full layers' cache grows with the context; those rotate 64 of each 256-wide head (partial rotary "
-              "0.25) at base 10,000,000; 262,144 positions; the pretraining length is not in the config",
+              "0.25) at base 10,000,000; config.json: 262,144 positions, no rope_scaling; the model card gives 262,144 as "
+              "the native length and has the user add YaRN (factor 4, original 262,144) for up to 1,010,000 tokens",
     ),
     ModelFamily(
-        "Qwen3.5", "Qwen3.5-27B", 2026, "rope", None, 262144, 64, 24, 4, 256, rope_base=10000000.0,
+        "Qwen3.5", "Qwen3.5-27B", 2026, "rope", 262144, 1010000, 64, 24, 4, 256, rope_base=10000000.0,
         rope_pairing="half", partial_rotary=0.25, mrope_section=(11, 11, 10), mrope_interleaved=True,
+        scaling="yarn", scaling_factor=4.0, scaling_params={"original_max_position_embeddings": 262144},
+        scaling_in_config=False,
         layer_types=every_nth(64, 4, "full_attention", "linear_attention"),
         linear_attention={"linear_num_value_heads": 48, "linear_num_key_heads": 16, "linear_key_head_dim": 128,
                           "linear_value_head_dim": 128, "linear_conv_kernel_dim": 4},
-        unverified=("original_len",),
-        sources=("wang2024qwen2vl", "yang2025gated", "wolf2020transformers"),
-        urls=("https://huggingface.co/Qwen/Qwen3.5-27B/blob/main/config.json",
+        sources=("bai2025qwen3vl", "yang2025gated", "wolf2020transformers"),
+        urls=("https://huggingface.co/Qwen/Qwen3.5-397B-A17B#processing-ultra-long-texts",
+              "https://huggingface.co/Qwen/Qwen3.5-27B/blob/main/config.json",
               "https://github.com/huggingface/transformers/blob/v5.15.0/src/transformers/models/qwen3_5/"
               "configuration_qwen3_5.py"),
         hf_check="the row equals the published config.json's text_config where ../shared/realconfigs holds it (its "
@@ -341,8 +345,9 @@ MODEL_FAMILIES: tuple[ModelFamily, ...] = (
               "model: the text config writes its RoPE in transformers 5's rope_parameters dict (base 10,000,000, "
               "partial_rotary_factor 0.25: 64 of 256 channels turn) with multimodal RoPE, its 32 rotated pairs "
               "split 11 / 11 / 10 among time, height and width and interleaved; for text every token's three "
-              "position ids are equal, so the rotation is plain RoPE over the rotated channels; 262,144 positions; "
-              "the pretraining length is not in the config",
+              "position ids are equal, so the rotation is plain RoPE over the rotated channels; config.json: 262,144 "
+              "positions, no scaling; the model card gives 262,144 as the native length and has the user add YaRN "
+              "(factor 4, original 262,144, nested under text_config) for up to 1,010,000 tokens",
     ),
     ModelFamily(
         "Gemma", "gemma-7b", 2024, "rope", 8192, 8192, 28, 16, 16, 256, rope_base=10000.0, rope_pairing="half",
