@@ -73,3 +73,22 @@ def test_family_kv_figure() -> None:
     assert "40 of 48 layers hold at most 1,024 tokens" in bar.customdata[gemma3][2]
     v3 = labels.index("DeepSeek-V3 (DeepSeek-V3)")
     assert bar.x[v3] == pytest.approx(61 * (512 + 64) * 2 * 131072 / 2**30) and bar.customdata[v3][1] == "MLA"
+
+
+@pytest.mark.parametrize("url, label", [
+    ("https://huggingface.co/Qwen/Qwen3-8B/blob/main/config.json", "config"),
+    ("https://github.com/ai-dynamo/aiconfigurator/blob/1b7c/src/Qwen--Qwen3-Next-80B-A3B-Thinking_config.json", "config"),
+    ("https://huggingface.co/Qwen/Qwen3-Next-80B-A3B-Thinking#processing-ultra-long-texts", "model card"),
+    ("https://huggingface.co/Qwen/Qwen-7B", "model card"),
+    ("https://huggingface.co/blog/smollm3", "post"),
+    ("https://huggingface.co/docs/transformers/model_doc/llama", "docs"),
+    ("https://github.com/huggingface/transformers/blob/v5.15.0/src/transformers/models/qwen3_5/x.py", "code"),
+    ("https://arxiv.org/abs/2505.09388", "paper"),
+])
+def test_a_source_link_is_labelled_by_what_it_opens(url: str, label: str) -> None:
+    """The family table's link labels: a model page is a card, not a config; a blog is a post, not a paper."""
+    import dataclasses
+    import html
+
+    row = dataclasses.replace(family("Qwen3"), urls=(url,))
+    assert f'<a href="{html.escape(url)}">{label}</a>' in VP.family_table_html([row])

@@ -227,12 +227,17 @@ def live_family_kv(context_len: int, bytes_per_value: float) -> go.Figure:
 
 
 def _link_label(url: str) -> str:
-    """What a row's source link opens: documentation, a released config (the Hugging Face hub, or a copy of
-    a config.json), code (a GitHub source file), or a paper or release post."""
+    """What a row's source link opens: documentation, a released config (a config.json on the Hugging Face hub,
+    or a copy of one), a model card (a hub model page), a release post (a blog), code (a GitHub source file), or
+    a paper."""
     if "/docs/" in url:
         return "docs"
-    if "huggingface.co" in url or url.endswith(".json"):
+    if "/blog/" in url or "/blog" == url[-5:]:
+        return "post"
+    if url.split("#")[0].endswith(".json"):
         return "config"
+    if "huggingface.co" in url and "/papers/" not in url:
+        return "model card"
     if "github.com" in url:
         return "code"
     return "paper"
