@@ -63,3 +63,16 @@ def with_rope_theta(config: Any, base: float) -> Any:
     if isinstance(values.get("rope_parameters"), dict):
         values["rope_parameters"]["rope_theta"] = base
     return config.__class__(**values)
+
+
+def rope_fields(c: dict) -> tuple[dict, float, dict | None]:
+    """(text config, base, scaling) as a shipped config file writes them, read here without the library: 4.x's
+    top-level rope_theta and rope_scaling, or 5's rope_parameters (Qwen3.5: the base inside, type 'default' is
+    no scaling, and the M-RoPE sections, equal positions for a text token, are not a scaling key)."""
+    text = c.get("text_config", c)
+    if "rope_parameters" not in text:
+        return text, float(text["rope_theta"]), text.get("rope_scaling")
+    p = {k: v for k, v in text["rope_parameters"].items()
+         if k not in ("partial_rotary_factor", "mrope_section", "mrope_interleaved")}
+    base = float(p.pop("rope_theta"))
+    return text, base, None if p == {"rope_type": "default"} else p

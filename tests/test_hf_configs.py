@@ -16,7 +16,7 @@ import torch
 transformers = pytest.importorskip("transformers")
 from transformers import LlamaConfig, LlamaForCausalLM  # noqa: E402
 
-from hf_versions import rope_init_function  # noqa: E402
+from hf_versions import rope_fields, rope_init_function  # noqa: E402
 from mlbook.analysis.model_config import SHIPPED_CONFIGS, load_config, rotary_width  # noqa: E402
 from mlbook.transformer.hf import (  # noqa: E402
     gpt_config_from_hf, gpt_from_hf_llama, hf_rope_type, rope_options_from_hf, rope_scaling_from_hf,
@@ -49,19 +49,6 @@ def max_logit_gap(hf: LlamaForCausalLM, T: int, pairing: str = "half") -> float:
     idx = torch.randint(0, VOCAB, (2, T), generator=torch.Generator().manual_seed(1))
     with torch.no_grad():
         return (hf(idx).logits - ours(idx)).abs().max().item()
-
-
-def rope_fields(c: dict) -> tuple[dict, float, dict | None]:
-    """(text config, base, scaling) as the shipped file writes them, read here without the library: 4.x's
-    top-level rope_theta and rope_scaling, or 5's rope_parameters (Qwen3.5: the base inside, type 'default' is
-    no scaling, and the M-RoPE sections, equal positions for a text token, are not a scaling key)."""
-    text = c.get("text_config", c)
-    if "rope_parameters" not in text:
-        return text, float(text["rope_theta"]), text.get("rope_scaling")
-    p = {k: v for k, v in text["rope_parameters"].items()
-         if k not in ("partial_rotary_factor", "mrope_section", "mrope_interleaved")}
-    base = float(p.pop("rope_theta"))
-    return text, base, None if p == {"rope_type": "default"} else p
 
 
 def longest(c: dict) -> int:

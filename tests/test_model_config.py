@@ -13,7 +13,7 @@ import torch
 transformers = pytest.importorskip("transformers")
 from transformers import LlamaConfig  # noqa: E402
 
-from hf_versions import rope_init_function  # noqa: E402
+from hf_versions import rope_fields, rope_init_function  # noqa: E402
 from mlbook.analysis.model_config import (  # noqa: E402
     SHIPPED_CONFIGS, context_lengths, layer_plan, load_config, read_rope_type, rotary_width, scaling_bands,
     serving_override, summarize_config,
@@ -21,19 +21,6 @@ from mlbook.analysis.model_config import (  # noqa: E402
 from mlbook.transformer.hf import hf_rope_type  # noqa: E402
 
 logging.getLogger("transformers.modeling_rope_utils").setLevel(logging.ERROR)
-
-
-def rope_fields(c: dict) -> tuple[dict, float, dict | None]:
-    """(text config, base, scaling) as the shipped file writes them, read here without the library: 4.x's
-    top-level rope_theta and rope_scaling, or 5's rope_parameters (Qwen3.5: the base inside, type 'default' is
-    no scaling, and the M-RoPE sections, equal positions for a text token, are not a scaling key)."""
-    text = c.get("text_config", c)
-    if "rope_parameters" not in text:
-        return text, float(text["rope_theta"]), text.get("rope_scaling")
-    p = {k: v for k, v in text["rope_parameters"].items()
-         if k not in ("partial_rotary_factor", "mrope_section", "mrope_interleaved")}
-    base = float(p.pop("rope_theta"))
-    return text, base, None if p == {"rope_type": "default"} else p
 
 
 def longest(c: dict) -> int:
