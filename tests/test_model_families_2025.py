@@ -144,6 +144,8 @@ def test_llama4_row_scaling_and_instruct_length_are_the_published_instruct_confi
     assert s["rope_type"] == row.scaling and s["factor"] == row.scaling_factor
     assert {k: s[k] for k in row.scaling_params} == row.scaling_params
     assert f"{c['max_position_embeddings']:,}" == "10,485,760" and "10,485,760" in row.notes
+    # the row is the Instruct checkpoint whose scaling it gives: its name and length are that config's too
+    assert row.checkpoint == "Llama-4-Scout-17B-16E-Instruct" and row.max_len == c["max_position_embeddings"]
 
 
 # ---------------------------------------------------------------------------

@@ -213,15 +213,14 @@ MODEL_FAMILIES: tuple[ModelFamily, ...] = (
               "its factor (8) divides the slow frequencies and is not the length ratio (131,072 / 8,192 = 16)",
     ),
     ModelFamily(
-        "Llama 4", "Llama-4-Scout-17B-16E", 2025, "rope", None, 262144, 48, 40, 8, 128, rope_base=500000.0,
+        "Llama 4", "Llama-4-Scout-17B-16E-Instruct", 2025, "rope", 262144, 10485760, 48, 40, 8, 128,
+        rope_base=500000.0,
         rope_pairing="interleaved", scaling="llama3", scaling_factor=16.0,
         scaling_params={"low_freq_factor": 1.0, "high_freq_factor": 1.0, "original_max_position_embeddings": 8192},
         layer_types=every_nth(48, 4, "full_attention", "chunked_attention"), chunk=8192,
         nope_layers=_every_nth_index(48, 4), temperature_tuning={"floor_scale": 8192.0, "attn_scale": 0.1},
-        unverified=("original_len",),
         sources=("meta2025llama4",),
         urls=("https://ai.meta.com/blog/llama-4-multimodal-intelligence/",
-              "https://huggingface.co/meta-llama/Llama-4-Scout-17B-16E/blob/main/config.json",
               "https://huggingface.co/meta-llama/Llama-4-Scout-17B-16E-Instruct/blob/main/config.json",
               "https://github.com/meta-llama/llama-models/blob/main/models/llama4/args.py",
               "https://github.com/huggingface/transformers/blob/main/src/transformers/models/llama4/"
@@ -233,7 +232,10 @@ MODEL_FAMILIES: tuple[ModelFamily, ...] = (
               "base model 262,144 positions and the 16-expert instruct model 10,485,760, which the instruct "
               "checkpoint's published config.json states (max_position_embeddings 10,485,760, with the llama3 "
               "scaling below: factor 16, low and high frequency factors 1, original 8,192); Hugging Face's Llama 4 "
-              "rotates interleaved pairs (complex multiplication); the pretraining length is not in the config. "
+              "rotates interleaved pairs (complex multiplication); Meta's release post gives Scout's pre- and "
+              "post-training length, 256K (262,144), which is not in the config: the scaling's original 8,192 is the "
+              "length its "
+              "frequencies are anchored at, not the length it was trained at. "
               "The scaling is Meta's reference code's ('only Llama-4-Scout uses scaled rope': factor 16, high "
               "frequency factor 1); a copy of the base checkpoint's Hub config read elsewhere shows factor 8 and "
               "high frequency factor 4, the Hugging Face converter's defaults: check the config you load",
