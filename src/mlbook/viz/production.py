@@ -171,8 +171,10 @@ def _family_kv(context_len: int = 131072, bytes_per_value: float = 2.0) -> go.Fi
             ("MHA" if r.n_kv_heads == r.n_heads else ("MQA" if r.n_kv_heads == 1 else f"GQA, {r.n_kv_heads} KV heads"))
             for r in rows]
     windowed = [r.layer_kinds.count("full_attention") < r.n_layers for r in rows]
-    colors = [LINE_COLORS[1] if r.n_kv_heads == r.n_heads and r.kv_lora_rank is None else
-              (LINE_COLORS[3] if w else LINE_COLORS[0]) for r, w in zip(rows, windowed)]
+    # a window (or a linear-attention layer) first: OLMo 3 keeps a key and value for every head but stops 24 of its
+    # 32 layers at 4,096 tokens, and the bar's growth is what the colour tells
+    colors = [LINE_COLORS[3] if w else LINE_COLORS[1] if r.n_kv_heads == r.n_heads and r.kv_lora_rank is None else
+              LINE_COLORS[0] for r, w in zip(rows, windowed)]
     # family (checkpoint); a longer label shows the checkpoint alone, which names the family: at a phone's width
     # a longer one narrows the plot until the slider's label runs off the figure
     labels = [f"{r.name} ({r.checkpoint})" if len(r.name) + len(r.checkpoint) <= 29 else r.checkpoint for r in rows]
@@ -189,13 +191,14 @@ def _family_kv(context_len: int = 131072, bytes_per_value: float = 2.0) -> go.Fi
     return light_figure(
         [bar],
         title=dict(text=(f"KV cache of one sequence at {context_len:,} tokens, {bytes_per_value:g} bytes per value<br>"
-                         "<sup>orange: a key and value for every head; blue: grouped-query or latent;<br>"
-                         "pink: windowed or linear-attention layers cap part of it</sup>"), font=dict(size=14)),
+                         "<sup>pink: windowed or linear-attention layers cap part of it; otherwise<br>"
+                         "orange: a key and value for every head; blue: grouped-query or latent</sup>"),
+                   font=dict(size=14)),
         height=860,
         xaxis=dict(type="log", title=dict(text="KV cache per sequence (GiB, log scale)"), range=[-2, 3.6]),
         shapes=[dict(type="line", yref="paper", y0=0, y1=1, x0=gpu, x1=gpu,
                      line=dict(color=LINE_COLORS[2], dash="dot", width=2))],
-        annotations=[dict(text="80 GB", yref="paper", y=1.0, yanchor="bottom", x=np.log10(gpu), showarrow=False,
+        annotations=[dict(text="80 GiB", yref="paper", y=1.0, yanchor="bottom", x=np.log10(gpu), showarrow=False,
                           font=dict(color=LINE_COLORS[2], size=12))],
         margin=dict(l=230, r=40, t=120),
     )
