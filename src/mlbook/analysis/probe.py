@@ -326,13 +326,14 @@ def _trained_wavelengths(config: Any) -> np.ndarray:
     return pair_wavelengths(hf_rotary_dim(config), hf_rope_base(config))  # (r/2,) over the r turning channels
 
 
-def rotary_from_config(config: Any, *, pairing: str = "half") -> RotaryEmbedding:
+def rotary_from_config(config: Any, *, pairing: str | None = None) -> RotaryEmbedding:
     """The library's `RotaryEmbedding` for a Hugging Face config: base rope_theta, d_head, the rotated
     fraction partial_rotary_factor and rope_scaling, read by `mlbook.transformer.hf.rope_options_from_hf`
     as transformers reads them, from either layout (a key transformers would not read is a ValueError, never dropped).
-    pairing: "half" is the layout of Hugging Face's rotate_half; "interleaved" is the wrong one for
-    its weights (the porting bug), kept for `pairing_check`."""
-    check_choice("pairing", pairing, ROPE_PAIRINGS)
+    pairing: None is the checkpoint's own (`hf_rope_pairing`: "half", rotate_half's layout, for Llama and most
+    families); the other one is the porting bug, kept for `pairing_check`."""
+    if pairing is not None:
+        check_choice("pairing", pairing, ROPE_PAIRINGS)
     options = rope_options_from_hf(config, pairing)  # base, pairing, scaling and its parameters, partial
     base, pairing = options.pop("base"), options.pop("pairing")
     partial = options.pop("partial_rotary_factor", 1.0)

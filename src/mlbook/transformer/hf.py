@@ -17,6 +17,7 @@ dropped silently.
     hf_text_config(config)            -> a multimodal config's text config (the config itself otherwise)
     hf_rope_layout(config)            -> which layout the config uses
     hf_rope_parameters(config)        -> per layer type, its RoPE settings in transformers 5's form
+    hf_rope_pairing(config)           -> which channels the checkpoint rotates together: "half" or "interleaved"
     rope_options_from_hf(config)      -> the `GPTConfig.rope` dict: base, pairing, scaling and its parameters
     rope_scaling_from_hf(config)      -> the `RopeScaling` alone (with the head's rotary width)
     gpt_config_from_hf(config)        -> a GPTConfig (Llama-layout decoders)
@@ -90,6 +91,9 @@ __all__ = [
     "hf_rope_parameters_for",
     "hf_rope_layer_type",
     "hf_rope_base",
+    "hf_rope_pairing",
+    "INTERLEAVED_PAIRING_FAMILIES",
+    "ROPE_INTERLEAVE_FAMILIES",
     "hf_head_dim",
     "hf_rotary_dim",
     "rope_options_from_hf",
@@ -336,6 +340,40 @@ MROPE_INTERLEAVED_FAMILIES: tuple[str, ...] = ("qwen3_vl", "qwen3_vl_moe", "qwen
 MROPE_BLOCK_FAMILIES: tuple[str, ...] = ("qwen2_vl", "qwen2_5_vl", "qwen2_5_omni")
 # the types that move original_max_position_embeddings into the dict (standardize_rope_params)
 _ORIGINAL_INSIDE = ("llama3", "yarn", "longrope")
+
+# Which channels form a rotating pair in a checkpoint's q and k is fixed by the family's model code, not by a
+# rope key (transformers 5.15, every modeling file that builds a text rotary embedding, read one by one):
+# these rotate adjacent channels (x0, x1), (x2, x3), ... through view_as_complex, a rotate_half over
+# x[..., 0::2] and x[..., 1::2], or an interleaved apply function called unconditionally; every other family
+# rotates channel i with channel i + d/2 (rotate_half), Llama's layout
+INTERLEAVED_PAIRING_FAMILIES: tuple[str, ...] = (
+    "axk2", "cohere", "cohere2", "cohere2_moe", "deepseek_v2", "deepseek_v32", "deepseek_v4", "ernie4_5",
+    "ernie4_5_moe", "glm", "glm4", "glm_moe_dsa", "helium", "llama4", "llama4_text", "longcat_flash",
+)
+# ... and these read the config's rope_interleave (default True: DeepSeek-V3 and Kimi K2, whose model_type is
+# deepseek_v3): True rotates adjacent pairs (apply_rotary_pos_emb_interleave), False rotate_half's
+ROPE_INTERLEAVE_FAMILIES: tuple[str, ...] = ("axk1", "deepseek_v3", "glm4_moe_lite", "mistral4", "youtu")
+
+
+def hf_rope_pairing(config: Any) -> str:
+    """"interleaved" or "half": which channels of the checkpoint's q and k the family's model code rotates
+    together (transformers 5.15; `INTERLEAVED_PAIRING_FAMILIES`, `ROPE_INTERLEAVE_FAMILIES`). A
+    rope_interleave the family's code does not read is refused where it says the other pairing."""
+    text = hf_text_config(config)
+    model_type = hf_get(text, "model_type")
+    stated = hf_get(text, "rope_interleave")
+    where = f"{_text_prefix(config)}rope_interleave"
+    if stated is not None:
+        check_bool(where, stated)
+    if model_type in ROPE_INTERLEAVE_FAMILIES:
+        return "interleaved" if stated is None or stated else "half"
+    pairing = "interleaved" if model_type in INTERLEAVED_PAIRING_FAMILIES else "half"
+    if stated is not None and stated != (pairing == "interleaved"):
+        raise ValueError(f"{where}={stated} says {'interleaved' if stated else 'half'} pairs, but transformers' "
+                         f"model code for model_type={model_type!r} does not read it and rotates {pairing} pairs; "
+                         f"only {', '.join(ROPE_INTERLEAVE_FAMILIES)} read rope_interleave")
+    return pairing
+
 
 
 def _number(where: str, value: Any, *, positive: bool = True) -> float:
@@ -920,14 +958,19 @@ def rope_scaling_from_hf(config: Any, layer_type: str | None = None) -> RopeScal
     return RopeScaling(name, **args)
 
 
-def rope_options_from_hf(config: Any, pairing: str = "half", layer_type: str | None = None) -> dict[str, Any]:
+def rope_options_from_hf(config: Any, pairing: str | None = None, layer_type: str | None = None) -> dict[str, Any]:
     """The `GPTConfig.rope` options that reproduce config's RoPE: base, pairing, scaling and its parameters.
 
+    pairing: None gives the checkpoint's own (`hf_rope_pairing`: "interleaved" for DeepSeek-V3, Kimi K2, GLM-5,
+    Llama 4, ...; "half" for Llama's layout); "half" or "interleaved" asks for that one, for a model whose q and k
+    weights are permuted to it (`convert_rotary_weights`, as `gpt_from_hf_llama` does).
     partial_rotary_factor != 1 becomes the "partial_rotary_factor" option where GPTConfig has it,
     else an error (it is never dropped).
     """
-    check_choice("pairing", pairing, ("half", "interleaved"))
-    rope: dict[str, Any] = {"base": hf_rope_base(config, layer_type), "pairing": pairing}
+    own = hf_rope_pairing(config)
+    if pairing is not None:
+        check_choice("pairing", pairing, ("half", "interleaved"))
+    rope: dict[str, Any] = {"base": hf_rope_base(config, layer_type), "pairing": own if pairing is None else pairing}
     name, args = _scaling_parameters(config, layer_type)
     RopeScaling(name, **args)  # validate here, with the library's messages
     if name != "none":
@@ -1007,7 +1050,7 @@ def _architecture_options(config: Any) -> dict[str, Any]:
     return out
 
 
-def gpt_config_from_hf(config: Any, pairing: str = "half") -> GPTConfig:
+def gpt_config_from_hf(config: Any, pairing: str | None = None) -> GPTConfig:
     """A GPTConfig (RMSNorm, SwiGLU, no biases unless attention_bias) for a Llama-layout config (either
     layout of its RoPE settings; a multimodal config's text config).
 
