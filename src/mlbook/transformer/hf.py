@@ -127,8 +127,10 @@ HF_SCALING_KEYS: dict[str, frozenset[str]] = {
 LEGACY_ROPE_TYPES: dict[str, str] = {
     "su": "'su' is what Phi-3's first configs called LongRoPE; transformers renames it only inside Phi3Config and "
           "Phi4MultimodalConfig (model_type 'phi3', 'phi4_multimodal'). Write rope_type='longrope'",
-    "ntk": "transformers has no static NTK scaling ('ntk' is this library's name); a config meaning NTK-aware "
-           "scaling at inference uses rope_type='dynamic'",
+    "ntk": "transformers has no 'ntk' rope_type (5.15 warns, then raises KeyError when it builds the model); vLLM's "
+           "get_rope alone serves 'ntk', a fixed NTK-aware base. For transformers write the static NTK-aware "
+           "extension as a larger rope_theta, base * factor ** (d / (d - 2)) (mlbook's ntk_base), with no scaling; "
+           "rope_type='dynamic' is another method, which grows the base with each input's length",
     "default_rope": "write rope_type='default'",
 }
 
