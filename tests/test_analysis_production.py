@@ -448,3 +448,45 @@ def test_the_recurrent_state_has_its_own_bytes_per_value() -> None:
                         linear_recurrent_values=101)
     with pytest.raises(ValueError, match="state_bytes_per_value"):
         P.kv_cache_plan(1, 1, 8, state_bytes_per_value=0)
+
+
+_KIMI_LINEAR = {  # the layout of Kimi-Linear-48B-A3B's config.json (kimi_linear; vLLM's kimi_linear.py reads it)
+    "model_type": "kimi_linear", "num_hidden_layers": 27, "num_attention_heads": 32, "num_key_value_heads": 1,
+    "hidden_size": 2304, "head_dim": 72, "kv_lora_rank": 512, "qk_rope_head_dim": 64, "qk_nope_head_dim": 128,
+    "v_head_dim": 128, "mla_use_nope": True, "rope_theta": 10000.0, "model_max_length": 1048576,
+    "linear_attn_config": {"kda_layers": [1, 2, 3, 5, 6, 7, 9, 10, 11, 13, 14, 15, 17, 18, 19, 21, 22, 23, 25, 26],
+                           "full_attn_layers": [4, 8, 12, 16, 20, 24, 27], "num_heads": 32, "head_dim": 128,
+                           "short_conv_kernel_size": 4},
+}
+
+
+def test_kimi_linear_is_refused_not_priced_as_27_latent_layers() -> None:
+    """Kimi Linear places 7 NoPE MLA layers among 20 Kimi Delta Attention layers by linear_attn_config: counted as
+    attention it was 27 MLA layers (3.9x the 7 layers' cache) and no state; now refused by that field, and its RoPE
+    reader says no layer rotates (mla_use_nope) instead of reading base 10,000."""
+    from mlbook.transformer.hf import hf_rotating_layers, rope_options_from_hf
+
+    with pytest.raises(ValueError, match="linear_attn_config=.*Kimi Linear, Kimi K3"):
+        P.config_kv_plan(_KIMI_LINEAR)
+    assert hf_rotating_layers(_KIMI_LINEAR) == (False,) * 27
+    with pytest.raises(ValueError, match="no layer of this config rotates \\(mla_use_nope=True"):
+        rope_options_from_hf(_KIMI_LINEAR)
+
+
+@pytest.mark.parametrize("config, match", [
+    ({"model_type": "granitemoehybrid", "layer_types": ["mamba", "mamba", "attention", "mamba"]},
+     r"layer_types has \['mamba'\] layers \(Mamba-2 mixers.*the config is not at fault"),
+    ({"model_type": "lfm2", "layer_types": ["conv", "attention", "conv", "conv"]},
+     r"layer_types has \['conv'\] layers \(short-convolution blocks"),
+    ({"model_type": "lfm2", "full_attn_idxs": [1]}, r"full_attn_idxs=\[1\] \(LFM2"),
+    ({"model_type": "minimax", "layer_types": ["linear_attention", "full_attention", "linear_attention",
+                                               "full_attention"]},
+     r"counts the fixed-size state of Gated DeltaNet.*lightning attention"),
+])
+def test_layers_the_calculator_does_not_model_are_refused_by_what_they_are(config, match) -> None:
+    """Mamba, short-convolution and lightning-attention layers are refused with that reason, not as a config that
+    lacks Gated DeltaNet's keys; LFM2's full_attn_idxs without layer_types is not counted as all attention."""
+    base = {"num_hidden_layers": 4, "num_attention_heads": 32, "num_key_value_heads": 8, "hidden_size": 2048,
+            "max_position_embeddings": 4096}
+    with pytest.raises(ValueError, match=match):
+        P.config_kv_plan({**base, **config})

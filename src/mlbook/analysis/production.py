@@ -323,8 +323,10 @@ def _linear_state_values(c: Mapping[str, Any]) -> tuple[int, int]:
             "linear_conv_kernel_dim")
     missing = [k for k in need if c.get(k) is None]
     if missing:
-        raise ValueError(f"layer_types has linear_attention layers, whose fixed-size state this calculator counts "
-                         f"from {list(need)}; the config lacks {missing}")
+        raise ValueError(f"layer_types has linear_attention layers; this calculator counts the fixed-size state of "
+                         f"Gated DeltaNet (Qwen3-Next, Qwen3.5, OLMo Hybrid) from {list(need)}, and the config lacks "
+                         f"{missing}: its linear layers are another kind (MiniMax's lightning attention, a Mamba or "
+                         "convolution block), whose state is not modelled here")
     v_heads, k_heads, dk, dv, kernel = (check_int(k, c[k], 1) for k in need)
     conv_channels = 2 * k_heads * dk + v_heads * dv
     return v_heads * dk * dv + conv_channels * kernel, v_heads * dk * dv
@@ -371,6 +373,15 @@ _MAMBA_LAYOUT_KEYS: dict[str, str] = {
     "attn_layer_offset": "Jamba: where in each period the attention layer sits, the rest Mamba",
     "attn_layer_indices": "Bamba: the attention layers' indices, the rest Mamba",
     "hybrid_layer_ids": "Zamba2: the layers that add the shared attention block to their Mamba mixer",
+    "linear_attn_config": "Kimi Linear, Kimi K3: kda_layers and full_attn_layers (from 1) place Kimi Delta "
+                          "Attention layers, each with a fixed-size state, among NoPE latent-attention layers",
+    "full_attn_idxs": "LFM2: the attention layers' indices, the rest short-convolution blocks",
+}
+# Layer kinds transformers 5 reads as linear attention whose state is not Gated DeltaNet's (configuration_utils'
+# legacy remap): refused by the kind the config names
+_UNMODELLED_LAYER_KINDS: dict[str, str] = {
+    "mamba": "Mamba-2 mixers, as in Granite 4.0-H: a convolution window and an SSM state per layer",
+    "conv": "short-convolution blocks, as in LFM2: a convolution window per layer",
 }
 # Keys of a Mamba mixer's shape: a config with them but no layer_types (Falcon-H1, whose every layer runs attention
 # and Mamba side by side) holds a state the calculator does not count
@@ -403,7 +414,13 @@ def config_kv_plan(config: Mapping[str, Any], bytes_per_value: float = 2.0,
         if c.get(key) is not None:
             raise ValueError(f"the config lays out its layers by {key}={c[key]!r} ({_MAMBA_LAYOUT_KEYS[key]}), "
                              "which this calculator does not read: it would count every layer as attention and "
-                             "miss the Mamba layers' state")
+                             "miss the other layers' state")
+    raw_kinds = c.get("layer_types")
+    other = sorted({t for t in raw_kinds if t in _UNMODELLED_LAYER_KINDS}) if isinstance(raw_kinds, list) else []
+    if other:
+        raise ValueError(f"layer_types has {other} layers ({'; '.join(_UNMODELLED_LAYER_KINDS[t] for t in other)}): "
+                         "their state is not the Gated DeltaNet state this calculator counts, so it does not price "
+                         "this model (the config is not at fault)")
     mamba = sorted(k for k in _MAMBA_STATE_KEYS if c.get(k) is not None)
     if mamba and c.get("layer_types") is None:
         raise ValueError(f"the config has Mamba mixers ({', '.join(f'{k}={c[k]!r}' for k in mamba)}) and no "

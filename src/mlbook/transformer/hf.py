@@ -198,13 +198,16 @@ def _n_layers(config: Any) -> int:
 def hf_rotating_layers(config: Any) -> tuple[bool, ...]:
     """Per layer, whether it rotates its queries and keys, as transformers derives it.
 
-    `no_rope_layers` when the config lists it (1 = the layer rotates, 0 = NoPE); otherwise, with
+    `mla_use_nope` (Kimi Linear, Kimi K3): no layer rotates; `no_rope_layers` when the config lists it
+    (1 = the layer rotates, 0 = NoPE); otherwise, with
     `no_rope_layer_interval` (or a Llama 4 / SmolLM3 config, whose default interval is 4), layer i is
     NoPE when (i + 1) % interval == 0; otherwise every layer rotates. A multimodal config is read
     through its text config.
     """
     config = hf_text_config(config)
     n = _n_layers(config)
+    if hf_get(config, "mla_use_nope") is not None and check_bool("mla_use_nope", hf_get(config, "mla_use_nope")):
+        return (False,) * n  # Kimi Linear: its latent-attention layers rotate nothing (vLLM's kimi_linear.py)
     no_rope = hf_get(config, "no_rope_layers")
     if no_rope:
         if len(no_rope) != n:
@@ -969,6 +972,12 @@ def rope_options_from_hf(config: Any, pairing: str | None = None, layer_type: st
     partial_rotary_factor != 1 becomes the "partial_rotary_factor" option where GPTConfig has it,
     else an error (it is never dropped).
     """
+    if not any(hf_rotating_layers(config)):
+        why = ("mla_use_nope=True: Kimi Linear's latent attention is NoPE, and its Kimi Delta Attention layers carry "
+               "order in their recurrence" if hf_get(hf_text_config(config), "mla_use_nope") else
+               "no_rope_layers marks every layer NoPE")
+        raise ValueError(f"no layer of this config rotates ({why}): there is no RoPE to read, and its rope_theta is "
+                         "read by nothing")
     own = hf_rope_pairing(config)
     if pairing is not None:
         check_choice("pairing", pairing, ("half", "interleaved"))
