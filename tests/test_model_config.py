@@ -16,7 +16,7 @@ from transformers import LlamaConfig  # noqa: E402
 from hf_versions import rope_fields, rope_init_function  # noqa: E402
 from mlbook.analysis.model_config import (  # noqa: E402
     SHIPPED_CONFIGS, context_lengths, layer_plan, load_config, read_rope_type, rotary_width, scaling_bands,
-    serving_override, summarize_config,
+    serving_override, summarize_config, vllm_max_model_len,
 )
 from mlbook.transformer.hf import hf_rope_type  # noqa: E402
 
@@ -199,3 +199,45 @@ def test_the_m_rope_order_is_reported_as_each_engine_reads_it() -> None:
     del absent["text_config"]["rope_parameters"]["mrope_interleaved"]
     assert ("interleaved in transformers 5.15 (its qwen3_5_text code ignores mrope_interleaved), in blocks in vLLM "
             "(mrope_interleaved=absent, so false)") in summarize_config(absent).type_note
+
+
+def test_a_dynamic_override_is_not_reported_as_a_fixed_change() -> None:
+    """Dynamic NTK has no fixed frequencies: the sentence says what each engine does past max_position_embeddings
+    (transformers grows the base, vLLM keeps it) rather than "at every length"."""
+    _, changes = serving_override(load_config("llama-3.1-8b"), {"rope_type": "dynamic", "factor": 2.0,
+                                                                "rope_theta": 500000.0})
+    assert "at every length" not in changes[0].split("vLLM gives")[0]
+    assert "transformers grows the base" in changes[0] and "vLLM gives a decoder the plain base" in changes[0]
+
+
+@pytest.mark.parametrize("kind, extra", [("yarn", {}), ("llama3", {"low_freq_factor": 1.0, "high_freq_factor": 4.0})])
+def test_an_override_vllm_would_read_by_key_without_its_original_length_is_refused(kind, extra) -> None:
+    """vLLM's get_rope reads original_max_position_embeddings by key for yarn and llama3 (transformers would fill
+    it from max_position_embeddings): an override without it would fail at load, so it is refused here."""
+    with pytest.raises(ValueError, match=f"{kind} dict has no original_max_position_embeddings.*vLLM's get_rope"):
+        serving_override(load_config("llama-3.1-8b"), {"rope_type": kind, "factor": 4.0, "rope_theta": 500000.0,
+                                                       **extra})
+
+
+def test_vllm_max_model_len_follows_vllm_s_rule() -> None:
+    """vLLM's derived limit: the length key, times the factor for every type but llama3 and longrope, from
+    original_max_position_embeddings for yarn (vllm/config/model.py)."""
+    assert vllm_max_model_len(load_config("gpt-oss-20b"))[0] == 4096 * 32
+    assert vllm_max_model_len(load_config("deepseek-v3"))[0] == 4096 * 40
+    assert vllm_max_model_len(load_config("llama-3.1-8b"))[0] == 131072  # llama3: max_position_embeddings as stated
+    assert vllm_max_model_len(load_config("gemma-3-4b"))[0] == 131072  # Gemma 3's length is already scaled
+    recipe = {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 262144}
+    served, _ = serving_override(load_config("qwen3.5-27b"), recipe)
+    assert vllm_max_model_len(served)[0] == 4 * 262144
+
+
+def test_a_max_model_len_vllm_refuses_is_refused_unless_allowed() -> None:
+    c = load_config("gpt-oss-20b")
+    with pytest.raises(ValueError, match=r"max_model_len=10,000,000 is past what vLLM derives from this config, "
+                                         r"131,072 .*VLLM_ALLOW_LONG_MAX_MODEL_LEN=1"):
+        serving_override(c, max_model_len=10_000_000)
+    _, changes = serving_override(c, max_model_len=10_000_000, allow_long_max_model_len=True)
+    assert "passed with VLLM_ALLOW_LONG_MAX_MODEL_LEN=1" in changes[0]
+    _, changes = serving_override(c, max_model_len=65536)
+    assert "vLLM's own limit here is 131,072" in changes[0]
+

@@ -64,6 +64,8 @@ from mlbook.transformer.rope_scaling import yarn_bands
 from mlbook.transformer.validate import check_choice, check_int
 
 __all__ = [
+    "VLLM_LENGTH_KEYS",
+    "vllm_max_model_len",
     "SHIPPED_CONFIGS",
     "load_config",
     "config_source",
@@ -447,8 +449,50 @@ def summarize_config(config: Mapping[str, Any], name: str | None = None) -> Conf
     )
 
 
+# The keys vLLM reads for its serving length, smallest first wins (vllm/config/model.py, _get_and_verify_max_len)
+VLLM_LENGTH_KEYS: tuple[str, ...] = ("max_position_embeddings", "n_positions", "max_seq_len", "seq_length",
+                                     "model_max_length", "max_target_positions", "max_sequence_length",
+                                     "max_seq_length", "seq_len")
+# the scalings vLLM reads by key in get_rope, where transformers would fill original_max_position_embeddings
+# from max_position_embeddings (standardize_rope_params)
+_VLLM_NEEDS_ORIGINAL = ("yarn", "llama3", "longrope")
+
+
+def vllm_max_model_len(config: Mapping[str, Any]) -> tuple[int, str]:
+    """The longest --max-model-len vLLM accepts for config without VLLM_ALLOW_LONG_MAX_MODEL_LEN=1, and why.
+
+    vLLM's rule (vllm/config/model.py, _get_and_verify_max_len): the smallest of the length keys the
+    config states (model_max_length, where stated, wins), then, unless the model type is a Gemma 3 one,
+    times the RoPE factor for every type but llama3 and longrope, from original_max_position_embeddings
+    for yarn. A request past it is refused at start-up.
+    """
+    text = hf_text_config(_check_dict(config))
+    found = {k: text[k] for k in VLLM_LENGTH_KEYS if text.get(k) is not None}
+    if not found:
+        raise ValueError("the config states none of vLLM's length keys "
+                         f"({', '.join(VLLM_LENGTH_KEYS)}): vLLM then assumes 2,048")
+    key = "model_max_length" if "model_max_length" in found else min(found, key=lambda k: found[k])
+    derived = float(found[key])
+    why = f"{key} {int(derived):,}"
+    per = hf_rope_parameters(text)
+    if "gemma3" not in str(text.get("model_type", "")):
+        factor = 1.0
+        for p in per.values():
+            if p["rope_type"] not in ("longrope", "llama3") and p.get("factor") is not None:
+                factor = float(p["factor"])
+                if p["rope_type"] == "yarn":
+                    derived = float(p.get("original_max_position_embeddings", found.get(
+                        "max_position_embeddings", derived)))  # transformers fills it so before vLLM reads it
+                    why = f"original_max_position_embeddings {int(derived):,}"
+        if factor != 1.0:
+            derived *= factor
+            why += f" x factor {factor:g}"
+    return int(derived), why
+
+
 def serving_override(
     config: Mapping[str, Any], rope_scaling: Mapping[str, Any] | None = None, max_model_len: int | None = None,
+    *, allow_long_max_model_len: bool = False,
 ) -> tuple[dict[str, Any], list[str]]:
     """The config a serving engine runs after a RoPE / max-model-len override, and what changed.
 
@@ -458,12 +502,18 @@ def serving_override(
     settings: rope_scaling in transformers 4's layout, rope_parameters in 5's, as vLLM applies it
     (`ModelConfig._apply_dict_overrides`): on a config that nests no text config, a top-level override
     replaces that dict whole, base included (vLLM now runs on transformers 5, which loads either file into
-    rope_parameters, and a rope_scaling override is written there), so it must give rope_theta or the model
-    falls back to the engine's default base, 10,000; in a multimodal config (Qwen3.5, Llama 4) the override
-    belongs under its text config ({"text_config": {"rope_parameters": {...}}}), where vLLM merges it into
-    the dict key by key (`_update_nested`), so the keys it leaves out stay (a rope_parameters at the
-    wrapper's top level would be read by nothing). This function changes a multimodal config in its text
-    config, merged. Returns (new config, one sentence per change).
+    rope_parameters, and a rope_scaling override is written there), so it must give rope_theta: what a
+    missing base becomes depends on vLLM's model file (a KeyError where it reads rope_theta by key, as
+    gpt_oss.py does; the family's default where the layer fills one, 1,000,000 in qwen2.py; get_rope's
+    10,000 otherwise); in a multimodal config (Qwen3.5, Llama 4) the override belongs under its text config
+    ({"text_config": {"rope_parameters": {...}}}), where vLLM merges it into the dict key by key
+    (`_update_nested`), so the keys it leaves out stay (a rope_parameters at the wrapper's top level would be
+    read by nothing). This function changes a multimodal config in its text config, merged.
+
+    Refused, as vLLM refuses or fails: a yarn, llama3 or longrope dict without original_max_position_embeddings
+    (get_rope reads it by key; transformers would fill it), and a max_model_len past `vllm_max_model_len`
+    unless allow_long_max_model_len (vLLM's VLLM_ALLOW_LONG_MAX_MODEL_LEN=1). Returns (new config, one
+    sentence per change).
     """
     _check_dict(config)
     if rope_scaling is not None and not isinstance(rope_scaling, Mapping):
@@ -471,13 +521,15 @@ def serving_override(
                         f"({rope_scaling!r})")
     if max_model_len is not None:
         check_int("max_model_len", max_model_len, 1)
+    if not isinstance(allow_long_max_model_len, bool):
+        raise TypeError(f"allow_long_max_model_len must be True or False, got {allow_long_max_model_len!r}")
     new = copy.deepcopy(dict(config))
     text = hf_text_config(config)
     nested = next((k for k in TEXT_CONFIG_NAMES if config.get(k) is not None and config.get(k) is text), None)
     new_text = new[nested] if nested else new
     changes: list[str] = []
     if rope_scaling is not None:
-        read_rope_type(rope_scaling, str(text.get("model_type", "")))  # refuses an unknown type first
+        kind = read_rope_type(rope_scaling, str(text.get("model_type", "")))[0]  # refuses an unknown type first
         v5 = hf_rope_layout(text).startswith("transformers 5")
         key = "rope_parameters" if v5 else "rope_scaling"
         old = text.get(key)
@@ -493,8 +545,21 @@ def serving_override(
                 raise ValueError(f"the override replaces rope_parameters whole, base included: give rope_theta (this "
                                  f"config's is {hf_rope_base(text):g}) inside it"
                                  + ("" if v5 else "; vLLM on transformers 5 writes a rope_scaling override into "
-                                    "rope_parameters, and without it builds the model at base 10,000"))
+                                    "rope_parameters")
+                                 + "; what a missing base becomes depends on vLLM's model file (a KeyError where it "
+                                 "reads rope_theta by key, as gpt_oss.py does; the family's default where the layer "
+                                 "fills one, as qwen2.py's 1,000,000; get_rope's 10,000 otherwise)")
             value = copy.deepcopy(dict(rope_scaling))
+        dicts = [v for v in value.values() if isinstance(v, Mapping)] if all(
+            isinstance(v, Mapping) for v in value.values()) else [value]
+        for d in dicts:
+            t = d.get("rope_type", d.get("type"))
+            if t in _VLLM_NEEDS_ORIGINAL and d.get("original_max_position_embeddings") is None and not (
+                    t == "longrope" and text.get("original_max_position_embeddings") is not None):
+                raise ValueError(f"the override's {t} dict has no original_max_position_embeddings: transformers "
+                                 "fills it from max_position_embeddings, but vLLM's get_rope reads it by key and "
+                                 f"fails; give it (this config's max_position_embeddings is "
+                                 f"{text.get('max_position_embeddings')})")
         new_text[key] = value
         before = _inv_freq(text, None)
         after = _inv_freq(new_text, None)
@@ -503,16 +568,29 @@ def serving_override(
         # (vLLM's gpt-oss reads beta_fast and beta_slow by key, and truncate defaults to true)
         dropped = sorted(set(old) - set(rope_scaling)) if isinstance(old, Mapping) and not nested else []
         where = f"{nested}.{key}" if nested else key
+        if kind == "dynamic":
+            # no fixed frequencies: what the engines do differs (page 13; vLLM #41277, #55910)
+            freq = (f"{moved} of {len(after[0])} pairs differ from the config's up to max_position_embeddings, "
+                    "where dynamic NTK is the plain base; past it transformers grows the base with each input's "
+                    "length, and vLLM gives a decoder the plain base at every length")
+        else:
+            freq = f"{moved} of {len(after[0])} pairs change frequency at every length"
         changes.append(f"{where} {old!r} -> {value!r}" + (" (merged, as vLLM merges an override nested under "
                                                           f"{nested})" if nested else "")
-                       + f": {moved} of {len(after[0])} pairs change frequency at every length; attention factor "
-                       f"{before[1]:.4f} -> {after[1]:.4f}"
+                       + f": {freq}; attention factor {before[1]:.4f} -> {after[1]:.4f} (transformers' factor on cos "
+                       "and sin)"
                        + (f"; the override drops {dropped}, which the engine then takes at its defaults or misses"
                           if dropped else ""))
     if max_model_len is not None:
+        limit, why = vllm_max_model_len(new)
         old_len = text.get("max_position_embeddings")
+        if max_model_len > limit and not allow_long_max_model_len:
+            raise ValueError(f"max_model_len={max_model_len:,} is past what vLLM derives from this config, {limit:,} "
+                             f"({why}), and vLLM refuses it at start-up unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 "
+                             "(allow_long_max_model_len=True here); add the scaling that reaches it, or serve less")
         changes.append(f"serving length {old_len} -> {max_model_len} (max_position_embeddings in the config is "
-                       "unchanged; the engine caps requests at max_model_len)")
+                       f"unchanged; the engine caps requests at max_model_len; vLLM's own limit here is {limit:,}, "
+                       f"{why}" + (", passed with VLLM_ALLOW_LONG_MAX_MODEL_LEN=1)" if max_model_len > limit else ")"))
         new["_max_model_len"] = max_model_len
     return new, changes
 
