@@ -241,3 +241,9 @@ def test_a_max_model_len_vllm_refuses_is_refused_unless_allowed() -> None:
     _, changes = serving_override(c, max_model_len=65536)
     assert "vLLM's own limit here is 131,072" in changes[0]
 
+
+def test_the_ntk_refusal_gives_the_static_fix_and_names_vllm() -> None:
+    """'ntk' is vLLM's name for a fixed NTK-aware base, which transformers cannot build: the fix is a larger rope_theta,
+    not 'dynamic' (another method)."""
+    with pytest.raises(ValueError, match=r"vLLM's get_rope alone serves 'ntk'.*larger rope_theta.*'dynamic' is another"):
+        read_rope_type({"rope_type": "ntk", "factor": 4.0})
