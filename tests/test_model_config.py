@@ -135,7 +135,7 @@ def test_context_length_pitfalls() -> None:
     llama = context_lengths(load_config("llama-3.2-1b"))
     assert (llama.original, llama.factor, llama.ratio) == (8192, 32.0, 16.0) and "not x factor" in llama.note
     bare = {"max_position_embeddings": 32768, "rope_scaling": {"rope_type": "yarn", "factor": 4.0}}
-    assert "assumes max_position_embeddings (32,768) is the trained length" in context_lengths(bare).note
+    assert "anchors the scaling at max_position_embeddings (32,768)" in context_lengths(bare).note
 
 
 def test_rope_type_pitfalls() -> None:

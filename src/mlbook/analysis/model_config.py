@@ -5,8 +5,8 @@ each with a `_source` naming where its values were read) are real 2024-2025 mode
 them, or any config.json dict, `summarize_config` computes what an engineer reads before
 extending a context:
 
-    wavelengths   lambda_i = 2 pi / theta_i in tokens, shortest and longest, trained and scaled, and how
-                  many pairs never complete a turn within the trained length
+    wavelengths   lambda_i = 2 pi / theta_i in tokens, shortest and longest, unscaled and scaled, and how
+                  many pairs never complete a turn within the scaling's anchor (pre-extension length)
     bands         per scaling method: YaRN's keep / blend / interpolate (`yarn_bands`, honouring
                   `truncate`), Llama 3.1's keep / blend / divide by wavelength, linear's all-divided,
                   LongRoPE's per-pair factors
@@ -121,7 +121,7 @@ def read_rope_type(rope_scaling: Mapping[str, Any] | None, model_type: str | Non
     """
     kind = hf_rope_type(rope_scaling, model_type)
     if rope_scaling is None:
-        return kind, "no rope_scaling: RoPE as trained"
+        return kind, "no rope_scaling: plain RoPE, unscaled"
     if "rope_type" in rope_scaling:
         return kind, f"rope_type={kind!r}"
     if "type" in rope_scaling:
@@ -134,13 +134,19 @@ def read_rope_type(rope_scaling: Mapping[str, Any] | None, model_type: str | Non
 
 @dataclass(frozen=True)
 class ContextLengths:
-    """The trained context, the advertised one, the scaling's factor, and whether they agree."""
+    """The scaling's anchor, max_position_embeddings, the scaling's factor, and whether they agree.
 
-    original: int  # the context the model was (pre)trained at, or max_position_embeddings where none is stated
+    original is the pre-extension length the scaling formula is anchored at (original_max_position_embeddings),
+    not the length the release was trained at: Llama 3.1, DeepSeek-V3 and Llama 4 trained past it (their reports
+    say how far), and gpt-oss's card gives 131,072 for its YaRN-extended layers. max_position_embeddings is what an engine builds its tables and default
+    serving length for. Neither is the length a model was trained or is supported at: that is in the card or report.
+    """
+
+    original: int  # the scaling's anchor, or max_position_embeddings where none is stated
     max_position_embeddings: int | None
     factor: float  # the scaling's factor (1 without scaling)
     note: str
-    stated: bool = True  # False: the config states no trained length; original is max_position_embeddings in its
+    stated: bool = True  # False: the config states no anchor; original is max_position_embeddings in its
     #                      place (transformers' yarn, llama3, longrope and dynamic take it so; Qwen3 writes 40,960
     #                      though its long-context pretraining ran at 32,768)
 
@@ -151,13 +157,13 @@ class ContextLengths:
 
 
 def context_lengths(config: Mapping[str, Any]) -> ContextLengths:
-    """Trained versus advertised context, and the pitfall each layout sets (either RoPE layout; a
-    multimodal config's text config).
+    """The scaling's anchor versus max_position_embeddings, and the pitfall each layout sets (either RoPE
+    layout; a multimodal config's text config).
 
     gpt-oss writes max_position_embeddings = original * factor (131,072 = 4,096 * 32): already
     multiplied. Llama 3.2 1B writes 131,072 = 8,192 * 16 with factor 32: the two disagree, and the
     frequencies follow the factor. A config without original_max_position_embeddings leaves
-    transformers to assume max_position_embeddings is the trained length (YaRN, dynamic).
+    transformers to anchor the scaling at max_position_embeddings (YaRN, dynamic).
     """
     text = hf_text_config(_check_dict(config))
     p = hf_rope_parameters_for(text)
@@ -180,25 +186,24 @@ def context_lengths(config: Mapping[str, Any]) -> ContextLengths:
         note = (f"no max_position_embeddings in this config: the scaling's own original length {original:,} and "
                 f"factor {factor:g} are all it states")
     elif kind in ("default", "proportional"):
-        note = "no scaling: the model runs as trained up to max_position_embeddings"
+        note = "no scaling: every position up to max_position_embeddings turns at the plain base"
     elif kind == "linear":
         note = (f"linear scaling divides every frequency by {factor:g} at every length; the config does not record "
-                "the length it was trained at before the extension")
+                "the length before the extension")
     elif kind == "dynamic":
-        note = ("dynamic NTK grows the base only past max_position_embeddings, which transformers takes as the "
-                "trained length")
+        note = ("dynamic NTK grows the base only past max_position_embeddings, where transformers anchors it")
     elif inner is None and outer is None:
-        note = ("no original_max_position_embeddings: transformers assumes max_position_embeddings "
-                f"({max_pos:,}) is the trained length")
+        note = ("no original_max_position_embeddings: transformers anchors the scaling at max_position_embeddings "
+                f"({max_pos:,})")
     elif math.isclose(max_pos, original * factor):
         note = (f"max_position_embeddings {max_pos:,} = original {original:,} x factor {factor:g}: already "
                 "multiplied; do not multiply it again")
     elif max_pos > original:
         note = (f"max_position_embeddings {max_pos:,} = original {original:,} x {max_pos / original:g}, not x factor "
-                f"{factor:g}: the frequencies follow the factor; max_position_embeddings only bounds the positions the "
-                "release supports")
+                f"{factor:g}: the frequencies follow the factor; max_position_embeddings only bounds the positions an "
+                "engine builds tables for")
     else:
-        note = (f"max_position_embeddings {max_pos} is the trained length: the scaling is an opt-in for longer "
+        note = (f"max_position_embeddings {max_pos:,} is not past the anchor: the scaling is an opt-in for longer "
                 "inputs")
     return ContextLengths(original, max_pos, factor, note, stated)
 
@@ -309,7 +314,7 @@ class ConfigSummary:
     lengths: ContextLengths
     wavelength_trained: tuple[float, float]  # (shortest, longest) lambda_i in tokens, unscaled
     wavelength_scaled: tuple[float, float]  # the same under the scaling, at the longest context
-    pairs_without_a_turn: tuple[int, int]  # (trained, scaled): pairs whose lambda_i > the trained length
+    pairs_without_a_turn: tuple[int, int]  # (unscaled, scaled): pairs whose lambda_i > the anchor
     attention_factor: float
     bands: dict[str, Any]
     layers: LayerPlan
@@ -324,14 +329,14 @@ class ConfigSummary:
             f"{self.name}: RoPE base {self.base:,g}, rotating {self.rotary_dim} of {self.head_dim} channels per head "
             f"({self.rotary_dim // 2} pairs)",
             f"  scaling: {self.type_note}; attention factor on cos/sin {self.attention_factor:.4f}",
-            (f"  context: trained {L.original:,}" if L.stated else
-             f"  context: trained length not stated ({L.original:,}, max_position_embeddings, used in its place)")
+            (f"  context: pre-extension {L.original:,} (the scaling's anchor)" if L.stated else
+             f"  context: no pre-extension length stated ({L.original:,}, max_position_embeddings, used in its place)")
             + ", max_position_embeddings "
             f"{'-' if L.max_position_embeddings is None else format(L.max_position_embeddings, ',')}, factor "
             f"{L.factor:g}: {L.note}",
             f"  wavelengths (tokens): unscaled {self.wavelength_trained[0]:.2f} .. {self.wavelength_trained[1]:,.0f}; "
             f"scaled {self.wavelength_scaled[0]:.2f} .. {self.wavelength_scaled[1]:,.0f}",
-            f"  pairs that never turn once within {L.original:,} tokens: {self.pairs_without_a_turn[0]} trained, "
+            f"  pairs that never turn once within {L.original:,} tokens: {self.pairs_without_a_turn[0]} unscaled, "
             f"{self.pairs_without_a_turn[1]} scaled",
             f"  bands: " + ", ".join(f"{k} {v}" for k, v in self.bands.items()),
         ]
@@ -363,7 +368,7 @@ def _type_note(text: Mapping[str, Any]) -> tuple[str, str]:
         kind, note = read_rope_type(text.get("rope_scaling"), model_type)
     else:
         where = "no RoPE field: transformers' defaults"
-        kind, note = p["rope_type"], "RoPE as trained"
+        kind, note = p["rope_type"], "plain RoPE, unscaled"
     if p.get("mrope_section") is not None:
         note += f"; M-RoPE sections {list(p['mrope_section'])} over time, height, width, {_mrope_order(model_type, p)}"
         note += ": a text token's three positions are equal, so each pair turns at its plain frequency"
