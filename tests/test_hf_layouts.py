@@ -6,7 +6,7 @@ import pytest
 
 from mlbook.analysis.model_config import layer_plan, load_config, summarize_config
 from mlbook.transformer.hf import (
-    HF_DEFAULT_PARTIAL_ROTARY,
+    HF_DEFAULT_PARTIAL_ROTARY, WHOLE_HEAD_ROTARY_FAMILIES,
     HF_DEFAULT_THETA,
     PER_LAYER_TYPE_ROPE_FAMILIES,
     hf_layer_types,
@@ -96,7 +96,7 @@ def test_a_transformers_5_config_object_is_read_from_rope_parameters() -> None:
 
 
 @pytest.mark.oracle
-@pytest.mark.parametrize("model_type", sorted(HF_DEFAULT_PARTIAL_ROTARY))
+@pytest.mark.parametrize("model_type", sorted(set(HF_DEFAULT_PARTIAL_ROTARY) - set(WHOLE_HEAD_ROTARY_FAMILIES)))
 def test_a_config_without_a_partial_factor_takes_its_class_default(model_type: str) -> None:
     """Qwen3-Next, Qwen3.5, Phi-2, GLM-4.5, GPT-NeoX ... rotate part of each head even when the config states no
     partial_rotary_factor: the library takes transformers' class default, as transformers does."""
@@ -208,3 +208,23 @@ def test_a_partial_factor_in_the_dict_alone_other_than_the_class_default_is_refu
                                          r"partial_rotary_factor=0.5 at the top level too"):
         hf_rotary_dim(config)
     assert hf_rotary_dim({**config, "partial_rotary_factor": 0.5}) == 64
+
+
+@pytest.mark.oracle
+@pytest.mark.parametrize("model_type, cls", [("llama", "LlamaRotaryEmbedding"),
+                                             ("recurrent_gemma", "RecurrentGemmaRotaryEmbedding")])
+def test_a_partial_factor_a_family_s_default_rope_ignores_is_refused(model_type: str, cls: str) -> None:
+    """Llama's and RecurrentGemma's default RoPE in transformers 5.15 turns the whole head whatever
+    partial_rotary_factor says (4.57: half of RecurrentGemma's head; Llama failed on the width): the versions
+    disagree, so the library refuses the factor (before, it reported half the channels rotating)."""
+    transformers = pytest.importorskip("transformers")
+    config = {"model_type": model_type, "num_hidden_layers": 2, "hidden_size": 256, "num_attention_heads": 2,
+              "head_dim": 128, "max_position_embeddings": 64, "partial_rotary_factor": 0.5, "rope_theta": 10000.0}
+    with pytest.raises(ValueError, match=f"partial_rotary_factor=0.5 for model_type='{model_type}'.*versions "
+                                         "disagree"):
+        hf_rotary_dim(config)
+    if int(transformers.__version__.split(".")[0]) >= 5:
+        module = __import__(f"transformers.models.{model_type}.modeling_{model_type}", fromlist=[cls])
+        hf = transformers.AutoConfig.for_model(**config)
+        assert getattr(module, cls)(hf).inv_freq.numel() == 64  # the whole 128-channel head turns in 5.15
+

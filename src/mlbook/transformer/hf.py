@@ -82,6 +82,7 @@ __all__ = [
     "LEGACY_LAYER_TYPES",
     "DEFAULT_ROPE_THETA",
     "HF_DEFAULT_PARTIAL_ROTARY",
+    "WHOLE_HEAD_ROTARY_FAMILIES",
     "HF_DEFAULT_THETA",
     "hf_get",
     "hf_text_config",
@@ -574,6 +575,15 @@ def _read_rope(config: Any) -> _RopeRead:
             default = HF_DEFAULT_PARTIAL_ROTARY.get(model_type)
             if "partial_rotary_factor" not in p and default is not None:
                 p["partial_rotary_factor"] = default
+            if (model_type in WHOLE_HEAD_ROTARY_FAMILIES and p.get("partial_rotary_factor", 1.0) != 1.0
+                    and p["rope_type"] != "proportional"):  # Gemma 4's proportional type reads it as a share of pairs
+                raise ValueError(
+                    f"partial_rotary_factor={p['partial_rotary_factor']!r} for model_type={model_type!r}: "
+                    "transformers 5.15's model code for this family turns the whole head under default RoPE (its "
+                    "compute_default_rope_parameters never reads the factor) and under a scaled type builds "
+                    "frequencies narrower than the head its attention rotates; 4.57 rotated part of the head or "
+                    "failed. The versions disagree, so this library does not pick one: drop the factor, or use a "
+                    "family whose code rotates part of the head (gpt_neox, phi, glm, qwen3_next, ...)")
             elif default is not None and top_prf is None and p["partial_rotary_factor"] != default:
                 raise ValueError(
                     f"{where} gives partial_rotary_factor={p['partial_rotary_factor']!r} and the config states none at "
@@ -642,6 +652,34 @@ HF_DEFAULT_PARTIAL_ROTARY: dict[str, float] = {
     "persimmon": 0.5, "phi": 0.5, "qwen3_5_moe_text": 0.25, "qwen3_5_text": 0.25, "qwen3_next": 0.25,
     "recurrent_gemma": 0.5, "stablelm": 0.25,
 }
+
+# The families whose model code, in transformers 5.15, turns the whole head under default RoPE whatever
+# partial_rotary_factor says: their compute_default_rope_parameters never reads it (every modeling file that
+# defines one, read by its configuration file's model types). 4.57 built the partial frequencies and then
+# rotated part of the head (RecurrentGemma, whose class default is 0.5) or failed on the width (Llama), so the
+# two versions disagree and a partial factor stated for one of these families is refused
+WHOLE_HEAD_ROTARY_FAMILIES: tuple[str, ...] = (
+    "afmoe", "apertus", "arcee", "aria", "aria_text", "axk1", "axk2", "bitnet", "blt", "blt_global_transformer",
+    "blt_local_decoder", "blt_patcher", "chameleon", "cohere", "cohere2", "cohere2_moe", "cosmos3_edge",
+    "cosmos3_edge_text", "csm", "csm_depth_decoder_model", "cwm", "dbrx", "deepseek_ocr2", "deepseek_ocr2_text",
+    "deepseek_v2", "deepseek_v3", "deepseek_v32", "dia", "dia_decoder", "diffllama", "doge", "dots1", "emu3",
+    "emu3_text_model", "ernie4_5", "ernie4_5_moe", "ernie4_5_vl_moe", "ernie4_5_vl_moe_text", "esm", "eurobert",
+    "evolla", "exaone4", "exaone_moe", "falcon", "falcon_h1", "flex_olmo", "gemma", "gemma2", "gemma3",
+    "gemma3_text", "gemma3n", "gemma3n_text", "gemma4", "gemma4_text", "gemma4_unified", "gemma4_unified_text",
+    "glm_moe_dsa", "gpt_neox_japanese", "gpt_oss", "granite", "granite_swa", "granitemoe", "granitemoe_swa",
+    "granitemoehybrid", "granitemoeshared", "helium", "hrm_text", "hunyuan_v1_dense", "hunyuan_v1_moe", "hunyuan_vl",
+    "hunyuan_vl_text", "hy_v3", "hyperclovax", "jais2", "jetmoe", "jina_embeddings_v3", "kimi_k25", "lfm2",
+    "lfm2_moe", "llama", "llama4", "llama4_text", "longcat_flash", "minicpm3", "minimax", "ministral", "ministral3",
+    "mistral", "mistral4", "mixtral", "mllama", "mllama_text_model", "modernbert", "modernbert-decoder", "moshi",
+    "moshi_depth", "muse_glimmer", "muse_glimmer_assistant", "muse_glimmer_text", "nanochat", "nomic_bert", "olmo",
+    "olmo2", "olmo3", "olmo_hybrid", "olmoe", "openai_privacy_filter", "paddleocr_vl", "paddleocr_vl_text", "phimoe",
+    "pixtral", "qwen2", "qwen2_5_omni", "qwen2_5_omni_talker", "qwen2_5_omni_text", "qwen2_5_omni_thinker",
+    "qwen2_5_vl", "qwen2_5_vl_text", "qwen2_moe", "qwen2_vl", "qwen2_vl_text", "qwen3", "qwen3_moe",
+    "qwen3_omni_moe", "qwen3_omni_moe_talker_code_predictor", "qwen3_omni_moe_talker_text", "qwen3_omni_moe_text",
+    "qwen3_omni_moe_thinker", "qwen3_vl", "qwen3_vl_moe", "qwen3_vl_moe_text", "qwen3_vl_text", "recurrent_gemma",
+    "seed_oss", "smollm3", "starcoder2", "t5_gemma_module", "t5gemma", "t5gemma2", "t5gemma2_decoder",
+    "t5gemma2_text", "vaultgemma", "voxtral_realtime", "voxtral_realtime_text", "youtu", "zamba2",
+)
 
 # transformers' RotaryEmbeddingConfigMixin.default_theta: the base of a config that states none
 DEFAULT_ROPE_THETA = 10000.0
