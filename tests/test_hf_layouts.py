@@ -228,3 +228,11 @@ def test_a_partial_factor_a_family_s_default_rope_ignores_is_refused(model_type:
         hf = transformers.AutoConfig.for_model(**config)
         assert getattr(module, cls)(hf).inv_freq.numel() == 64  # the whole 128-channel head turns in 5.15
 
+
+def test_dual_chunk_attention_is_refused_as_an_engine_difference() -> None:
+    """Qwen2.5-1M's dual_chunk_attention_config: vLLM routes it to DualChunkRotaryEmbedding before any rope_type,
+    transformers never reads it; the library refuses it by name rather than read one engine's positions."""
+    config = {"model_type": "qwen2", "num_hidden_layers": 2, "hidden_size": 256, "num_attention_heads": 2,
+              "rope_theta": 10000000.0, "dual_chunk_attention_config": {"chunk_size": 262144, "local_size": 8192}}
+    with pytest.raises(ValueError, match="dual_chunk_attention_config is set.*DualChunkRotaryEmbedding"):
+        hf_rope_base(config)

@@ -522,6 +522,12 @@ def _read_rope(config: Any) -> _RopeRead:
     text = hf_text_config(config)
     prefix = _text_prefix(config)
     model_type = str(hf_get(text, "model_type", ""))
+    if hf_get(text, "dual_chunk_attention_config") is not None:
+        raise ValueError(f"{prefix}dual_chunk_attention_config is set (Qwen2.5-1M): vLLM's get_rope builds its "
+                         "DualChunkRotaryEmbedding from it before any rope_type, re-indexing positions within and "
+                         "across chunks, while transformers' model code never reads it and rotates with plain "
+                         "positions; the engines differ, so this library does not pick one (drop the key to read "
+                         "the config as transformers does)")
     if _has(text, "num_hidden_layers"):
         kinds = hf_layer_types(text)
     else:  # a config holding only its RoPE fields: one layer type unless it lists its own
