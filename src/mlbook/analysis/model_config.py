@@ -74,6 +74,7 @@ __all__ = [
     "ContextLengths",
     "context_lengths",
     "scaling_bands",
+    "scaling_divisors",
     "LayerPlan",
     "layer_plan",
     "ConfigSummary",
@@ -210,6 +211,21 @@ def context_lengths(config: Mapping[str, Any]) -> ContextLengths:
 
 def _inv_freq(config: Mapping[str, Any], seq_len: int | None) -> tuple[torch.Tensor, float]:
     return rope_scaling_from_hf(config).frequencies(hf_rotary_dim(config), hf_rope_base(config), seq_len)
+
+
+def scaling_divisors(config: Mapping[str, Any], layer_type: str | None = None) -> tuple[list[float], list[float]]:
+    """Per rotating pair of a layer type (default: the full-attention layers), its unscaled wavelength
+    2 pi / theta_i in tokens and the factor the config's scaling divides its frequency by, theta_i / theta'_i
+    (1: kept; the scaling's factor: fully interpolated), from either layout, at the scaling's own length
+    (a dynamic scaling's frequencies at max_position_embeddings are the plain ones). Pairs a proportional
+    layer holds still are left out (theta = 0 has no wavelength)."""
+    _check_dict(config)
+    d = hf_rotary_dim(config, layer_type)
+    base = hf_rope_base(config, layer_type)
+    plain = frequency_ladder(d, base).double()
+    scaled = rope_scaling_from_hf(config, layer_type).frequencies(d, base, None)[0].double()
+    keep = (plain > 0) & (scaled > 0)
+    return ((2 * math.pi / plain[keep]).tolist(), (plain[keep] / scaled[keep]).tolist())
 
 
 def scaling_bands(config: Mapping[str, Any]) -> dict[str, Any]:
