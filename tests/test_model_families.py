@@ -90,6 +90,7 @@ def test_mpt_row_and_slopes() -> None:
     row, c = MF.family("MPT"), transformers.MptConfig()
     assert c.attn_config.alibi and row.scheme == "alibi"
     assert row.alibi_bias_max == c.attn_config.alibi_bias_max and row.original_len == c.max_seq_len
+    assert row.max_len == c.max_seq_len  # mpt-7b's own length; 65,536 is mpt-7b-storywriter's
     hf = build_mpt_alibi_tensor(row.n_heads, 4, alibi_bias_max=int(row.alibi_bias_max))  # (H, 1, T): -m_h (T-1-j)
     hf_slopes = hf[:, 0, -1] - hf[:, 0, -2]
     torch.testing.assert_close(row.slopes, hf_slopes.float(), rtol=1e-6, atol=0)

@@ -278,7 +278,8 @@ MODEL_FAMILIES: tuple[ModelFamily, ...] = (
                  "and attention factor as mlbook's RopeScaling('yarn', ...); Qwen2Config()'s defaults are not a "
                  "released Qwen2 model, so they are not used",
         notes="base raised from 10,000 to 1,000,000 while the context went from 4,096 to 32,768 late in pretraining; "
-              "YaRN (factor 4) with Dual Chunk Attention reaches 131,072",
+              "YaRN (factor 4) with Dual Chunk Attention reaches 131,072. The model card linked is the instruct "
+              "checkpoint's (Qwen2-7B-Instruct), which gives the long-text YaRN recipe",
     ),
     ModelFamily(
         "Qwen2.5", "Qwen2.5-7B-Instruct", 2024, "rope", 32768, 131072, 28, 28, 4, 128, rope_base=1000000.0,
@@ -349,7 +350,9 @@ MODEL_FAMILIES: tuple[ModelFamily, ...] = (
               "split 11 / 11 / 10 among time, height and width and interleaved; for text every token's three "
               "position ids are equal, so the rotation is plain RoPE over the rotated channels; config.json: 262,144 "
               "positions, no scaling; the model card gives 262,144 as the native length and has the user add YaRN "
-              "(factor 4, original 262,144, nested under text_config) for up to 1,010,000 tokens",
+              "(factor 4, original 262,144, nested under text_config) for up to 1,010,000 tokens. The card linked "
+              "first is the family's flagship's (Qwen3.5-397B-A17B), whose section on ultra-long texts gives that "
+              "recipe for the Qwen3.5 models; the 27B checkpoint's own values are its config.json, the second link",
     ),
     ModelFamily(
         "Gemma", "gemma-7b", 2024, "rope", 8192, 8192, 28, 16, 16, 256, rope_base=10000.0, rope_pairing="half",
@@ -600,12 +603,15 @@ MODEL_FAMILIES: tuple[ModelFamily, ...] = (
         notes="ALiBi in every layer, no position embedding; an embedding LayerNorm after the token table",
     ),
     ModelFamily(
-        "MPT", "mpt-7b", 2023, "alibi", 2048, 65536, 32, 32, 32, 128, alibi_bias_max=8.0,
+        "MPT", "mpt-7b", 2023, "alibi", 2048, 2048, 32, 32, 32, 128, alibi_bias_max=8.0,
         sources=("mosaicml2023mpt", "press2022alibi"),
         urls=("https://www.databricks.com/blog/mpt-7b", "https://huggingface.co/mosaicml/mpt-7b/blob/main/config.json"),
-        hf_check="MptConfig() defaults carry alibi=True, alibi_bias_max=8 and max_seq_len=2048 as MPT-7B does; the 32 "
-                 "slopes equal transformers' build_mpt_alibi_tensor (its other defaults, d_model 2048, are not MPT-7B)",
-        notes="the StoryWriter variant was fine-tuned at 65k tokens and generated past 80k, which ALiBi allows",
+        hf_check="MptConfig() defaults carry alibi=True, alibi_bias_max=8 and max_seq_len=2048 as MPT-7B does (both "
+                 "of the row's lengths); the 32 slopes equal transformers' build_mpt_alibi_tensor (its other "
+                 "defaults, d_model 2048, are not MPT-7B)",
+        notes="mpt-7b's config sets max_seq_len 2,048, its pretraining length; the StoryWriter variant "
+              "(mpt-7b-storywriter, another checkpoint: max_seq_len 65,536, alibi_bias_max 16) was fine-tuned at 65k "
+              "tokens and generated past 80k, which ALiBi allows",
     ),
     ModelFamily(
         "Swin", "swin-tiny-patch4-window7-224", 2021, "swin", None, None, 12, 3, 3, 32, window=7, encoder=True,
