@@ -490,3 +490,19 @@ def test_layers_the_calculator_does_not_model_are_refused_by_what_they_are(confi
             "max_position_embeddings": 4096}
     with pytest.raises(ValueError, match=match):
         P.config_kv_plan({**base, **config})
+
+
+def test_vllm_s_linear_state_per_sequence_grows_with_the_speculative_tokens() -> None:
+    """vLLM's Gated DeltaNet state for Qwen3.5-27B, written out: per layer 48 x 128 x 128 float32 recurrent values
+    and (4 - 1 + n) x 10,240 bf16 convolution inputs, 1 + n blocks, 48 layers (146.81 MiB without speculation)."""
+    from mlbook.analysis.model_config import load_config
+
+    text = load_config("qwen3.5-27b")["text_config"]
+    for n in range(4):
+        expect = 48 * (1 + n) * (48 * 128 * 128 * 4 + (3 + n) * (2 * 16 * 128 + 48 * 128) * 2)
+        assert P.vllm_linear_state_bytes(text, 48, n) == expect
+    assert P.vllm_linear_state_bytes(text, 48) / 2**20 == pytest.approx(146.81, abs=0.005)
+    with pytest.raises(ValueError, match="num_speculative_tokens must be >= 0, got -1"):
+        P.vllm_linear_state_bytes(text, 48, -1)
+    with pytest.raises(ValueError, match="the config lacks"):
+        P.vllm_linear_state_bytes({"linear_num_value_heads": 48}, 48)

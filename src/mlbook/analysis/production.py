@@ -31,6 +31,7 @@ from mlbook.transformer.latent import mha_cache_values, mla_cache_values
 from mlbook.transformer.validate import check_choice, check_int, check_positive_float
 
 __all__ = [
+    "vllm_linear_state_bytes",
     "kv_cache_bytes",
     "KVCacheOption",
     "kv_cache_options",
@@ -330,6 +331,26 @@ def _linear_state_values(c: Mapping[str, Any]) -> tuple[int, int]:
     v_heads, k_heads, dk, dv, kernel = (check_int(k, c[k], 1) for k in need)
     conv_channels = 2 * k_heads * dk + v_heads * dv
     return v_heads * dk * dv + conv_channels * kernel, v_heads * dk * dv
+
+
+def vllm_linear_state_bytes(linear: Mapping[str, Any], layers: int, num_speculative_tokens: int = 0, *,
+                            state_bytes_per_value: float = 4.0, conv_bytes_per_value: float = 2.0) -> int:
+    """Bytes vLLM holds per sequence for `layers` Gated DeltaNet layers whose shape `linear` gives (the config's
+    linear_* fields): per layer one block of the recurrent state (linear_num_value_heads x linear_key_head_dim x
+    linear_value_head_dim values at state_bytes_per_value, vLLM's mamba_ssm_cache_dtype: float32 for Qwen3.5) and
+    kernel - 1 + n of the convolution's inputs at conv_bytes_per_value (`gated_delta_net_state_shape`), and
+    1 + n such blocks while it decodes with n speculative tokens (`MambaSpec.num_speculative_blocks`,
+    vllm/model_executor/layers/mamba/abstract.py; ReplaySSM, which keeps one, is not modelled). The cache the
+    calculator prices (`config_kv_plan`) is transformers 5.15's instead: kernel columns, one block."""
+    layers = check_int("layers", layers, 1)
+    n = check_int("num_speculative_tokens", num_speculative_tokens, 0)
+    state_bytes_per_value = check_positive_float("state_bytes_per_value", state_bytes_per_value)
+    conv_bytes_per_value = check_positive_float("conv_bytes_per_value", conv_bytes_per_value)
+    total, recurrent = _linear_state_values(linear)
+    kernel = check_int("linear_conv_kernel_dim", linear["linear_conv_kernel_dim"], 1)
+    channels = (total - recurrent) // kernel  # the convolution's q, k and v inputs
+    block = recurrent * state_bytes_per_value + channels * (kernel - 1 + n) * conv_bytes_per_value
+    return int(round(layers * (1 + n) * block))
 
 
 # what a config's per-block attention settings (Nemotron's DeciLM block_configs) may hold, and what is refused
