@@ -946,7 +946,7 @@ def test_both_layouts_agreeing_are_read() -> None:
      r"entries for layer types \['sliding_attention'\], which no layer of this config has"),
     ({**LLAMA31_V4, "rope_scaling": {"rope_type": "linear"}}, ValueError, r"'linear' needs 'factor'"),
     ({**LLAMA31_V4, "rope_scaling": {"rope_type": "yarn", "factor": 4.0}, "original_max_position_embeddings": 4096},
-     ValueError, r"transformers 5 reads it as YaRN's trained length, 4.57 ignores it"),
+     ValueError, r"transformers 5 reads it as YaRN's anchor, 4.57 ignores it"),
     ({**LLAMA31_V4, "rope_scaling": {"rope_type": "default", "rope_theta": 1e6}, "rope_theta": None}, ValueError,
      r"rope_scaling holds rope_theta=1000000.0 but the config has no top-level rope_theta"),
     ({**LLAMA31_V4, "rope_scaling": {"rope_type": "su", "short_factor": [1.0] * 8, "long_factor": [1.0] * 8}},

@@ -223,6 +223,10 @@ def test_a_partial_factor_a_family_s_default_rope_ignores_is_refused(model_type:
     with pytest.raises(ValueError, match=f"partial_rotary_factor=0.5 for model_type='{model_type}'.*versions "
                                          "disagree"):
         hf_rotary_dim(config)
+    if model_type == "recurrent_gemma":  # its class default 0.5, not stated: the message says what to write
+        with pytest.raises(ValueError, match="defaults partial_rotary_factor to 0.5.*State partial_rotary_factor 1.0"):
+            hf_rotary_dim({k: v for k, v in config.items() if k != "partial_rotary_factor"})
+        assert hf_rotary_dim({**config, "partial_rotary_factor": 1.0}) == 128
     if int(transformers.__version__.split(".")[0]) >= 5:
         module = __import__(f"transformers.models.{model_type}.modeling_{model_type}", fromlist=[cls])
         hf = transformers.AutoConfig.for_model(**config)

@@ -88,3 +88,27 @@ def test_rope_interleave_a_family_does_not_read_is_refused_where_it_contradicts_
 def test_rope_interleave_must_be_a_bool() -> None:
     with pytest.raises((TypeError, ValueError), match="rope_interleave"):
         hf_rope_pairing({"model_type": "deepseek_v3", "num_hidden_layers": 2, "rope_interleave": "false"})
+
+
+@pytest.mark.parametrize("config, expect", [
+    ({"model_type": "kimi_k2", "architectures": ["DeepseekV3ForCausalLM"]}, "interleaved"),  # Kimi K2's published
+    ({"model_type": "some_port", "architectures": ["DeepseekV3ForCausalLM"]}, "interleaved"),
+    ({"model_type": "glm4v_text"}, "interleaved"), ({"model_type": "glm_ocr_text"}, "interleaved"),
+    ({"model_type": "ernie4_5_vl_moe_text"}, "interleaved"), ({"model_type": "qwen3"}, "half"),
+])
+def test_families_found_by_name_or_architecture(config, expect) -> None:
+    """Kimi K2's config names model_type kimi_k2 (unknown to transformers; its code is DeepSeek-V3's); a model type
+    transformers does not know is read by its architecture; GLM-4.1V, GLM-OCR and ERNIE-4.5-VL interleave."""
+    assert hf_rope_pairing({"num_hidden_layers": 2, "rope_theta": 10000.0, **config}) == expect
+
+
+def test_kimi_k2_s_published_config_is_interleaved() -> None:
+    import json
+    import os
+    from pathlib import Path
+
+    path = Path(os.environ.get("MLBOOK_REALCONFIGS", Path(__file__).resolve().parents[2] / "shared" / "realconfigs"
+                               / "configs")) / "kimi-k2-instruct.json"
+    if not path.exists():
+        pytest.skip(f"no published config at {path} (the corpus is outside the repository)")
+    assert rope_options_from_hf(json.load(open(path)))["pairing"] == "interleaved"

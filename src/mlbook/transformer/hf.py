@@ -9,9 +9,11 @@ A `config.json` states a RoPE model's positions in one of two layouts:
 
 How transformers reads them (`modeling_rope_utils.py`: 5.15's `standardize_rope_params` and
 `ROPE_INIT_FUNCTIONS`, and 4.57's) is what this module reproduces, key by key, for both layouts; a
-multimodal config is read through its text config. Where transformers would only warn, or would
-read a key and not use it, or where the two layouts or the two versions would give the same config
-different values, this module refuses with a sentence saying which key and why. Nothing is
+multimodal config is read through its text config. Where transformers would read a key and not
+use it, or where the two layouts, the two versions or transformers and vLLM would give the same
+config different values, this module refuses with a sentence saying which key and why; where
+transformers only warns about a value it then uses as stated (Llama 4 Scout's llama3 scaling with
+low_freq_factor = high_freq_factor: an empty blend band), the value is read as stated. Nothing is
 dropped silently.
 
     hf_text_config(config)            -> a multimodal config's text config (the config itself otherwise)
@@ -128,10 +130,12 @@ HF_SCALING_KEYS: dict[str, frozenset[str]] = {
 LEGACY_ROPE_TYPES: dict[str, str] = {
     "su": "'su' is what Phi-3's first configs called LongRoPE; transformers renames it only inside Phi3Config and "
           "Phi4MultimodalConfig (model_type 'phi3', 'phi4_multimodal'). Write rope_type='longrope'",
-    "ntk": "transformers has no 'ntk' rope_type (5.15 warns, then raises KeyError when it builds the model); vLLM's "
-           "get_rope alone serves 'ntk', a fixed NTK-aware base. For transformers write the static NTK-aware "
-           "extension as a larger rope_theta, base * factor ** (d / (d - 2)) (mlbook's ntk_base), with no scaling; "
-           "rope_type='dynamic' is another method, which grows the base with each input's length",
+    "ntk": "transformers has no 'ntk' rope_type (5.15 warns, then raises KeyError when it builds the model); it is "
+           "vLLM's NTKScalingRotaryEmbedding, whose fixed form multiplies the base by the factor s and divides every "
+           "frequency by s ** (2 / d): in transformers that is rope_type='linear' with factor s ** (2 / d) at "
+           "rope_theta base * s (with mixed_b it is 'mixed NTK', which transformers cannot express). It is not "
+           "NTK-aware scaling (bloc97's larger base, base * s ** (d / (d - 2)): mlbook's ntk_base), and vLLM builds "
+           "its table only up to max_position_embeddings (vllm#55910)",
     "default_rope": "write rope_type='default'",
 }
 
@@ -348,17 +352,26 @@ MROPE_BLOCK_FAMILIES: tuple[str, ...] = ("qwen2_vl", "qwen2_5_vl", "qwen2_5_omni
 _ORIGINAL_INSIDE = ("llama3", "yarn", "longrope")
 
 # Which channels form a rotating pair in a checkpoint's q and k is fixed by the family's model code, not by a
-# rope key (transformers 5.15, every modeling file that builds a text rotary embedding, read one by one):
-# these rotate adjacent channels (x0, x1), (x2, x3), ... through view_as_complex, a rotate_half over
-# x[..., 0::2] and x[..., 1::2], or an interleaved apply function called unconditionally; every other family
-# rotates channel i with channel i + d/2 (rotate_half), Llama's layout
+# rope key (transformers 5.15, every modeling file that builds a text rotary embedding, scanned for
+# view_as_complex, a rotate_half over x[..., 0::2] and x[..., 1::2] and interleaved apply functions, and each
+# hit read): these rotate adjacent channels (x0, x1), (x2, x3), ... in their attention; every other family
+# rotates channel i with channel i + d/2 (rotate_half), Llama's layout. One exception inside a family:
+# DeepSeek-V3.2's lightning indexer rotates half pairs (DeepseekV32Indexer: "NON-interleaved (half-split)
+# RoPE"), its latent attention interleaved ones; GLM-5's indexer is interleaved too
 INTERLEAVED_PAIRING_FAMILIES: tuple[str, ...] = (
     "axk2", "cohere", "cohere2", "cohere2_moe", "deepseek_v2", "deepseek_v32", "deepseek_v4", "ernie4_5",
-    "ernie4_5_moe", "glm", "glm4", "glm_moe_dsa", "helium", "llama4", "llama4_text", "longcat_flash",
+    "ernie4_5_moe", "ernie4_5_vl_moe", "ernie4_5_vl_moe_text", "glm", "glm4", "glm4v", "glm4v_text",
+    "glm_moe_dsa", "glm_ocr", "glm_ocr_text", "helium", "llama4", "llama4_text", "longcat_flash",
 )
-# ... and these read the config's rope_interleave (default True: DeepSeek-V3 and Kimi K2, whose model_type is
-# deepseek_v3): True rotates adjacent pairs (apply_rotary_pos_emb_interleave), False rotate_half's
-ROPE_INTERLEAVE_FAMILIES: tuple[str, ...] = ("axk1", "deepseek_v3", "glm4_moe_lite", "mistral4", "youtu")
+# ... and these read the config's rope_interleave (default True): True rotates adjacent pairs
+# (apply_rotary_pos_emb_interleave), False rotate_half's. Kimi K2's published config names model_type
+# kimi_k2, which transformers does not know: its own code (auto_map, DeepseekV3ForCausalLM) is DeepSeek-V3's
+ROPE_INTERLEAVE_FAMILIES: tuple[str, ...] = ("axk1", "deepseek_v3", "glm4_moe_lite", "kimi_k2", "mistral4",
+                                             "youtu")
+# Architectures whose family interleaves, for a config whose model_type transformers does not know
+_INTERLEAVED_ARCHITECTURES: dict[str, str] = {"DeepseekV3ForCausalLM": "deepseek_v3",
+                                              "DeepseekV2ForCausalLM": "deepseek_v2",
+                                              "Llama4ForCausalLM": "llama4_text"}
 
 
 def hf_rope_pairing(config: Any) -> str:
@@ -367,6 +380,10 @@ def hf_rope_pairing(config: Any) -> str:
     rope_interleave the family's code does not read is refused where it says the other pairing."""
     text = hf_text_config(config)
     model_type = hf_get(text, "model_type")
+    if model_type not in ROPE_INTERLEAVE_FAMILIES + INTERLEAVED_PAIRING_FAMILIES:
+        named = [_INTERLEAVED_ARCHITECTURES[a] for a in (hf_get(text, "architectures") or ())
+                 if a in _INTERLEAVED_ARCHITECTURES]
+        model_type = named[0] if named else model_type
     stated = hf_get(text, "rope_interleave")
     where = f"{_text_prefix(config)}rope_interleave"
     if stated is not None:
@@ -579,10 +596,18 @@ def _read_rope(config: Any) -> _RopeRead:
             if "rope_theta" not in p:
                 p["rope_theta"] = _default_theta(model_type, t)
             default = HF_DEFAULT_PARTIAL_ROTARY.get(model_type)
-            if "partial_rotary_factor" not in p and default is not None:
+            from_class = "partial_rotary_factor" not in p and default is not None
+            if from_class:
                 p["partial_rotary_factor"] = default
             if (model_type in WHOLE_HEAD_ROTARY_FAMILIES and p.get("partial_rotary_factor", 1.0) != 1.0
                     and p["rope_type"] != "proportional"):  # Gemma 4's proportional type reads it as a share of pairs
+                if from_class:  # RecurrentGemma: nothing stated, so nothing to drop
+                    raise ValueError(
+                        f"model_type={model_type!r}: its config class defaults partial_rotary_factor to {default:g}, "
+                        "which transformers 4.57's attention honoured (it rotated that share of each head) and "
+                        "5.15's ignores (its default RoPE turns the whole head): the two versions rotate these "
+                        "checkpoints differently, and this library does not pick one. State partial_rotary_factor "
+                        "1.0 to read the config as 5.15 runs it")
                 raise ValueError(
                     f"partial_rotary_factor={p['partial_rotary_factor']!r} for model_type={model_type!r}: "
                     "transformers 5.15's model code for this family turns the whole head under default RoPE (its "
@@ -672,16 +697,17 @@ WHOLE_HEAD_ROTARY_FAMILIES: tuple[str, ...] = (
     "emu3_text_model", "ernie4_5", "ernie4_5_moe", "ernie4_5_vl_moe", "ernie4_5_vl_moe_text", "esm", "eurobert",
     "evolla", "exaone4", "exaone_moe", "falcon", "falcon_h1", "flex_olmo", "gemma", "gemma2", "gemma3",
     "gemma3_text", "gemma3n", "gemma3n_text", "gemma4", "gemma4_text", "gemma4_unified", "gemma4_unified_text",
-    "glm_moe_dsa", "gpt_neox_japanese", "gpt_oss", "granite", "granite_swa", "granitemoe", "granitemoe_swa",
-    "granitemoehybrid", "granitemoeshared", "helium", "hrm_text", "hunyuan_v1_dense", "hunyuan_v1_moe", "hunyuan_vl",
-    "hunyuan_vl_text", "hy_v3", "hyperclovax", "jais2", "jetmoe", "jina_embeddings_v3", "kimi_k25", "lfm2",
-    "lfm2_moe", "llama", "llama4", "llama4_text", "longcat_flash", "minicpm3", "minimax", "ministral", "ministral3",
-    "mistral", "mistral4", "mixtral", "mllama", "mllama_text_model", "modernbert", "modernbert-decoder", "moshi",
-    "moshi_depth", "muse_glimmer", "muse_glimmer_assistant", "muse_glimmer_text", "nanochat", "nomic_bert", "olmo",
-    "olmo2", "olmo3", "olmo_hybrid", "olmoe", "openai_privacy_filter", "paddleocr_vl", "paddleocr_vl_text", "phimoe",
-    "pixtral", "qwen2", "qwen2_5_omni", "qwen2_5_omni_talker", "qwen2_5_omni_text", "qwen2_5_omni_thinker",
-    "qwen2_5_vl", "qwen2_5_vl_text", "qwen2_moe", "qwen2_vl", "qwen2_vl_text", "qwen3", "qwen3_moe",
-    "qwen3_omni_moe", "qwen3_omni_moe_talker_code_predictor", "qwen3_omni_moe_talker_text", "qwen3_omni_moe_text",
+    "glm_moe_dsa", "gpt_neox_japanese", "gpt_oss", "granite", "granite4_vision_text", "granite_swa", "granitemoe",
+    "granitemoe_swa", "granitemoehybrid", "granitemoeshared", "helium", "hrm_text", "hunyuan_v1_dense",
+    "hunyuan_v1_moe", "hunyuan_vl", "hunyuan_vl_text", "hy_v3", "hyperclovax", "jais2", "jetmoe",
+    "jina_embeddings_v3", "kimi_k25", "lfm2", "lfm2_moe", "llama", "llama4", "llama4_text", "longcat_flash",
+    "minicpm3", "minimax", "ministral", "ministral3", "mistral", "mistral4", "mixtral", "mllama",
+    "mllama_text_model", "modernbert", "modernbert-decoder", "moshi", "moshi_depth", "muse_glimmer",
+    "muse_glimmer_assistant", "muse_glimmer_text", "nanochat", "nomic_bert", "olmo", "olmo2", "olmo3", "olmo_hybrid",
+    "olmoe", "openai_privacy_filter", "paddleocr_vl", "paddleocr_vl_text", "phimoe", "pixtral", "qwen2",
+    "qwen2_5_omni", "qwen2_5_omni_talker", "qwen2_5_omni_text", "qwen2_5_omni_thinker", "qwen2_5_vl",
+    "qwen2_5_vl_text", "qwen2_moe", "qwen2_vl", "qwen2_vl_text", "qwen3", "qwen3_moe", "qwen3_omni_moe",
+    "qwen3_omni_moe_talker_code_predictor", "qwen3_omni_moe_talker_text", "qwen3_omni_moe_text",
     "qwen3_omni_moe_thinker", "qwen3_vl", "qwen3_vl_moe", "qwen3_vl_moe_text", "qwen3_vl_text", "recurrent_gemma",
     "seed_oss", "smollm3", "starcoder2", "t5_gemma_module", "t5gemma", "t5gemma2", "t5gemma2_decoder",
     "t5gemma2_text", "vaultgemma", "voxtral_realtime", "voxtral_realtime_text", "youtu", "zamba2",
@@ -922,7 +948,7 @@ def _scaling_parameters(config: Any, layer_type: str | None = None) -> tuple[str
     if kind in ("dynamic", "yarn", "llama3", "longrope") and max_pos is None and given.get(
             "original_max_position_embeddings") is None:
         raise ValueError(f"{field} of type {kind!r} needs max_position_embeddings (or "
-                         "original_max_position_embeddings) to know the trained length")
+                         "original_max_position_embeddings) to anchor the scaling at")
     orig = given.get("original_max_position_embeddings")
     if kind == "dynamic":
         # transformers' dynamic NTK grows past max_position_embeddings, whatever rope_scaling says
@@ -938,7 +964,7 @@ def _scaling_parameters(config: Any, layer_type: str | None = None) -> tuple[str
         if (not v5 and read.top_original is not None and not read.inner_original_v4
                 and read.top_original != max_pos and kind == "yarn"):
             raise ValueError(f"original_max_position_embeddings={read.top_original} is at the config's top level, "
-                             f"outside {field}: transformers 5 reads it as YaRN's trained length, 4.57 ignores it "
+                             f"outside {field}: transformers 5 reads it as YaRN's anchor, 4.57 ignores it "
                              f"and uses max_position_embeddings={max_pos}. Move it into {field}")
         args["original_max_len"] = int(orig if orig is not None else max_pos)
         if kind == "yarn":
