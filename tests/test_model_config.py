@@ -141,7 +141,7 @@ def test_context_length_pitfalls() -> None:
 def test_rope_type_pitfalls() -> None:
     assert read_rope_type({"type": "yarn", "factor": 4.0})[0] == "yarn"
     assert "legacy key" in read_rope_type({"type": "yarn", "factor": 4.0})[1]
-    for name, match in (("su", "longrope"), ("ntk", "dynamic")):
+    for name, match in (("su", "longrope"), ("ntk", "vLLM")):
         with pytest.raises(ValueError, match=match):
             read_rope_type({"rope_type": name})
     # transformers' Qwen2-VL config reads "mrope" as default RoPE with M-RoPE sections
@@ -242,8 +242,55 @@ def test_a_max_model_len_vllm_refuses_is_refused_unless_allowed() -> None:
     assert "vLLM's own limit here is 131,072" in changes[0]
 
 
-def test_the_ntk_refusal_gives_the_static_fix_and_names_vllm() -> None:
-    """'ntk' is vLLM's name for a fixed NTK-aware base, which transformers cannot build: the fix is a larger rope_theta,
-    not 'dynamic' (another method)."""
-    with pytest.raises(ValueError, match=r"vLLM's get_rope alone serves 'ntk'.*larger rope_theta.*'dynamic' is another"):
+def test_the_ntk_refusal_gives_vllm_s_formula_and_its_transformers_equivalent() -> None:
+    """'ntk' is vLLM's NTKScalingRotaryEmbedding (base * s, every frequency / s^(2/d)), which transformers cannot
+    build: the message gives the exact linear translation, and says it is not NTK-aware scaling's larger base."""
+    with pytest.raises(ValueError, match=r"vLLM's NTKScalingRotaryEmbedding.*rope_type='linear' with factor "
+                                         r"s \*\* \(2 / d\) at rope_theta base \* s.*not NTK-aware.*vllm#55910"):
         read_rope_type({"rope_type": "ntk", "factor": 4.0})
+
+
+def test_vllm_s_fixed_ntk_is_the_linear_translation_the_message_gives() -> None:
+    """vLLM's fixed NTK frequencies, (b s)^(-2i/d) / s^(2/d) (ntk_scaling_rope.py, written out), equal the library's
+    linear scaling by s^(2/d) at base b s, and differ from NTK-aware's larger base."""
+    from mlbook.transformer.rope_scaling import RopeScaling, ntk_base
+
+    d, b, s_ = 128, 10000.0, 4.0
+    i = torch.arange(0, d, 2, dtype=torch.float64)
+    vllm = (b * s_) ** (-i / d) / s_ ** (2 / d)
+    linear, _ = RopeScaling("linear", factor=s_ ** (2 / d)).frequencies(d, b * s_, None)
+    torch.testing.assert_close(linear.double(), vllm, rtol=1e-6, atol=0)
+    aware = ntk_base(d, b, s_) ** (-i / d)
+    assert (aware / vllm).max() > 1.02  # the fastest pair: NTK-aware keeps it, vLLM's divides it by s^(2/d)
+
+
+def test_a_gemma_3_override_is_per_layer_type_as_transformers_5_loads_the_file() -> None:
+    """The shipped 4.x Gemma 3 file loads in transformers 5 (which vLLM runs on) as one dict per layer type: a flat
+    override, which would wipe the sliding layers' own base, is refused; one dict per layer type is applied."""
+    c = load_config("gemma-3-4b")
+    with pytest.raises(ValueError, match=r"per layer type \(\['full_attention', 'sliding_attention'\]\) as "
+                                         r"transformers 5 loads it"):
+        serving_override(c, {"rope_type": "linear", "factor": 4.0, "rope_theta": 1e6})
+    new, _ = serving_override(c, {"full_attention": {"rope_type": "linear", "factor": 4.0, "rope_theta": 1e6},
+                                  "sliding_attention": {"rope_type": "default", "rope_theta": 1e4}})
+    assert summarize_config(new).lengths.factor == 4.0 and "rope_scaling" not in new
+
+
+def test_a_dynamic_override_served_past_its_table_is_refused() -> None:
+    """vLLM accepts max_position_embeddings x factor at start-up for dynamic, but its table ends at
+    max_position_embeddings (vllm#55910): a longer serving length is refused unless allowed."""
+    c, dyn = load_config("llama-3.1-8b"), {"rope_type": "dynamic", "factor": 2.0, "rope_theta": 500000.0}
+    with pytest.raises(ValueError, match=r"dynamic NTK table stops at max_position_embeddings \(131,072\)"):
+        serving_override(c, dyn, 200_000)
+    assert serving_override(c, dyn, 131_072)[1]
+    assert serving_override(c, dyn, 200_000, allow_long_max_model_len=True)[1]
+
+
+def test_a_longrope_override_without_its_original_length_is_refused_even_with_a_top_level_one() -> None:
+    """vLLM moves Phi-3's top-level original_max_position_embeddings into the dict when it loads the config, before
+    the override replaces the dict: the override's own dict must state it."""
+    c = {"model_type": "phi3", "num_hidden_layers": 2, "hidden_size": 96, "num_attention_heads": 1,
+         "max_position_embeddings": 131072, "original_max_position_embeddings": 4096, "rope_theta": 10000.0}
+    with pytest.raises(ValueError, match="longrope dict has no original_max_position_embeddings"):
+        serving_override(c, {"rope_type": "longrope", "rope_theta": 10000.0, "short_factor": [1.0] * 48,
+                             "long_factor": [2.0] * 48})

@@ -1,7 +1,7 @@
 """Reading a model's config.json: the positional settings, on one screen.
 
 The configs shipped with the book (`SHIPPED_CONFIGS`, package data under mlbook/data/configs,
-each with a `_source` naming where its values were read) are real 2024-2025 models'. For any of
+each with a `_source` naming where its values were read) are real 2024-2026 models'. For any of
 them, or any config.json dict, `summarize_config` computes what an engineer reads before
 extending a context:
 
@@ -22,7 +22,7 @@ Everything is computed by the library: the frequencies by `mlbook.transformer.hf
 
 The pitfalls readers hit have their own functions: `read_rope_type` (legacy "type", names an
 older or other library uses), `context_lengths` (max_position_embeddings already multiplied, or
-not), `serving_override` (what a serving engine's --rope-scaling / --max-model-len override
+not), `serving_override` (what a serving engine's --hf-overrides / --max-model-len override
 changes, and that it applies at every length).
 """
 
@@ -45,6 +45,7 @@ from mlbook.transformer.hf import (
     LEGACY_ROPE_TYPES,
     MROPE_BLOCK_FAMILIES,
     MROPE_INTERLEAVED_FAMILIES,
+    PER_LAYER_TYPE_ROPE_FAMILIES,
     TEXT_CONFIG_NAMES,
     hf_get,
     hf_head_dim,
@@ -117,7 +118,7 @@ def read_rope_type(rope_scaling: Mapping[str, Any] | None, model_type: str | Non
 
     The legacy key "type" (configs written before transformers 4.43 renamed it rope_type) is
     read, and said so; "mrope" is read as default RoPE with M-RoPE sections, "su" as longrope for
-    Phi-3 (model_type "phi3"); a name transformers does not compute ("su" elsewhere, this library's
+    Phi-3 (model_type "phi3"); a name transformers does not compute ("su" elsewhere, vLLM's
     "ntk") raises with the fix (`LEGACY_ROPE_TYPES`).
     """
     kind = hf_rope_type(rope_scaling, model_type)
@@ -139,8 +140,10 @@ class ContextLengths:
 
     original is the pre-extension length the scaling formula is anchored at (original_max_position_embeddings),
     not the length the release was trained at: Llama 3.1, DeepSeek-V3 and Llama 4 trained past it (their reports
-    say how far), and gpt-oss's card gives 131,072 for its YaRN-extended layers. max_position_embeddings is what an engine builds its tables and default
-    serving length for. Neither is the length a model was trained or is supported at: that is in the card or report.
+    say how far), and gpt-oss's card gives 131,072 for its YaRN-extended layers. max_position_embeddings is what
+    an engine builds its tables and default serving length for. Neither is the length a model was trained or is
+    supported at: that is in the card or report. A linear scaling reads no anchor: original is then
+    max_position_embeddings, the extended length (stated False).
     """
 
     original: int  # the scaling's anchor, or max_position_embeddings where none is stated
@@ -346,6 +349,8 @@ class ConfigSummary:
             f"({self.rotary_dim // 2} pairs)",
             f"  scaling: {self.type_note}; attention factor on cos/sin {self.attention_factor:.4f}",
             (f"  context: pre-extension {L.original:,} (the scaling's anchor)" if L.stated else
+             "  context: no anchor (linear scaling reads none; pairs are counted within max_position_embeddings)"
+             if self.rope_type == "linear" else
              f"  context: no pre-extension length stated ({L.original:,}, max_position_embeddings, used in its place)")
             + ", max_position_embeddings "
             f"{'-' if L.max_position_embeddings is None else format(L.max_position_embeddings, ',')}, factor "
@@ -554,11 +559,23 @@ def serving_override(
         v5 = hf_rope_layout(text).startswith("transformers 5")
         key = "rope_parameters" if v5 else "rope_scaling"
         old = text.get(key)
+        per_type = hf_rope_parameters(text)
+        # a 4.x file of a family whose transformers 5 code keeps one dict per layer type (Gemma 3): vLLM, on
+        # transformers 5, holds the per-layer-type rope_parameters that 5 builds from it, and the override replaces
+        # those; the 4.x fields are gone from the loaded config
+        converted = (not v5 and str(text.get("model_type", "")) in PER_LAYER_TYPE_ROPE_FAMILIES
+                     and len({json.dumps(p, sort_keys=True) for p in per_type.values()}) > 1)
+        if converted:
+            key, old, v5 = "rope_parameters", per_type, True
+            for legacy in ("rope_scaling", "rope_theta", "rope_local_base_freq", "partial_rotary_factor"):
+                new_text.pop(legacy, None)
         if v5:
             if isinstance(old, Mapping) and old and all(isinstance(v, Mapping) for v in old.values()) and not all(
                     isinstance(v, Mapping) for v in rope_scaling.values()):
-                raise ValueError(f"this config's rope_parameters is per layer type ({sorted(old)}): the override must "
-                                 "give a dict per layer type too, or the layers' own bases are lost")
+                raise ValueError(f"this config's rope_parameters is per layer type ({sorted(old)})"
+                                 + (" as transformers 5 loads it (vLLM runs on 5)" if converted else "")
+                                 + ": the override must give a dict per layer type too, or the layers' own bases "
+                                 "are lost")
         if nested:  # vLLM's _update_nested: the override's keys are set in the text config's dict, the rest stay
             value = _merged(old if isinstance(old, Mapping) else {}, rope_scaling)
         else:
@@ -575,13 +592,15 @@ def serving_override(
             isinstance(v, Mapping) for v in value.values()) else [value]
         for d in dicts:
             t = d.get("rope_type", d.get("type"))
-            if t in _VLLM_NEEDS_ORIGINAL and d.get("original_max_position_embeddings") is None and not (
-                    t == "longrope" and text.get("original_max_position_embeddings") is not None):
+            # (a longrope config's top-level original_max_position_embeddings does not help: vLLM moves it into the
+            # dict when it loads the config, before the override replaces the dict)
+            if t in _VLLM_NEEDS_ORIGINAL and d.get("original_max_position_embeddings") is None:
                 raise ValueError(f"the override's {t} dict has no original_max_position_embeddings: transformers "
                                  "fills it from max_position_embeddings, but vLLM's get_rope reads it by key and "
                                  f"fails; give it (this config's max_position_embeddings is "
                                  f"{text.get('max_position_embeddings')})")
         new_text[key] = value
+        dynamic = [d for d in dicts if d.get("rope_type", d.get("type")) == "dynamic"]
         before = _inv_freq(text, None)
         after = _inv_freq(new_text, None)
         moved = int((~torch.isclose(before[0], after[0], rtol=1e-6, atol=0)).sum())
@@ -605,6 +624,12 @@ def serving_override(
     if max_model_len is not None:
         limit, why = vllm_max_model_len(new)
         old_len = text.get("max_position_embeddings")
+        if (rope_scaling is not None and dynamic and old_len is not None and max_model_len > old_len
+                and not allow_long_max_model_len):
+            raise ValueError(f"max_model_len={max_model_len:,} with a dynamic override: vLLM accepts up to {limit:,} "
+                             f"at start-up ({why}), but its dynamic NTK table stops at max_position_embeddings "
+                             f"({old_len:,}), and a longer request fails (vllm#55910, open); serve at most {old_len:,} "
+                             "or use a static scaling (allow_long_max_model_len=True to model it anyway)")
         if max_model_len > limit and not allow_long_max_model_len:
             raise ValueError(f"max_model_len={max_model_len:,} is past what vLLM derives from this config, {limit:,} "
                              f"({why}), and vLLM refuses it at start-up unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 "
