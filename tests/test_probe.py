@@ -374,3 +374,18 @@ def test_pair_norm_slider_frames_are_layers(tiny, capture):
         V.fig_pair_norms(norms, tiny.label, layer=99)
     with pytest.raises(ValueError, match="label"):
         V.fig_pair_norms(norms, "")
+
+
+def test_a_config_whose_layer_types_rotate_differently_is_refused_not_misread() -> None:
+    """Gemma 3's sliding layers rotate at base 10,000 unscaled, its global ones at 1,000,000 with linear 8: one
+    RotaryEmbedding cannot reproduce both, and before, the probe reported the sliding layers as a porting bug.
+    Without a layer type the config is refused; with one, that type's rotation is built."""
+    from mlbook.analysis.model_config import load_config
+    from mlbook.analysis.probe import rotary_from_config
+
+    config = load_config("gemma-3-4b")
+    with pytest.raises(ValueError, match="layer types rotate differently.*pass layer_type"):
+        rotary_from_config(config)
+    assert rotary_from_config(config, layer_type="sliding_attention").base == 10000.0
+    assert rotary_from_config(config, layer_type="full_attention").base == 1000000.0
+    assert rotary_from_config(load_config("gpt-oss-20b")).base == 150000.0  # two layer types, one rotation

@@ -57,6 +57,7 @@ from mlbook.experiments.common import rotary_pair_norms
 from mlbook.transformer.hf import (
     hf_head_dim,
     hf_rope_base,
+    hf_rope_parameters,
     hf_rope_parameters_for,
     hf_rope_type,
     hf_rotary_dim,
@@ -326,21 +327,29 @@ def _trained_wavelengths(config: Any) -> np.ndarray:
     return pair_wavelengths(hf_rotary_dim(config), hf_rope_base(config))  # (r/2,) over the r turning channels
 
 
-def rotary_from_config(config: Any, *, pairing: str | None = None) -> RotaryEmbedding:
+def rotary_from_config(config: Any, *, pairing: str | None = None, layer_type: str | None = None) -> RotaryEmbedding:
     """The library's `RotaryEmbedding` for a Hugging Face config: base rope_theta, d_head, the rotated
     fraction partial_rotary_factor and rope_scaling, read by `mlbook.transformer.hf.rope_options_from_hf`
     as transformers reads them, from either layout (a key transformers would not read is a ValueError, never dropped).
     pairing: None is the checkpoint's own (`hf_rope_pairing`: "half", rotate_half's layout, for Llama and most
-    families); the other one is the porting bug, kept for `pairing_check`."""
+    families); the other one is the porting bug, kept for `pairing_check`. A config whose layer types rotate
+    differently (Gemma 3: sliding layers at base 10,000, global ones at 1,000,000 scaled by 8) has no one rotation
+    for every layer: without layer_type it is refused, naming each type's settings, rather than let a check
+    report the model's own layout as a porting bug."""
     if pairing is not None:
         check_choice("pairing", pairing, ROPE_PAIRINGS)
-    options = rope_options_from_hf(config, pairing)  # base, pairing, scaling and its parameters, partial
+    per_type = hf_rope_parameters(config)
+    if layer_type is None and len({repr(sorted(p.items())) for p in per_type.values()}) > 1:
+        raise ValueError(f"this config's layer types rotate differently ({per_type}): one RotaryEmbedding cannot "
+                         "reproduce every layer, so a check against it would report the model's own layout as wrong; "
+                         f"pass layer_type (one of {sorted(per_type)}) and compare only that type's layers")
+    options = rope_options_from_hf(config, pairing, layer_type)  # base, pairing, scaling and its parameters, partial
     base, pairing = options.pop("base"), options.pop("pairing")
     partial = options.pop("partial_rotary_factor", 1.0)
     name = options.pop("scaling", "none")
     scaling = None if name == "none" else RopeScaling(name, **options)
     extra = {} if partial == 1.0 else {"partial_rotary_factor": partial}
-    return RotaryEmbedding(hf_head_dim(config), base, scaling, pairing=pairing, **extra)
+    return RotaryEmbedding(hf_head_dim(config, layer_type), base, scaling, pairing=pairing, **extra)
 
 
 # ---------------------------------------------------------------------------
