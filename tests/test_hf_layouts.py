@@ -240,3 +240,13 @@ def test_dual_chunk_attention_is_refused_as_an_engine_difference() -> None:
               "rope_theta": 10000000.0, "dual_chunk_attention_config": {"chunk_size": 262144, "local_size": 8192}}
     with pytest.raises(ValueError, match="dual_chunk_attention_config is set.*DualChunkRotaryEmbedding"):
         hf_rope_base(config)
+
+
+@pytest.mark.oracle
+def test_a_config_object_built_with_a_partial_factor_is_read_with_it() -> None:
+    """PhiConfig(partial_rotary_factor=0.4), Phi-2's published value: the object's attribute and its rope_parameters
+    agree, so the factor is the stated one, not a dict disagreeing with the class default 0.5 (it was refused)."""
+    transformers = pytest.importorskip("transformers")
+    config = transformers.PhiConfig(partial_rotary_factor=0.4, hidden_size=2560, num_attention_heads=32,
+                                    num_hidden_layers=2)
+    assert hf_rotary_dim(config) == 32  # int(0.4 * 80)

@@ -615,7 +615,8 @@ def _read_rope(config: Any) -> _RopeRead:
                     "frequencies narrower than the head its attention rotates; 4.57 rotated part of the head or "
                     "failed. The versions disagree, so this library does not pick one: drop the factor, or use a "
                     "family whose code rotates part of the head (gpt_neox, phi, glm, qwen3_next, ...)")
-            elif default is not None and top_prf is None and p["partial_rotary_factor"] != default:
+            elif (default is not None and top_prf is None and p["partial_rotary_factor"] != default
+                  and object_prf != p["partial_rotary_factor"]):  # a config object's own attribute agrees: stated
                 raise ValueError(
                     f"{where} gives partial_rotary_factor={p['partial_rotary_factor']!r} and the config states none at "
                     f"its top level, where transformers' {model_type!r} config class defaults it to {default:g}: 4.57 "
@@ -631,6 +632,7 @@ def _read_rope(config: Any) -> _RopeRead:
     prf = hf_get(text, "partial_rotary_factor", hf_get(text, "rotary_pct"))
     prf = None if prf is None else _prf("partial_rotary_factor", prf)
     top_prf = None if is_object else prf  # a config object's attribute is the class default, not a stated factor
+    object_prf = prf if is_object else None  # ... or the factor it was built with, which its dict then repeats
     rs = None if is_object and v5 is not None else hf_get(text, "rope_scaling")
     if v5 is not None:
         per5 = merged(v5, f"{prefix}rope_parameters", None if is_object else theta, None if is_object else prf)
