@@ -389,3 +389,154 @@ def test_a_config_whose_layer_types_rotate_differently_is_refused_not_misread() 
     assert rotary_from_config(config, layer_type="sliding_attention").base == 10000.0
     assert rotary_from_config(config, layer_type="full_attention").base == 1000000.0
     assert rotary_from_config(load_config("gpt-oss-20b")).base == 150000.0  # two layer types, one rotation
+
+
+# ---------------------------------------------------------------------------
+# Other families: the checkpoint's own layout, layer types, partial rotary, sliding windows
+# ---------------------------------------------------------------------------
+
+_SMALL = dict(vocab_size=256, hidden_size=64, intermediate_size=128, num_hidden_layers=4, num_attention_heads=4,
+              num_key_value_heads=2, max_position_embeddings=64)
+_GEMMA3_TYPES = ["sliding_attention", "sliding_attention", "sliding_attention", "full_attention"]
+_HF5 = int(transformers.__version__.split(".")[0]) >= 5
+hf5_gemma3 = pytest.mark.skipif(not _HF5, reason="Gemma 3's per-layer-type rope_parameters is transformers 5's layout; "
+                                "4.x's Gemma3TextConfig reads rope_theta and rope_local_base_freq")
+
+
+def _tiny(kind: str):
+    """A tiny random model of another family, built from its transformers 5 config class (nothing downloaded)."""
+    torch.manual_seed(0)
+    if kind == "cohere":  # interleaved pairs (repeat_interleave of cos and sin)
+        return transformers.CohereForCausalLM(transformers.CohereConfig(**_SMALL, pad_token_id=0, bos_token_id=1,
+                                                                        eos_token_id=2)).eval()
+    if kind == "helium":  # interleaved pairs, its own modeling file
+        return transformers.HeliumForCausalLM(transformers.HeliumConfig(**_SMALL, head_dim=16)).eval()
+    if kind == "gemma3":  # sliding layers at 10,000 unscaled, the global one at 1e6 with linear 8
+        return transformers.Gemma3ForCausalLM(transformers.Gemma3TextConfig(
+            **_SMALL, head_dim=16, sliding_window=16, layer_types=_GEMMA3_TYPES,
+            rope_parameters={"sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+                             "full_attention": {"rope_type": "linear", "factor": 8.0, "rope_theta": 1e6}})).eval()
+    if kind == "stablelm":  # passes only its 4 rotated channels of 16 to apply_rotary_pos_emb
+        return transformers.StableLmForCausalLM(transformers.StableLmConfig(
+            **_SMALL, partial_rotary_factor=0.25, attn_implementation="eager")).eval()  # 4.x: class fixed when built
+    if kind == "phi":
+        return transformers.PhiForCausalLM(transformers.PhiConfig(**_SMALL, partial_rotary_factor=0.5,
+                                                                   attn_implementation="eager")).eval()
+    raise AssertionError(kind)
+
+
+@pytest.mark.parametrize("kind, own", [("cohere", "interleaved"), ("helium", "interleaved"),
+                                       pytest.param("gemma3", "half", marks=hf5_gemma3),
+                                       ("stablelm", "half"), ("phi", "half")])
+def test_pairing_check_names_the_checkpoints_own_layout_as_the_models(kind, own, ids):
+    """Cohere and Helium rotate interleaved pairs: the check must call that layout the model's and rotate_half's
+    the porting bug, not the other way round; Gemma 3 is checked layer by layer with each type's own rotation."""
+    model = _tiny(kind)
+    check = P.pairing_check(P.capture_rotary(model, ids[:, :T_CAPTURE]), model.config)
+    assert check.model_pairing == own and check.right.pairing == own
+    assert check.other_pairing == ("half" if own == "interleaved" else "interleaved")
+    assert check.right.within_rounding and check.converted.within_rounding
+    assert check.wrong.relative_error > 0.1 and not check.wrong.within_rounding
+    assert check.right.reading().startswith("rounding")
+
+
+def test_partial_rotary_models_are_compared_on_the_channels_they_rotate(ids):
+    """StableLM and Phi hand apply_rotary_pos_emb only their r rotated channels: the capture holds r channels and
+    the library's rotation of a head's first r channels must equal the model's exactly there."""
+    for kind, r in (("stablelm", 4), ("phi", 8)):
+        model = _tiny(kind)
+        capture = P.capture_rotary(model, ids[:, :T_CAPTURE])
+        assert capture.q_pre[0].shape[-1] == r
+        assert P.rotation_check(capture, P.rotary_from_config(model.config)).within_rounding
+        assert P.pair_norms(capture, model.config).q.shape[-1] == r // 2
+
+
+@hf5_gemma3
+def test_gemma3_loss_by_position_runs_and_equals_hf_loss(ids):
+    """transformers 5's Gemma 3 rotary module keeps one inv_freq per layer type, no `inv_freq`: the loss must not
+    depend on it, and must equal the model's own loss."""
+    model = _tiny("gemma3")
+    T = 2 * 64 + 1
+    with torch.no_grad():
+        hf = model(ids[:, :T], labels=ids[:, :T]).loss.item()
+    assert P.loss_by_position(model, ids[:, :T], 32).loss.mean() == pytest.approx(hf, rel=1e-5)
+    with pytest.raises(ValueError, match="layer types rotate differently"):
+        with P.rope_override(model, {"rope_type": "linear", "factor": 2.0}):
+            pass
+
+
+@hf5_gemma3
+def test_sink_baseline_of_a_sliding_layer_counts_only_the_keys_in_its_window(ids):
+    """A sliding layer of window w: query i sees keys max(0, i - w + 1)..i, so under uniform attention key 0 gets
+    1/(i + 1) while i < w and nothing after; full layers keep 1/(i + 1)."""
+    model = _tiny("gemma3")
+    capture = P.capture_rotary(model, ids[:, :T_CAPTURE])
+    assert capture.windows == (16, 16, 16, None)
+    sink = P.sink_mass(capture, q_start=8)
+    shares = [1 / (i + 1) if i < 16 else 0.0 for i in range(8, T_CAPTURE)]
+    np.testing.assert_allclose(sink.baseline[:3], np.mean(shares))
+    assert sink.baseline[3] == pytest.approx(np.mean([1 / (i + 1) for i in range(8, T_CAPTURE)]))
+    with torch.no_grad():  # the mass itself is the model's own attention on key 0
+        model.set_attn_implementation("eager")
+        out = model(ids[:, :T_CAPTURE], output_attentions=True)
+    np.testing.assert_allclose(sink.mass, np.stack([a[0, :, 8:, 0].mean(-1).numpy() for a in out.attentions]),
+                               rtol=1e-5)
+    assert "window of 16 keys" in sink.summary()
+
+
+def test_rounding_bound_is_the_stated_formula_and_holds_at_long_lengths(tiny, ids):
+    assert P.rounding_bound(512, 1.0) == pytest.approx(2.0**-21 * 512)
+    assert P.rounding_bound(1, 1.0) == pytest.approx(2.0**-21)
+    capture = P.capture_rotary(tiny.model, ids)  # 257 positions: the fastest pair turns 256 rad
+    check = P.rotation_check(capture, P.rotary_from_config(tiny.config))
+    assert check.bound == pytest.approx(P.rounding_bound(capture.T, 1.0))
+    assert check.relative_error <= check.bound
+    for bad, error in ((0, ValueError), (1.5, TypeError)):
+        with pytest.raises(error, match="T must"):
+            P.rounding_bound(bad, 1.0)
+    for bad, error in ((float("nan"), ValueError), ("1", TypeError), (0.0, ValueError)):
+        with pytest.raises(error, match="max_inv_freq"):
+            P.rounding_bound(10, bad)
+
+
+def test_an_mrope_default_dict_is_not_a_scaling():
+    from mlbook.analysis.model_config import load_config
+
+    settings = P.positional_settings(load_config("qwen3.5-27b"))  # default RoPE with mrope_section beside it
+    assert settings.rope_scaling is None
+    assert settings.partial_rotary_factor == 0.25 and settings.rope_theta == 1e7
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda: P.trained_length("HuggingFaceTB/SmolLM2-135M"), "load it first"),
+    (lambda: P.trained_length(None), "config must be"),
+    (lambda: P.positional_settings(3), "config must be"),
+    (lambda: P.trained_length({}), "max_position_embeddings"),
+    (lambda: P.load_probe_model(P.TINY_RANDOM, device="gpu"), "unknown device 'gpu'"),
+    (lambda: P.load_probe_model(P.TINY_RANDOM, dtype=torch.int32), "floating-point torch.dtype"),
+    (lambda: P.load_probe_model(P.TINY_RANDOM, dtype="float32"), "floating-point torch.dtype"),
+    (lambda: P.load_probe_model(P.TINY_RANDOM, seed=1.5), "seed must be an int"),
+    (lambda: P.load_probe_model(P.TINY_RANDOM, seed=-1), "seed must be >= 0"),
+])
+def test_probe_bad_input_is_refused_by_name(call, match):
+    with pytest.raises((TypeError, ValueError), match=match):
+        call()
+
+
+def test_cuda_asked_for_where_there_is_none_is_refused(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(ValueError, match="device 'cuda' was asked for"):
+        P.load_probe_model(P.TINY_RANDOM, device="cuda")
+
+
+@pytest.mark.parametrize("factors, error, match", [
+    ([1.0] * 3, ValueError, "has 3 entries; LongRoPE needs one per rotated frequency pair, r/2 = 8"),
+    ({1: 2.0}, TypeError, "must be a list of positive numbers"),
+    ([1.0] * 7 + [float("nan")], TypeError, "must be a list of positive numbers"),
+])
+def test_longrope_factor_lists_are_checked_before_the_pass(tiny, factors, error, match):
+    scaling = {"rope_type": "longrope", "short_factor": factors, "long_factor": [1.0] * 8,
+               "original_max_position_embeddings": 32}
+    with pytest.raises(error, match=match):
+        with P.rope_override(tiny.model, scaling):
+            pass

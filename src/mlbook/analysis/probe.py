@@ -3,7 +3,7 @@
 The probe loads a Hugging Face causal language model (any Llama-family attention: Llama, SmolLM2,
 Qwen2, Qwen3, Mistral, ...) and reads, on one text:
 
-    load_probe_model, probe_model_name   the model: a download (needs network and a GPU), or
+    load_probe_model, probe_model_name   the model: a download (needs the network; a GPU, or device="cpu"), or
                                          "tiny-random", a randomly initialised tiny Llama built
                                          here from a config (nothing downloaded)
     positional_settings                  the positional fields of its config, and the wavelengths
@@ -13,11 +13,13 @@ Qwen2, Qwen3, Mistral, ...) and reads, on one text:
                                          weights on the first token (hooks on the attention modules)
     rotary_from_config, rotation_check, pairing_check
                                          the library's RotaryEmbedding built from the config, and
-                                         how far its rotation is from the model's: rounding with
-                                         the model's layout, O(1) with the other one (the porting
-                                         bug), rounding again once the channels are permuted
+                                         how far its rotation is from the model's: within the float32
+                                         bound (`rounding_bound`) with the checkpoint's own layout
+                                         (`hf_rope_pairing`), O(1) with the other one (the porting
+                                         bug), within it again once the channels are permuted
     sink_mass                            attention mass on the first token per layer and head, beside
-                                         the mass uniform attention would give it (Xiao et al., 2024)
+                                         the mass uniform attention would give it over the keys each
+                                         layer sees (a sliding layer's window) (Xiao et al., 2024)
     pair_norms                           the norm of each frequency pair of q and k, averaged over
                                          tokens (the probe of Barbero et al., 2025)
     rope_override, loss_by_position      the model's loss in windows of positions, with its own
@@ -29,6 +31,17 @@ Qwen2, Qwen3, Mistral, ...) and reads, on one text:
 An override is checked as the library reads a config (`mlbook.transformer.hf`), and it replaces the
 model's own scaling rather than composing with it: a model that ships one is refused unless
 replace_shipped=True.
+
+"Trained length" here (`trained_length`, `PositionalSettings.trained_len`, `PositionLoss.trained_len`) is the
+length a config anchors its scaling at: original_max_position_embeddings where the config states it, else
+max_position_embeddings. It is the pre-extension length, not always the length the model was last trained at:
+Llama 3.1 and 3.2 anchor at 8,192 but were trained on to 128K tokens (Dubey et al., 2024), Qwen3 states 40,960
+though its long-context stage ran at 32,768 (Yang et al., 2025), and Gemma 3's global layers were pretrained at
+32K and then rescaled by 8 (Gemma Team, 2025), while its config states 131,072 and no anchor.
+
+Models the probe refuses rather than misreads: layer types that rotate differently (Gemma 3) are checked layer
+by layer in `pairing_check`, but `rope_override` refuses them (one rope_scaling cannot say which type it is for);
+a latent-attention model (no q_proj) and a NoPE layer have nothing to compare.
 
 `transformers` is imported inside the functions that need it, so importing this module (and
 `mlbook.analysis`) does not. Nothing here draws; `mlbook.viz.probe` plots what these return.
@@ -42,7 +55,7 @@ import importlib.resources
 import math
 import os
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -55,9 +68,12 @@ from mlbook.analysis.model_config import context_lengths
 from mlbook.analysis.rope import pairing_permutation
 from mlbook.experiments.common import rotary_pair_norms
 from mlbook.transformer.hf import (
+    hf_get,
     hf_head_dim,
+    hf_layer_types,
     hf_rope_base,
     hf_rope_parameters,
+    hf_rope_pairing,
     hf_rope_parameters_for,
     hf_rope_type,
     hf_rotary_dim,
@@ -67,7 +83,14 @@ from mlbook.transformer.hf import (
 )
 from mlbook.transformer.positional import ROPE_PAIRINGS, RotaryEmbedding
 from mlbook.transformer.rope_scaling import RopeScaling
-from mlbook.transformer.validate import check_bool, check_choice, check_int, env_flag
+from mlbook.transformer.validate import (
+    check_bool,
+    check_choice,
+    check_device,
+    check_int,
+    check_positive_float,
+    env_flag,
+)
 
 __all__ = [
     "TINY_RANDOM",
@@ -87,6 +110,7 @@ __all__ = [
     "capture_rotary",
     "rotary_from_config",
     "RotationCheck",
+    "rounding_bound",
     "rotation_check",
     "PairingCheck",
     "pairing_check",
@@ -116,8 +140,9 @@ class ProbeUnavailable(RuntimeError):
 
 
 def probe_model_name(requested: str = DEFAULT_MODEL) -> str:
-    """The model the probe runs on: $MLBOOK_PROBE_MODEL if set, else "tiny-random" while the static
-    site is built (MLBOOK_STATIC=1: nothing may be downloaded there), else `requested`."""
+    """The model the probe runs on, in this order: $MLBOOK_PROBE_MODEL if set (it wins over MLBOOK_STATIC too),
+    else "tiny-random" while the static site is built (MLBOOK_STATIC=1: nothing may be downloaded there), else
+    `requested`."""
     if not isinstance(requested, str) or not requested.strip():
         raise ValueError(f"requested must be a model name such as {DEFAULT_MODEL!r} or {TINY_RANDOM!r}, got {requested!r}")
     chosen = os.environ.get(PROBE_MODEL_ENV, "").strip()
@@ -174,14 +199,26 @@ def load_probe_model(
 ) -> ProbeModel:
     """Load `name` with transformers, or build the tiny random Llama for name="tiny-random".
 
-    A real model needs a CUDA GPU (device=None; pass device="cpu" to run it on the CPU anyway,
-    slowly) and the network, or the Hugging Face cache, to fetch its weights; without them this
-    raises `ProbeUnavailable` saying what was asked, what is missing and how to run with the tiny
-    model. float32 by default, so the rotation check compares rotations, not half-precision rounding.
+    device=None puts a real model on the CUDA GPU and refuses where there is none; pass device="cpu" to run
+    it on the CPU anyway (slower: a pass costs seconds per thousand tokens for a 135M model), or any device
+    `check_device` accepts ("auto", "cpu", "cuda", "cuda:N", "mps"; one this machine lacks is a ValueError).
+    A real model needs the network, or the Hugging Face cache, to fetch its weights; without them this
+    raises `ProbeUnavailable` saying what was asked, what is missing and how to run with the tiny model.
+
+    dtype: float32 by default (4 bytes per parameter), so the rotation check compares rotations, not
+    half-precision rounding; torch.bfloat16 halves the memory, but the model's own rotation is then rounded
+    to 8 significant bits and the check's "model's layout" line reads about 2^-8, not float32 rounding.
+    seed: the tiny random model's initialisation (an int >= 0). Every argument is checked before any work.
     """
     if not isinstance(name, str) or not name.strip():
         raise ValueError(f"name must be a model name such as {DEFAULT_MODEL!r} or {TINY_RANDOM!r}, got {name!r}")
     name = name.strip()
+    if device is not None:
+        device = check_device("device", device)  # an unknown name ("gpu") or an absent CUDA refused here
+    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+        raise TypeError(f"dtype must be a floating-point torch.dtype (torch.float32, the default; torch.bfloat16 or "
+                        f"torch.float16 to halve the memory), got {dtype!r}")
+    check_int("seed", seed, 0)
     if name == TINY_RANDOM:
         from transformers import LlamaForCausalLM
 
@@ -257,18 +294,30 @@ def encode_text(text: str, tokenizer: Any | None, *, vocab_size: int, max_tokens
 
 
 def trained_length(config: Any) -> int:
-    """The context length the model was trained at, read as `mlbook.analysis.model_config.context_lengths`
-    reads it: rope_scaling's original_max_position_embeddings, else the top-level one (Phi-3's LongRoPE),
-    else initial_context_length (gpt-oss), else max_position_embeddings."""
-    return context_lengths(config if isinstance(config, Mapping) else config.to_dict()).original
+    """The pre-extension length L: the length the config anchors its scaling at, read as
+    `mlbook.analysis.model_config.context_lengths` reads it: rope_scaling's original_max_position_embeddings,
+    else the top-level one (Phi-3's LongRoPE), else initial_context_length (gpt-oss), else
+    max_position_embeddings. Not always the length the model was last trained at (the module docstring
+    names Llama 3.x, Qwen3 and Gemma 3). config: a transformers config or a dict read from config.json."""
+    hf_text_config(config)  # a model name, None or a number refused here, by type
+    if not isinstance(config, Mapping):
+        to_dict = getattr(config, "to_dict", None)
+        if not callable(to_dict):
+            raise TypeError(f"config must be a transformers config or a dict read from config.json, got "
+                            f"{type(config).__name__}")
+        config = to_dict()
+    return context_lengths(config).original
 
 
 @dataclass(frozen=True)
 class PositionalSettings:
     """What a config says about position, and what the library computes from it.
 
-    wavelengths: (r/2,) 2 pi / theta_i in tokens for the rotated pairs as trained (base rope_theta,
-    before any rope_scaling), from the library's `RotaryEmbedding`."""
+    wavelengths: (r/2,) 2 pi / theta_i in tokens for the rotated pairs before any rope_scaling (base
+    rope_theta), from `mlbook.analysis.absolute.pair_wavelengths`. trained_len: the pre-extension length the
+    scaling is anchored at (`trained_length`). per_layer_type: where layer types rotate differently (Gemma 3),
+    each type's RoPE parameters and how many layers have it; the base, scaling and wavelengths above are then
+    those of `layer_type`."""
 
     model_type: str
     n_layers: int
@@ -282,6 +331,8 @@ class PositionalSettings:
     trained_len: int
     sliding_window: int | None
     wavelengths: np.ndarray = field(repr=False)
+    layer_type: str | None = None
+    per_layer_type: Mapping[str, tuple[Mapping[str, Any], int]] = field(default_factory=dict)
 
     def lines(self) -> list[str]:
         """A short printable summary, one setting per line."""
@@ -294,36 +345,67 @@ class PositionalSettings:
             f"partial_rotary_factor    {self.partial_rotary_factor:g} (channels that turn / d_head)",
             f"rope_scaling             {dict(self.rope_scaling) if self.rope_scaling else None}",
             f"max_position_embeddings  {self.max_position_embeddings:,}",
-            f"trained length           {self.trained_len:,}",
+            f"anchor length L          {self.trained_len:,} (original_max_position_embeddings, else "
+            "max_position_embeddings)",
             f"sliding_window           {self.sliding_window if self.sliding_window else 'none in use'}",
-            f"wavelengths as trained   fastest pair {lam.min():,.1f}, slowest pair {lam.max():,.0f}",
-            f"pairs slower than the trained length: {(lam > self.trained_len).sum()} of {lam.size}",
+            f"wavelengths, unscaled    fastest pair {lam.min():,.1f}, slowest pair {lam.max():,.0f}",
+            f"pairs slower than L      {(lam > self.trained_len).sum()} of {lam.size}",
         ]
+        if self.per_layer_type:
+            types = [f"  {kind:<22} {n} of {self.n_layers} layers: {dict(params)}"
+                     for kind, (params, n) in sorted(self.per_layer_type.items())]
+            out[4:4] = [f"layer types rotate differently; the lines below are for {self.layer_type}:", *types]
         return out
 
 
 def positional_settings(config: Any) -> PositionalSettings:
-    """Read a Hugging Face config's positional fields (either RoPE layout, `transformer.hf.hf_rope_parameters`;
-    a multimodal config's text config) and compute each pair's wavelength from them."""
+    """Read a Hugging Face config's positional fields (a config object or a dict read from config.json; either
+    RoPE layout, `transformer.hf.hf_rope_parameters`; a multimodal config's text config) and compute each
+    pair's wavelength from them. A "default" RoPE dict with only M-RoPE keys (Qwen3-VL's mrope_section) is no
+    scaling. Where layer types rotate differently (Gemma 3), each type is listed and the rest is for the type
+    `hf_rope_base` reads by default."""
+    full = config
     config = hf_text_config(config)
     wavelengths = _trained_wavelengths(config)  # (r/2,)
-    uses_window = getattr(config, "use_sliding_window", True) and getattr(config, "sliding_window", None)
+    window = hf_get(config, "sliding_window")
+    uses_window = window is not None and hf_get(config, "use_sliding_window", True)
     params = hf_rope_parameters_for(config)
     scaling = {k: v for k, v in params.items() if k not in ("rope_theta", "partial_rotary_factor")}
+    per_type = hf_rope_parameters(config)
+    types = hf_layer_types(config)
+    differ = _rotates_differently(config)
+    heads = check_int("num_attention_heads", hf_get(config, "num_attention_heads"), 1)
     return PositionalSettings(
-        model_type=str(getattr(config, "model_type", "?")), n_layers=int(config.num_hidden_layers),
-        n_heads=int(config.num_attention_heads),
-        n_kv_heads=int(getattr(config, "num_key_value_heads", None) or config.num_attention_heads),
+        model_type=str(hf_get(config, "model_type", "?")),
+        n_layers=check_int("num_hidden_layers", hf_get(config, "num_hidden_layers"), 1), n_heads=heads,
+        n_kv_heads=int(hf_get(config, "num_key_value_heads", heads)),
         d_head=hf_head_dim(config), rope_theta=hf_rope_base(config),
         partial_rotary_factor=hf_rotary_dim(config) / hf_head_dim(config),
-        rope_scaling=None if scaling.get("rope_type") == "default" and len(scaling) == 1 else scaling,
-        max_position_embeddings=int(config.max_position_embeddings), trained_len=trained_length(config),
-        sliding_window=int(config.sliding_window) if uses_window else None, wavelengths=wavelengths,
+        rope_scaling=None if scaling.get("rope_type") == "default" else scaling,
+        max_position_embeddings=check_int("max_position_embeddings", hf_get(config, "max_position_embeddings"), 1),
+        trained_len=trained_length(full), sliding_window=int(window) if uses_window else None,
+        wavelengths=wavelengths, layer_type=_default_layer_type(config) if differ else None,
+        per_layer_type={k: (p, types.count(k)) for k, p in per_type.items()} if differ else {},
     )
 
 
+def _rotates_differently(config: Any) -> bool:
+    """True if the config's layer types rotate with different RoPE parameters (Gemma 3: sliding layers at 10,000,
+    global ones at 1,000,000 with linear 8), so no one RotaryEmbedding reproduces every layer."""
+    return len({repr(sorted(p.items())) for p in hf_rope_parameters(config).values()}) > 1
+
+
+def _default_layer_type(config: Any) -> str | None:
+    """The layer type whose RoPE `hf_rope_base(config)` and `hf_rope_parameters_for(config)` read without one."""
+    base = hf_rope_base(config)
+    for kind, p in hf_rope_parameters(config).items():
+        if float(p.get("rope_theta", float("nan"))) == base:
+            return kind
+    return None
+
+
 def _trained_wavelengths(config: Any) -> np.ndarray:
-    """(r/2,) 2 pi / theta_i in tokens of the rotated pairs, as trained: base rope_theta, no rope_scaling."""
+    """(r/2,) 2 pi / theta_i in tokens of the rotated pairs before any scaling: base rope_theta, no rope_scaling."""
     return pair_wavelengths(hf_rotary_dim(config), hf_rope_base(config))  # (r/2,) over the r turning channels
 
 
@@ -364,7 +446,11 @@ class RotaryCapture:
     q_pre, q_post: per layer (H, T, d_head) the query before and after the model's rotation;
     k_pre, k_post: per layer (H_kv, T, d_head) the same for the key; cos, sin: (T, d_rot) the tables
     the model passed to its rotation (first layer); first_key: per layer (H, T) the attention weight
-    each query puts on key 0 (the model's own softmax, eager attention). float32, on the CPU.
+    each query puts on key 0 (the model's own softmax, eager attention; a learned sink column such as
+    gpt-oss's `sinks` is not a key and is not in it). float32, on the CPU. A model that passes only its
+    rotated channels to apply_rotary_pos_emb (StableLM, Phi: partial rotary) gives q and k of those r
+    channels. layers: each captured layer's index; windows: per layer, its sliding window (query i sees keys
+    i - w + 1 .. i, transformers' sliding_window_overlay), None for full attention.
     """
 
     q_pre: tuple[torch.Tensor, ...]
@@ -374,6 +460,8 @@ class RotaryCapture:
     cos: torch.Tensor
     sin: torch.Tensor
     first_key: tuple[torch.Tensor, ...]
+    layers: tuple[int, ...] = ()
+    windows: tuple[int | None, ...] = ()
 
     @property
     def n_layers(self) -> int:
@@ -447,19 +535,39 @@ def capture_rotary(model: Any, input_ids: torch.Tensor) -> RotaryCapture:
     code.apply_rotary_pos_emb = wrapper
     try:
         with torch.no_grad(), _eager(model):
-            model(input_ids=input_ids.to(next(model.parameters()).device))
+            import transformers
+
+            # 4.x's per-model attention classes (StableLM, Phi) return weights only when asked; 5's eager always does,
+            # and asking would also keep every layer's (H, T, T) weights in the output
+            ask = {} if _version_at_least(transformers.__version__, (5,)) else {"output_attentions": True}
+            model(input_ids=input_ids.to(next(model.parameters()).device), **ask)
     finally:
         code.apply_rotary_pos_emb = original
         for h in handles:
             h.remove()
     layers = [m.layer_idx for m in mods]
-    missing = [i for i in layers if i not in rec or i not in first_key]
-    if missing:
-        raise ValueError(f"layers {missing} did not rotate q and k or return attention weights: the probe needs "
-                         "every layer to use RoPE (a NoPE layer has nothing to compare)")
+    unrotated = [i for i in layers if i not in rec]
+    if unrotated:
+        raise ValueError(f"layers {unrotated} did not rotate q and k: the probe needs every layer to use RoPE (a "
+                         "NoPE layer has nothing to compare)")
+    silent = [i for i in layers if i not in first_key]
+    if silent:
+        kind = type(mods[layers.index(silent[0])]).__name__
+        raise ValueError(f"layers {silent} ({kind}) returned no attention weights under eager attention: this "
+                         "model's attention class is fixed when it is built; load it with attn_implementation='eager'")
     q_pre, k_pre, q_post, k_post = (tuple(rec[i][j] for i in layers) for j in range(4))
     return RotaryCapture(q_pre, k_pre, q_post, k_post, rec[layers[0]][4], rec[layers[0]][5],
-                         tuple(first_key[i] for i in layers))
+                         tuple(first_key[i] for i in layers), tuple(layers), _layer_windows(model.config, layers))
+
+
+def _layer_windows(config: Any, layers: list[int]) -> tuple[int | None, ...]:
+    """Per captured layer, its sliding window (`hf_layer_types`: a sliding_attention layer sees the last
+    sliding_window keys), None for a layer that sees every earlier key."""
+    window = hf_get(config, "sliding_window")
+    if window is None or not hf_get(config, "use_sliding_window", True):
+        return (None,) * len(layers)
+    types = hf_layer_types(config)
+    return tuple(int(window) if types[i] == "sliding_attention" else None for i in layers)
 
 
 # ---------------------------------------------------------------------------
@@ -467,18 +575,36 @@ def capture_rotary(model: Any, input_ids: torch.Tensor) -> RotaryCapture:
 # ---------------------------------------------------------------------------
 
 
+def rounding_bound(T: int, max_inv_freq: float) -> float:
+    """The largest max|library - model| / max|q|, |k| that float32 rounding explains for a rotation of T positions:
+
+        2^-21 (1 + (T - 1) theta_max)
+
+    The angle (T - 1) theta_max of the fastest pair is held in float32, whose spacing at that size is
+    (T - 1) theta_max 2^-23; the model and the library may round it (and theta itself) to neighbouring floats,
+    and each rotated entry moves by the entry times the angle's error. 2^-21 leaves a factor of 2 over two such
+    steps; the 1 covers the rounding of cos, sin and the products at small angles. At 512 tokens and theta_max
+    = 1 this is 2.4e-4 (a Qwen3-0.6B-shaped model, base 1e6, d_head 128, measures 2.5e-5 with its own layout);
+    the other layout is O(1)."""
+    check_int("T", T, 1)
+    theta = check_positive_float("max_inv_freq", max_inv_freq)
+    return 2.0**-21 * (1.0 + (T - 1) * theta)
+
+
 @dataclass(frozen=True)
 class RotationCheck:
     """max |library rotation of q_pre - model's q_post| per layer (and for k), and the scale to read it against.
 
     error_q, error_k: (L,) float; scale: max |q_post|, |k_post| over all layers. pairing: the
-    layout the library rotated with; permuted: True if q/k channels were first moved to that layout."""
+    layout the library rotated with; permuted: True if q/k channels were first moved to that layout.
+    bound: `rounding_bound` for the captured length and the library's fastest frequency."""
 
     pairing: str
     permuted: bool
     error_q: np.ndarray
     error_k: np.ndarray
     scale: float
+    bound: float = float("nan")
 
     @property
     def max_error(self) -> float:
@@ -486,51 +612,115 @@ class RotationCheck:
 
     @property
     def relative_error(self) -> float:
-        """max_error / scale: rounding (~1e-6 in float32) when the rotation is the model's, O(1) when not."""
+        """max_error / scale: float32 rounding (below `bound`) when the rotation is the model's, O(1) when not."""
         return self.max_error / self.scale if self.scale > 0 else float("nan")
 
+    @property
+    def within_rounding(self) -> bool:
+        """True if relative_error is no more than float32 rounding explains at this length (`rounding_bound`)."""
+        return bool(self.relative_error <= self.bound)
 
-def rotation_check(capture: RotaryCapture, rotary: RotaryEmbedding, *, permute: bool = False) -> RotationCheck:
+    def reading(self) -> str:
+        """The relative error as the page prints it: "rounding (below the float32 bound ...)", since rounding's
+        own digits vary with the CPU, or its value."""
+        if self.within_rounding:
+            return f"rounding (below the float32 bound {self.bound:.1e})"
+        return f"{self.relative_error:.2g}"
+
+
+def _to_layout(d: int, r: int, pairing: str) -> torch.Tensor:
+    """(d,) the channel order that moves the r rotated channels from the other layout into `pairing`'s
+    (`pairing_permutation`: x_interleaved = x_half[perm]; its inverse for "half"); channels r.. stay."""
+    to_interleaved = pairing_permutation(r)  # (r,)
+    perm = to_interleaved if pairing == "interleaved" else torch.argsort(to_interleaved)  # (r,)
+    return torch.cat([perm, torch.arange(r, d)])  # (d,)
+
+
+def rotation_check(
+    capture: RotaryCapture, rotary: RotaryEmbedding | Sequence[RotaryEmbedding], *, permute: bool = False,
+) -> RotationCheck:
     """Rotate every captured pre-rotation q and k with `rotary` (positions 0..T-1) and compare with the
-    model's own rotated q and k. permute=True first moves every head's channels from the model's
-    half layout to the interleaved one (`pairing_permutation`, the row permutation that
-    `convert_rotary_weights` applies to q_proj and k_proj) and compares in that layout."""
-    if not isinstance(rotary, RotaryEmbedding):
-        raise TypeError(f"rotary must be a RotaryEmbedding, got {type(rotary).__name__}")
-    d_head = capture.q_pre[0].shape[-1]
-    if rotary.d_head != d_head:
-        raise ValueError(f"rotary has d_head={rotary.d_head}, the captured heads have {d_head}")
-    perm = pairing_permutation(d_head) if permute else torch.arange(d_head)  # (d_head,)
+    model's own rotated q and k. rotary: one RotaryEmbedding for every layer, or one per captured layer
+    (layer types that rotate differently, `pairing_check`). permute=True first moves every head's rotated
+    channels from the other layout into rotary's (`pairing_permutation`, the row permutation that
+    `convert_rotary_weights` applies to q_proj and k_proj) and compares in that layout.
+
+    Partial rotary: a model that rotates its first r channels inside apply_rotary_pos_emb (GLM) gives the
+    whole head, compared channel for channel; one that passes only the r rotated channels (StableLM, Phi)
+    gives r, compared with the library's rotation of the first r channels of a head (the rest zero)."""
+    rotaries = [rotary] * capture.n_layers if isinstance(rotary, RotaryEmbedding) else list(rotary)
+    if not rotaries or not all(isinstance(r, RotaryEmbedding) for r in rotaries):
+        raise TypeError("rotary must be a RotaryEmbedding or a sequence of them, one per captured layer, got "
+                        f"{type(rotary).__name__}")
+    if len(rotaries) != capture.n_layers:
+        raise ValueError(f"rotary gives {len(rotaries)} RotaryEmbeddings for {capture.n_layers} captured layers")
+    d = capture.q_pre[0].shape[-1]
     errors = {"q": [], "k": []}
-    scale = 0.0
-    for pre_q, pre_k, post_q, post_k in zip(capture.q_pre, capture.k_pre, capture.q_post, capture.k_post):
+    scale, fastest = 0.0, 0.0
+    for rot, pre_q, pre_k, post_q, post_k in zip(rotaries, capture.q_pre, capture.k_pre, capture.q_post,
+                                                 capture.k_post):
+        r = rot.rotary_dim
+        if d not in (rot.d_head, r):
+            raise ValueError(f"rotary has d_head={rot.d_head} ({r} rotated channels), the captured heads have {d}")
+        perm = _to_layout(d, r, rot.pairing) if permute else torch.arange(d)  # (d,)
+        fastest = max(fastest, float(rot.inv_freq.max()))
         for name, pre, post in (("q", pre_q, post_q), ("k", pre_k, post_k)):
-            ours = rotary.rotate(pre[..., perm])  # (H, T, d_head) the library's rotation, positions 0..T-1
+            x = pre[..., perm]  # (H, T, d)
+            if d < rot.d_head:  # only the rotated slice was captured: rotate it as a head's first r channels
+                x = F.pad(x, (0, rot.d_head - d))  # (H, T, d_head)
+            ours = rot.rotate(x)[..., :d]  # (H, T, d) the library's rotation, positions 0..T-1
             errors[name].append((ours - post[..., perm]).abs().max().item())
             scale = max(scale, post.abs().max().item())
-    return RotationCheck(rotary.pairing, permute, np.array(errors["q"]), np.array(errors["k"]), scale)
+    return RotationCheck(rotaries[0].pairing, permute, np.array(errors["q"]), np.array(errors["k"]), scale,
+                         rounding_bound(capture.T, fastest))
 
 
 @dataclass(frozen=True)
 class PairingCheck:
     """The pairing check on the model's own q and k (section 2.4's porting bug, on real weights):
 
-    right: the library with the model's layout (half) rotates q, k as the model does;
-    wrong: the library told the other layout (interleaved), channels left where they are;
-    converted: interleaved, after moving every head's channels to the interleaved layout."""
+    right: the library with the checkpoint's own layout (`hf_rope_pairing`: "half" for Llama and most
+    families, "interleaved" for Cohere, GLM, Helium, ERNIE 4.5, ...) rotates q, k as the model does;
+    wrong: the library told the other layout, channels left where they are;
+    converted: the other layout, after moving every head's channels into it."""
 
     right: RotationCheck
     wrong: RotationCheck
     converted: RotationCheck
 
+    @property
+    def model_pairing(self) -> str:
+        return self.right.pairing
+
+    @property
+    def other_pairing(self) -> str:
+        return self.wrong.pairing
+
+
+def _rotaries(capture: RotaryCapture, config: Any, pairing: str) -> RotaryEmbedding | list[RotaryEmbedding]:
+    """The library's rotation for every captured layer: one RotaryEmbedding, or one per layer where layer types
+    rotate differently (Gemma 3), each built from its own type's parameters."""
+    if not _rotates_differently(config):
+        return rotary_from_config(config, pairing=pairing)
+    types = hf_layer_types(config)
+    layers = capture.layers or tuple(range(capture.n_layers))
+    built = {kind: rotary_from_config(config, pairing=pairing, layer_type=kind) for kind in sorted(set(types))
+             if kind in hf_rope_parameters(config)}
+    missing = sorted({types[i] for i in layers} - set(built))
+    if missing:
+        raise ValueError(f"layer types {missing} have no RoPE parameters in this config: nothing to compare")
+    return [built[types[i]] for i in layers]
+
 
 def pairing_check(capture: RotaryCapture, config: Any) -> PairingCheck:
-    """`rotation_check` three ways: half layout; interleaved on the unmoved channels; interleaved on
-    channels moved by `pairing_permutation`."""
-    half = rotary_from_config(config, pairing="half")
-    inter = rotary_from_config(config, pairing="interleaved")
-    return PairingCheck(rotation_check(capture, half), rotation_check(capture, inter),
-                        rotation_check(capture, inter, permute=True))
+    """`rotation_check` three ways: the checkpoint's own layout (`hf_rope_pairing(config)`); the other layout on
+    the unmoved channels (the porting bug); the other layout on channels moved into it by `pairing_permutation`.
+    Where layer types rotate differently (Gemma 3), each layer is compared with its own type's rotation."""
+    own = hf_rope_pairing(config)
+    other = "interleaved" if own == "half" else "half"
+    mine, theirs = _rotaries(capture, config, own), _rotaries(capture, config, other)
+    return PairingCheck(rotation_check(capture, mine), rotation_check(capture, theirs),
+                        rotation_check(capture, theirs, permute=True))
 
 
 # ---------------------------------------------------------------------------
@@ -541,29 +731,68 @@ def pairing_check(capture: RotaryCapture, config: Any) -> PairingCheck:
 @dataclass(frozen=True)
 class SinkMass:
     """mass[l, h]: mean over queries i = q_start..T-1 of the attention weight on key 0;
-    uniform: that mean if every query spread its weight evenly over its i + 1 keys, mean 1/(i + 1)."""
+    uniform: that mean if every query spread its weight evenly over its i + 1 keys, mean 1/(i + 1) (a layer that
+    sees every earlier key); uniform_per_layer: (L,) the same for each layer's own keys: a sliding layer of
+    window w sees min(i + 1, w) keys, and key 0 only while i < w, so its share is 1/(i + 1) for i < w, else 0.
+    windows: per layer, its window (None: full attention)."""
 
     mass: np.ndarray  # (L, H)
     uniform: float
     q_start: int
     T: int
+    uniform_per_layer: np.ndarray | None = None  # (L,)
+    windows: tuple[int | None, ...] = ()
+
+    @property
+    def baseline(self) -> np.ndarray:
+        """(L,) the uniform share of key 0 for each layer's own keys."""
+        if self.uniform_per_layer is None:
+            return np.full(self.mass.shape[0], self.uniform)
+        return self.uniform_per_layer
 
     @property
     def ratio(self) -> np.ndarray:
-        """(L, H) mass / uniform: 1 for a head that treats the first token like any other."""
-        return self.mass / self.uniform
+        """(L, H) mass / the layer's uniform share: 1 for a head that treats the first token like any other;
+        NaN on a sliding layer none of whose queries q_start.. can see key 0."""
+        base = self.baseline[:, None]  # (L, 1)
+        return np.divide(self.mass, base, out=np.full(self.mass.shape, np.nan), where=base > 0)
+
+    def summary(self) -> str:
+        """The printable reading: the uniform share, the heads' range, how many heads exceed 5x their layer's
+        uniform share, and each sliding window's own uniform share."""
+        line = (f"queries {self.q_start}..{self.T - 1}: uniform attention gives key 0 {self.uniform:.3f}; "
+                f"the heads give it {self.mass.min():.3f} to {self.mass.max():.3f} "
+                f"({int((self.ratio > 5).sum())} of {self.mass.size} heads above 5x uniform)")
+        for w in sorted({w for w in self.windows if w is not None and w < self.T}):
+            layers = [i for i, x in enumerate(self.windows) if x == w]
+            share = float(self.baseline[layers[0]])
+            line += (f"\nlayers {layers} slide a window of {w} keys: uniform attention there gives key 0 "
+                     f"{share:.3f}" + (" (no query from q_start on sees it)" if share == 0 else ""))
+        return line
+
+
+def _uniform_share(q_start: int, T: int, window: int | None) -> float:
+    """Mean over queries i = q_start..T-1 of the share of key 0 under uniform attention over the keys query i
+    sees: 1/(i + 1) with every earlier key; with a window of w keys, 1/(i + 1) while i < w, else 0."""
+    i = np.arange(q_start, T)  # (n,) query positions
+    share = 1.0 / (i + 1)  # (n,)
+    if window is not None:
+        share = np.where(i < window, share, 0.0)  # key 0 has left the window of queries i >= w
+    return float(share.mean())
 
 
 def sink_mass(capture: RotaryCapture, q_start: int | None = None) -> SinkMass:
     """Attention mass on the first token per layer and head (the sink of Xiao et al., 2024), averaged over
-    queries q_start..T-1 (default T // 8: the first queries have few keys, so any head weights key 0 there)."""
+    queries q_start..T-1 (default T // 8: the first queries have few keys, so any head weights key 0 there),
+    beside the share uniform attention over each layer's own keys would give it (a sliding layer's window)."""
     T = capture.T
     q_start = max(1, T // 8) if q_start is None else check_int("q_start", q_start, 0)
     if q_start >= T:
         raise ValueError(f"q_start ({q_start}) must be below the captured length T = {T}")
     mass = np.stack([fk[:, q_start:].mean(-1).numpy() for fk in capture.first_key])  # (L, H)
-    uniform = float((1.0 / np.arange(q_start + 1, T + 1)).mean())  # mean over i of 1 / (i + 1)
-    return SinkMass(mass.astype(np.float64), uniform, q_start, T)
+    windows = capture.windows or (None,) * capture.n_layers
+    per_layer = np.array([_uniform_share(q_start, T, w) for w in windows])  # (L,)
+    return SinkMass(mass.astype(np.float64), _uniform_share(q_start, T, None), q_start, T, per_layer, tuple(windows))
 
 
 @dataclass(frozen=True)
@@ -589,13 +818,19 @@ class PairNorms:
 
 def pair_norms(capture: RotaryCapture, config: Any) -> PairNorms:
     """Per-pair norms of the captured q and k (before rotation; after it they are the same up to rounding),
-    pairs in the model's half layout: pair i is channels (i, i + r/2) of the r rotated channels;
-    wavelengths as trained (before any rope_scaling)."""
+    pairs in the checkpoint's own layout (`hf_rope_pairing`): "half", pair i is channels (i, i + r/2) of the r
+    rotated channels; "interleaved", channels (2i, 2i + 1). Wavelengths before any rope_scaling (where layer
+    types rotate differently, those of the type `hf_rope_base` reads by default)."""
     wavelengths = _trained_wavelengths(config)  # (r/2,)
     r = 2 * wavelengths.shape[0]  # rotated channels
+    d = capture.q_pre[0].shape[-1]
+    if d < r:
+        raise ValueError(f"the config rotates {r} channels, the captured heads have {d}")
+    # interleaved checkpoints: move channels (2i, 2i + 1) to (i, i + r/2), the layout rotary_pair_norms reads
+    perm = torch.arange(d) if hf_rope_pairing(config) == "half" else _to_layout(d, r, "half")  # (d,)
 
     def norms(x: torch.Tensor) -> np.ndarray:  # (H, T, d_head) -> (H, P)
-        return rotary_pair_norms(x.double(), r).mean(dim=-2).numpy()  # (H, P)
+        return rotary_pair_norms(x[..., perm].double(), r).mean(dim=-2).numpy()  # (H, P)
 
     return PairNorms(np.stack([norms(q) for q in capture.q_pre]), np.stack([norms(k) for k in capture.k_pre]),
                      wavelengths, trained_length(config))
@@ -637,6 +872,13 @@ def _override_parameters(config: Any, rope_scaling: Any) -> dict[str, Any]:
     if not isinstance(rope_scaling, Mapping):
         raise TypeError(f"rope_scaling must be a dict such as {{'rope_type': 'yarn', 'factor': 2.0}} (or None for the "
                         f"model as shipped), got {type(rope_scaling).__name__} ({rope_scaling!r})")
+    for key in ("short_factor", "long_factor"):  # LongRoPE's per-pair lists; a dict would be read by its keys
+        value = rope_scaling.get(key)
+        if value is not None and (not isinstance(value, (list, tuple)) or not all(
+                isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0
+                for v in value)):
+            raise TypeError(f"rope_scaling[{key!r}] must be a list of positive numbers, one per rotated frequency "
+                            f"pair, got {type(value).__name__} ({value!r})")
     model_type = str(getattr(config, "model_type", ""))
     kind = hf_rope_type(rope_scaling, model_type)  # "type" read as transformers reads it; unknown names refused
     base, M = hf_rope_base(config), int(config.max_position_embeddings)
@@ -653,6 +895,13 @@ def _override_parameters(config: Any, rope_scaling: Any) -> dict[str, Any]:
                          "rotates and fail on the shapes, 4.x ignores the key). Remove it")
     scaling = {"rope_type": kind, **{k: v for k, v in rope_scaling.items()
                                      if k not in ("type", "rope_type", "rope_theta", "partial_rotary_factor")}}
+    if kind == "longrope":  # one factor per rotated pair; transformers would fail on the shapes mid-pass
+        pairs = hf_rotary_dim(config) // 2
+        for key in ("short_factor", "long_factor"):
+            value = scaling.get(key)
+            if isinstance(value, (list, tuple)) and len(value) != pairs:
+                raise ValueError(f"rope_scaling[{key!r}] has {len(value)} entries; LongRoPE needs one per rotated "
+                                 f"frequency pair, r/2 = {pairs} for this model ({2 * pairs} rotated channels)")
     top_original = getattr(config, "original_max_position_embeddings", None)  # Phi-3 states it at the top level
     if kind == "llama3":  # 4.57 reads it from rope_scaling only; 5's standardize_rope_params fills it so
         scaling.setdefault("original_max_position_embeddings", top_original or M)
@@ -674,8 +923,8 @@ def _override_parameters(config: Any, rope_scaling: Any) -> dict[str, Any]:
 def rope_override(
     model: Any, rope_scaling: Mapping[str, Any] | None, *, replace_shipped: bool = False,
 ) -> Iterator[Any]:
-    """Inside, the model rotates with `rope_scaling` set on (a copy of) its config, as a serving engine's
-    override does (e.g. {"rope_type": "yarn", "factor": 2.0, "original_max_position_embeddings": 8192});
+    """Inside, the model rotates with `rope_scaling` set on (a copy of) its config, as transformers does with
+    a config's rope_scaling (e.g. {"rope_type": "yarn", "factor": 2.0, "original_max_position_embeddings": 8192});
     None leaves it as shipped. The model's rotary embedding module is rebuilt by its own class from that
     config and put back on exit. Yields the config in use.
 
@@ -687,7 +936,9 @@ def rope_override(
 
     An override replaces the model's own scaling, it does not compose with it: YaRN factor 2 on a Llama
     3.1 (llama3, factor 8) is YaRN factor 2 alone, undoing the shipped bands. A model that ships a scaling
-    is therefore refused, naming it, unless replace_shipped=True.
+    is therefore refused, naming it, unless replace_shipped=True. A model whose layer types rotate
+    differently (Gemma 3: sliding layers at 10,000, global ones at 1,000,000 with linear 8) is refused:
+    one rope_scaling cannot say which type it is for.
 
     An override whose rebuilt module has exactly the shipped inverse frequencies and attention factor
     (linear or YaRN with factor 1, the shipped scaling again, "default" on plain RoPE) is a ValueError: it
@@ -708,6 +959,10 @@ def rope_override(
     if kind != "default" and kind not in ROPE_INIT_FUNCTIONS:  # "proportional" is transformers 5's
         raise ValueError(f"rope_scaling type {kind!r} is not one this transformers computes (it has "
                          f"{', '.join(sorted(ROPE_INIT_FUNCTIONS))})")
+    if _rotates_differently(model.config):
+        raise ValueError(f"{type(model.config).__name__}'s layer types rotate differently "
+                         f"({hf_rope_parameters(model.config)}): one rope_scaling override cannot say which type it "
+                         "is for, so the probe does not override this model (measure it as shipped)")
     shipped_scaling = _shipped_scaling(model.config)
     if shipped_scaling is not None and not replace_shipped:
         raise ValueError(f"the model ships the scaling {shipped_scaling}; rope_scaling={dict(rope_scaling)!r} would "
@@ -775,25 +1030,34 @@ class _Pass:
     attention_scaling: float
 
 
-def _decoder_pass(model: Any, ids: torch.Tensor) -> _Pass:
-    """model.get_decoder() on ids (1, T), no cache, recording the rotary module's tables (a forward hook
-    runs after transformers' `dynamic_rope_update` has rescaled inv_freq for this pass's length). The rotary
-    module is left as it was found: a dynamic base grown by this pass does not carry over to the next."""
+def _decoder_pass(model: Any, ids: torch.Tensor, *, record: bool = True) -> _Pass | torch.Tensor:
+    """model.get_decoder() on ids (1, T), no cache. record=True: also the rotary module's tables (a forward hook
+    runs after transformers' `dynamic_rope_update` has rescaled inv_freq for this pass's length), as a _Pass;
+    record=False: the last hidden states (T, d_model) alone, for any rotary module (Gemma 3's in transformers 5
+    keeps one inv_freq per layer type). The rotary module is left as it was found: a dynamic base grown by this
+    pass does not carry over to the next."""
     rotary = _rotary_owner(model).rotary_emb
+    if record and not isinstance(getattr(rotary, "inv_freq", None), torch.Tensor):
+        raise ValueError(f"{type(rotary).__name__} keeps no single inv_freq (one per layer type, "
+                         f"{sorted(hf_rope_parameters(model.config))}): the probe cannot say which frequencies a pass "
+                         "used")
     seen: dict[str, Any] = {}
 
-    def record(module, args, output):  # type: ignore[no-untyped-def]
+    def keep(module, args, output):  # type: ignore[no-untyped-def]
         if not seen:  # the decoder calls it once per pass; keep the first call if a model calls it again
             seen.update(inv_freq=module.inv_freq.detach().float().cpu().clone(),
                         cos=output[0][0].detach().float().cpu(), sin=output[1][0].detach().float().cpu(),
                         attention_scaling=float(module.attention_scaling))
 
-    handle = rotary.register_forward_hook(record)
+    handle = rotary.register_forward_hook(keep) if record else None
     try:
         with torch.no_grad(), _as_found(rotary):
             hidden = model.get_decoder()(input_ids=ids, use_cache=False).last_hidden_state[0]  # (T, d_model)
     finally:
-        handle.remove()
+        if handle is not None:
+            handle.remove()
+    if not record:
+        return hidden
     if not seen:
         raise ValueError(f"{type(rotary).__name__} was not called in the forward pass: nothing to compare")
     return _Pass(hidden, **seen)
@@ -949,7 +1213,8 @@ def override_effect(
 @dataclass(frozen=True)
 class PositionLoss:
     """Mean next-token loss (nats) in windows of positions: loss[j] over predictions made at positions
-    starts[j] .. starts[j] + window - 1 (the prediction at position t is of token t + 1)."""
+    starts[j] .. starts[j] + window - 1 (the prediction at position t is of token t + 1). trained_len: the
+    pre-extension length the config anchors its scaling at (`trained_length`)."""
 
     starts: np.ndarray  # (W,)
     loss: np.ndarray  # (W,)
@@ -976,7 +1241,7 @@ def loss_by_position(
     _check_ids(model, input_ids, window + 1, f"one window of {window} predictions")
     T = input_ids.shape[1]
     ids = input_ids.to(next(model.parameters()).device)
-    hidden = _decoder_pass(model, ids).hidden  # (T, d_model)
+    hidden = _decoder_pass(model, ids, record=False)  # (T, d_model)
     nll = []
     with torch.no_grad():
         for a in range(0, T - 1, chunk):

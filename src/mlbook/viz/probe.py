@@ -1,7 +1,8 @@
 """Figures for section 5.2, probing a real model.
 
     fig_rotation_check    per layer, how far the library's rotation of the model's q is from the
-                          model's own: right layout, wrong layout, converted channels (log scale)
+                          model's own: the checkpoint's layout, the other one, converted channels (log
+                          scale), with the float32 rounding bound for the captured length
     fig_sink_mass         attention mass on the first token, layer by head
     fig_pair_norms        mean norm of each frequency pair of q and k; slider over the layer
     fig_position_loss     next-token loss in windows of positions, as shipped and with a scaling override
@@ -39,13 +40,14 @@ def _check_label(label: object) -> str:
 
 def fig_rotation_check(check: PairingCheck, label: str) -> go.Figure:
     """Bars per layer: max |library rotation - model's rotation| of q and k, relative to max |q|, |k|, for
-    the model's layout, the other layout, and the other layout after moving the channels."""
+    the checkpoint's own layout (`hf_rope_pairing`, labelled "the model's"), the other layout (the porting
+    bug), and the other layout after moving the channels; a dotted line at the float32 rounding bound."""
     if not isinstance(check, PairingCheck):
         raise TypeError(f"check must be a PairingCheck (mlbook.analysis.probe.pairing_check), got {type(check).__name__}")
     label = _check_label(label)
-    cases = ((check.right, "half layout (the model's)", LINE_COLORS[0], ""),
-             (check.wrong, "interleaved, channels as they are (porting bug)", LINE_COLORS[5], "/"),
-             (check.converted, "interleaved, channels converted", LINE_COLORS[2], "."))
+    cases = ((check.right, f"{check.right.pairing} layout (the model's)", LINE_COLORS[0], ""),
+             (check.wrong, f"{check.wrong.pairing}, channels as they are (porting bug)", LINE_COLORS[5], "/"),
+             (check.converted, f"{check.converted.pairing}, channels converted", LINE_COLORS[2], "."))
     layers = np.arange(len(check.right.error_q))
     fig = go.Figure()
     for c, name, color, pattern in cases:
@@ -53,6 +55,11 @@ def fig_rotation_check(check: PairingCheck, label: str) -> go.Figure:
         fig.add_bar(x=layers, y=np.maximum(err, ERROR_FLOOR), name=name,
                     marker=dict(color=color, pattern_shape=pattern),
                     hovertemplate="layer %{x}: relative error %{y:.2e}<extra>" + name + "</extra>")
+    bound = check.right.bound
+    if np.isfinite(bound):  # what float32 rounding explains at the captured length (analysis.probe.rounding_bound)
+        fig.add_hline(y=max(bound, ERROR_FLOOR), line=dict(color="gray", dash="dot"),
+                      annotation_text=f"float32 rounding bound {bound:.1e}", annotation_position="top left",
+                      annotation_font_size=11)
     fig.update_layout(
         title=f"The library's rotation against the model's<br><sup>{label}</sup>", title_font_size=14, height=480,
         barmode="group", xaxis_title="layer", yaxis_title="max |ours - model's| / max |q|, |k|",
@@ -67,6 +74,9 @@ def fig_sink_mass(sink: SinkMass, label: str) -> go.Figure:
         raise TypeError(f"sink must be a SinkMass (mlbook.analysis.probe.sink_mass), got {type(sink).__name__}")
     label = _check_label(label)
     L, H = sink.mass.shape
+    windowed = sorted({w for w in sink.windows if w is not None and w < sink.T})
+    slides = "".join(f"; window {w} (layers {[i for i, x in enumerate(sink.windows) if x == w]}): "
+                     f"{float(sink.baseline[sink.windows.index(w)]):.3f}" for w in windowed)
     fig = go.Figure(go.Heatmap(
         z=round_array(sink.mass), x=np.arange(H), y=np.arange(L), zmin=0.0, zmax=1.0, colorscale=SEQUENTIAL,
         customdata=round_array(sink.ratio, 1),
@@ -75,7 +85,7 @@ def fig_sink_mass(sink: SinkMass, label: str) -> go.Figure:
     ))
     fig.update_layout(
         title=(f"Attention on the first token, queries {sink.q_start}..{sink.T - 1}"
-               f"<br><sup>{label}; uniform attention: {sink.uniform:.3f}</sup>"),
+               f"<br><sup>{label}; uniform attention: {sink.uniform:.3f}{slides}</sup>"),
         title_font_size=14, height=max(320, 60 + 18 * L), xaxis_title="head", yaxis_title="layer",
         xaxis=dict(tickmode="linear", dtick=1 if H <= 16 else 4), yaxis=dict(autorange="reversed"),
     )
@@ -100,7 +110,7 @@ def _pair_norms(norms: PairNorms, label: str, layer: int | str) -> go.Figure:
     if slow.size:  # the pairs that do not complete one turn within the trained length
         fig.add_vrect(x0=slow[0] - 0.5, x1=P - 0.5, fillcolor="rgba(128,128,128,0.15)", line_width=0)
         fig.add_annotation(x=(slow[0] + P - 1) / 2, y=1.0, yref="paper", yanchor="bottom", showarrow=False,
-                           text=f"wavelength > trained length {norms.trained_len:,}", font_size=11)
+                           text=f"wavelength > anchor length {norms.trained_len:,}", font_size=11)
     top = float(max(norms.q.mean(1).max(), norms.k.mean(1).max(), norms.mean_q.max(), norms.mean_k.max()))
     fig.update_layout(
         title=f"Mean norm of each frequency pair, {which}<br><sup>{label}</sup>", title_font_size=14, height=500,
@@ -126,7 +136,8 @@ def fig_pair_norms(norms: PairNorms, label: str, *, layer: int | str = "all") ->
 
 
 def fig_position_loss(losses: Sequence[PositionLoss], label: str) -> go.Figure:
-    """Lines of the windowed next-token loss against position, one per setting, and the trained length."""
+    """Lines of the windowed next-token loss against position, one per setting, and the anchor length L (the
+    pre-extension length the config anchors its scaling at, `analysis.probe.trained_length`)."""
     label = _check_label(label)
     losses = list(losses)
     if not losses or not all(isinstance(x, PositionLoss) for x in losses):
@@ -141,7 +152,7 @@ def fig_position_loss(losses: Sequence[PositionLoss], label: str) -> go.Figure:
     L = losses[0].trained_len
     fig.add_vline(x=L, line=dict(color="gray", dash="dot"))
     fig.add_annotation(x=L, y=1.0, yref="paper", yanchor="bottom", showarrow=False,
-                       text=f"trained length {L:,}", font_size=11)
+                       text=f"anchor length L = {L:,}", font_size=11)
     fig.update_layout(
         title=f"Next-token loss by position, window {losses[0].window:,}<br><sup>{label}</sup>", title_font_size=14,
         height=440, xaxis_title="position in the text (tokens)", yaxis_title="mean loss (nats)",
