@@ -80,3 +80,67 @@ def test_document_shift_rope_is_relative_absolute_is_not() -> None:
     assert r.absolute > 0.5 * r.score_scale  # added sinusoids change the scores outright
     assert I.document_shift(30).rope < r.rope  # smaller angles, smaller rounding
     assert "RoPE" in repr(r) and "3,000" in repr(r)
+
+
+def test_sink_correction_error_is_the_cast_not_the_formula() -> None:
+    # in float64 the factor exp(lse - logsumexp(lse, s)) is sigma(lse - s): the identity is exact
+    assert I.sink_correction_error(3.0, dtype=torch.float64).worst_relative < 1e-12
+    low = I.sink_correction_error(3.0, dtype=torch.bfloat16)
+    assert low.float32_relative < 1e-5
+    # bf16 keeps 8 significant bits: the rounding of lse (up to 2^-8 relative) shows up in the factor
+    assert 100 * low.float32_relative < low.worst_relative < 0.05
+    assert I.sink_correction_error(3.0, dtype=torch.float16).worst_relative < low.worst_relative
+    with pytest.raises(ValueError, match="sink must be a finite logit"):
+        I.sink_correction_error(float("nan"))
+    with pytest.raises(TypeError, match="dtype must be a floating torch.dtype"):
+        I.sink_correction_error(3.0, dtype=torch.int32)
+
+
+def test_sink_factor_matches_softmax_with_a_sink_column() -> None:
+    # oracle: the softmax over [scores, s] against the softmax over the scores times sigma(lse - s)
+    g = torch.Generator().manual_seed(0)
+    scores = torch.randn(12, generator=g, dtype=torch.float64) * 3
+    s = 2.5
+    with_sink = torch.softmax(torch.cat([scores, torch.tensor([s], dtype=torch.float64)]), 0)[:-1]
+    rescaled = torch.softmax(scores, 0) * torch.sigmoid(torch.logsumexp(scores, 0) - s)
+    torch.testing.assert_close(rescaled, with_sink, rtol=1e-12, atol=0)
+
+
+def test_context_parallel_needs_global_positions() -> None:
+    r = I.context_parallel_check(T=32, n_ranks=4, d_head=16)
+    assert r.global_error < 1e-12
+    assert r.local_error > 0.1 * r.score_scale
+    total = 32 * 33 // 2
+    assert sum(r.pairs_contiguous) == sum(r.pairs_balanced) == total
+    assert len(set(r.pairs_balanced)) == 1 and max(r.pairs_contiguous) > 3 * min(r.pairs_contiguous)
+    one_rank = I.context_parallel_check(T=8, n_ranks=1, d_head=16)  # a single rank: local == global
+    assert one_rank.local_error < 1e-12
+
+
+def test_context_parallel_positions_cover_the_sequence_once() -> None:
+    for balanced in (True, False):
+        shards = I.context_parallel_positions(48, 3, balanced)
+        assert torch.equal(torch.sort(torch.cat(shards)).values, torch.arange(48))
+    assert I.context_parallel_positions(16, 2)[0].tolist() == [0, 1, 2, 3, 12, 13, 14, 15]
+    with pytest.raises(ValueError, match="T \\(10\\) must be divisible by 8"):
+        I.context_parallel_positions(10, 4)
+
+
+def test_stale_rotation_error_grows_with_the_rescale() -> None:
+    near, far = I.stale_rotation_error(4097), I.stale_rotation_error(8192)
+    assert 0 < near.score_error < far.score_error
+    assert near.pairs_off <= far.pairs_off <= far.n_pairs == 64
+    # Hugging Face's dynamic base: base * (s n / L - (s - 1)) ** (d / (d - 2))
+    assert far.new_base == pytest.approx(10000.0 * (4 * 8192 / 4096 - 3) ** (128 / 126), rel=1e-9)
+    with pytest.raises(ValueError, match="seq_len"):
+        I.stale_rotation_error(4096)
+
+
+def test_fp8_key_error_rounds_once_then_twice() -> None:
+    r = I.fp8_key_error(n_keys=512, d_head=64, shift=100)
+    # e4m3 has 3 mantissa bits: a relative rounding error of at most 2^-4 for values in its normal range
+    assert 0.005 < r.fresh < 2**-4
+    assert r.moved > 1.2 * r.fresh  # a second quantisation after the re-rotation
+    assert abs(r.score_fresh - r.fresh) < 0.5 * r.fresh  # random queries: the score error tracks the key error
+    with pytest.raises(ValueError, match="shift"):
+        I.fp8_key_error(shift=0)

@@ -13,6 +13,11 @@
                            with log-length scaling of the logits
     document_shift         what moving a document to a later position (sequence packing, left
                            padding without position ids) does to RoPE scores and to absolute ones
+    sink_correction_error  transformers' flex-attention sink factor sigma(lse - s), formed in bf16
+    context_parallel_check scores of a sequence sharded over ranks, rotated with global or local
+                           positions; causal pairs per rank (`context_parallel_positions`)
+    stale_rotation_error   keys cached before dynamic NTK rescaled the frequencies, read after
+    fp8_key_error          rounding of RoPE keys stored in FP8, once and after a re-rotation
 
 KV-cache sizes come from `mlbook.analysis.production.kv_cache_bytes` and wavelengths from
 `mlbook.analysis.absolute.pair_wavelengths`; angle ranges, NTK bases, YaRN bands, ALiBi penalties,
@@ -32,7 +37,8 @@ from mlbook.analysis.after_rope import llama4_attention_scale
 from mlbook.analysis.production import kv_cache_bytes
 from mlbook.analysis.rope import rotate_at
 from mlbook.analysis.systems import format_bytes
-from mlbook.transformer.positional import sinusoidal_positional_encoding
+from mlbook.transformer.positional import frequency_ladder, rotate_half, sinusoidal_positional_encoding
+from mlbook.transformer.rope_scaling import RopeScaling, ntk_base
 from mlbook.transformer.validate import check_even_d, check_int, check_positive_float
 
 __all__ = [
@@ -49,6 +55,15 @@ __all__ = [
     "top_weight",
     "DocumentShift",
     "document_shift",
+    "SinkCorrection",
+    "sink_correction_error",
+    "context_parallel_positions",
+    "ContextParallelCheck",
+    "context_parallel_check",
+    "StaleRotation",
+    "stale_rotation_error",
+    "Fp8Keys",
+    "fp8_key_error",
 ]
 
 
@@ -305,3 +320,235 @@ def document_shift(shift: int = 3000, T: int = 6, d_head: int = 64, *, seed: int
     return DocumentShift(shift, float((rope_scores(shift) - at_zero).abs().max()),
                          float((absolute_scores(shift) - absolute_scores(0)).abs().max()),
                          float(at_zero.abs().max()))
+
+
+# ---------------------------------------------------------------------------
+# Serving questions: the sink correction's precision, context parallelism,
+# a cache rotated before a dynamic rescale, FP8 keys
+# ---------------------------------------------------------------------------
+
+
+def _rotate64(x: torch.Tensor, positions: torch.Tensor, inv_freq: torch.Tensor) -> torch.Tensor:
+    """x (T, d) rotated at `positions` (T,) with the frequencies inv_freq (d/2,), half layout, in float64."""
+    angle = positions.double()[:, None] * inv_freq.double()  # (T, d/2)
+    angle = torch.cat([angle, angle], dim=-1)  # (T, d): pair i at columns i and i + d/2
+    return x * angle.cos() + rotate_half(x) * angle.sin()  # (T, d)
+
+
+@dataclass(frozen=True)
+class SinkCorrection:
+    """The flex path's sink factor sigma(lse - s) formed in a low precision, against float64."""
+
+    sink: float
+    dtype: torch.dtype
+    worst_lse: float  # the row's log-sum-exp at which the relative error is largest
+    worst_relative: float  # max |factor / exact - 1| over the grid of lse values
+    float32_relative: float  # the same, with the factor formed in float32
+
+    def __repr__(self) -> str:
+        name = str(self.dtype).removeprefix("torch.")
+        return (f"sink logit {self.sink:g}, factor exp(lse - logsumexp(lse, sink)) formed in {name}: off by up to "
+                f"{self.worst_relative:.2%} (at lse = {self.worst_lse:.2f}); formed in float32: "
+                f"{self.float32_relative:.1e}")
+
+
+def sink_correction_error(sink: float = 3.0, dtype: torch.dtype = torch.bfloat16, lse_max: float = 20.0
+                          ) -> SinkCorrection:
+    """How far transformers' flex-attention sink factor is from sigma(lse - s) when formed in `dtype`.
+
+    `integrations/flex_attention.py` (transformers 5.15) takes the kernel's float32 log-sum-exp of
+    the real keys, casts it to the value dtype (`lse.to(value.dtype)`), then computes
+    combined = logsumexp([lse, s]) and factor = exp(lse - combined) in that dtype, s the head's sink
+    logit (a parameter in the model's dtype). The exact factor is e^lse / (e^lse + e^s) =
+    sigma(lse - s). This replays that arithmetic for lse on a grid 0 .. lse_max (step 0.01) and
+    reports the largest relative error, and the same in float32 for comparison.
+    """
+    if isinstance(sink, bool) or not isinstance(sink, (int, float)) or not math.isfinite(sink):
+        raise ValueError(f"sink must be a finite logit, got {sink!r}")
+    sink = float(sink)
+    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+        raise TypeError(f"dtype must be a floating torch.dtype, got {dtype!r}")
+    lse_max = check_positive_float("lse_max", lse_max)
+    lse32 = torch.arange(0.0, lse_max, 0.01, dtype=torch.float32)  # (N,) what the kernel returns
+
+    def factor_in(dt: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+        s = torch.tensor([sink], dtype=dt)  # the stored sink logit
+        lse = lse32.to(dt)[:, None]  # (N, 1) lse.to(value.dtype)
+        combined = torch.logsumexp(torch.cat([lse, s.expand_as(lse)], dim=-1), dim=-1, keepdim=True)  # (N, 1)
+        exact = torch.sigmoid(lse32.double() - s.double())  # (N,) from the float32 lse and the stored sink
+        return torch.exp(lse - combined)[:, 0].double(), exact
+
+    low, exact = factor_in(dtype)
+    rel = (low / exact - 1).abs()  # (N,)
+    f32, exact32 = factor_in(torch.float32)
+    worst = int(rel.argmax())
+    return SinkCorrection(sink, dtype, float(lse32[worst]), float(rel[worst]), float((f32 / exact32 - 1).abs().max()))
+
+
+def context_parallel_positions(T: int, n_ranks: int, balanced: bool = True) -> tuple[torch.Tensor, ...]:
+    """The global positions each of n_ranks ranks holds when a sequence of T tokens is sharded.
+
+    balanced=False: P contiguous chunks, rank r the r-th. balanced=True: the load-balanced layout
+    Llama 3 describes for context parallelism (2P chunks, rank r the r-th and the (2P - 1 - r)-th),
+    which gives every rank the same number of causal query-key pairs.
+    """
+    check_int("n_ranks", n_ranks, 1)
+    check_int("T", T, 2 * n_ranks if balanced else n_ranks)
+    chunks = 2 * n_ranks if balanced else n_ranks
+    if T % chunks:
+        raise ValueError(f"T ({T}) must be divisible by {chunks} (the number of chunks for {n_ranks} ranks, "
+                         f"balanced={balanced})")
+    c = T // chunks
+    pos = torch.arange(T)
+    if not balanced:
+        return tuple(pos[r * c:(r + 1) * c] for r in range(n_ranks))
+    return tuple(torch.cat([pos[r * c:(r + 1) * c], pos[(chunks - 1 - r) * c:(chunks - r) * c]])
+                 for r in range(n_ranks))
+
+
+@dataclass(frozen=True)
+class ContextParallelCheck:
+    """Ring-style attention over sharded positions: the scores with global and with local positions."""
+
+    T: int
+    n_ranks: int
+    global_error: float  # max |score - unsharded score| when every rank rotates with global positions
+    local_error: float  # the same when each rank numbers its own tokens from 0
+    score_scale: float  # max |unsharded score|
+    pairs_contiguous: tuple[int, ...]  # causal query-key pairs each rank scores, contiguous chunks
+    pairs_balanced: tuple[int, ...]  # the same, load-balanced chunks
+
+    def __repr__(self) -> str:
+        return (f"{self.T} tokens over {self.n_ranks} ranks (float64, scores up to {self.score_scale:.2f}):\n"
+                f"  rotated with global positions: max |score difference| "
+                f"{'below 1e-12' if self.global_error < 1e-12 else f'{self.global_error:.1e}'}\n"
+                f"  rotated with each rank's local positions: {self.local_error:.2f}\n"
+                f"  causal pairs per rank, contiguous chunks: {list(self.pairs_contiguous)}; "
+                f"load-balanced: {list(self.pairs_balanced)}")
+
+
+def context_parallel_check(T: int = 64, n_ranks: int = 4, d_head: int = 64, *, seed: int = 0) -> ContextParallelCheck:
+    """Shard a sequence over ranks (load-balanced chunks), let every rank score its queries against
+    every rank's keys (what ring attention passes around), and compare each causal score with the
+    unsharded sequence's: with global positions they agree to rounding, with local ones they do not,
+    since a score depends on the offset of the two global positions. Also counts the causal pairs
+    each rank scores under contiguous and load-balanced sharding. q, k in float64.
+    """
+    check_even_d("d_head", d_head)
+    g = torch.Generator().manual_seed(seed)
+    q = torch.randn(T, d_head, generator=g, dtype=torch.float64) / d_head**0.25  # (T, d)
+    k = torch.randn(T, d_head, generator=g, dtype=torch.float64) / d_head**0.25  # (T, d)
+    inv_freq = frequency_ladder(d_head)  # (d/2,)
+    pos = torch.arange(T)
+    reference = _rotate64(q, pos, inv_freq) @ _rotate64(k, pos, inv_freq).T  # (T, T)
+    shards = context_parallel_positions(T, n_ranks, balanced=True)
+    errors = {"global": 0.0, "local": 0.0}
+    for p_r in shards:
+        for p_s in shards:
+            causal = p_s[None, :] <= p_r[:, None]  # (|p_r|, |p_s|)
+            want = reference[p_r][:, p_s]
+            for kind in errors:
+                pq = p_r if kind == "global" else torch.arange(len(p_r))
+                pk = p_s if kind == "global" else torch.arange(len(p_s))
+                got = _rotate64(q[p_r], pq, inv_freq) @ _rotate64(k[p_s], pk, inv_freq).T
+                errors[kind] = max(errors[kind], float((got - want)[causal].abs().max()))
+
+    def pairs(balanced: bool) -> tuple[int, ...]:
+        return tuple(int((p + 1).sum()) for p in context_parallel_positions(T, n_ranks, balanced))
+
+    return ContextParallelCheck(T, n_ranks, errors["global"], errors["local"],
+                                float(reference.tril().abs().max()), pairs(False), pairs(True))
+
+
+@dataclass(frozen=True)
+class StaleRotation:
+    """Keys rotated with the trained frequencies, read by a query rotated after dynamic NTK rescaled them."""
+
+    original_max_len: int
+    seq_len: int
+    new_base: float
+    pairs_off: int  # pairs whose angle for the key at original_max_len - 1 is off by more than 0.1 rad
+    n_pairs: int
+    score_error: float  # max |score(stale keys) - score(keys rotated afresh)|, relative to the largest score
+
+    def __repr__(self) -> str:
+        return (f"length {self.seq_len:,} (past {self.original_max_len:,}): base {self.new_base:,.0f}; keys cached "
+                f"at the old base: {self.pairs_off} of {self.n_pairs} pairs more than 0.1 rad off at position "
+                f"{self.original_max_len - 1:,}, scores off by up to {self.score_error:.1%} of the largest")
+
+
+def stale_rotation_error(seq_len: int, d_head: int = 128, base: float = 10000.0, factor: float = 4.0,
+                         original_max_len: int = 4096, *, seed: int = 0) -> StaleRotation:
+    """Dynamic NTK (`RopeScaling("dynamic")`, Hugging Face's `dynamic_rope_update`) recomputes the
+    frequencies once the sequence grows past original_max_len; keys already in the cache keep the
+    rotation they were written with. Keys cached at positions 0 .. L - 1 with the trained
+    frequencies are scored by a query at position seq_len - 1 rotated with the rescaled ones, and
+    compared with the same keys rotated afresh with the rescaled frequencies (what a prefill of the
+    whole sequence computes). q, k random, in float64.
+    """
+    L = check_int("original_max_len", original_max_len, 2)
+    check_int("seq_len", seq_len, L + 1)
+    check_even_d("d_head", d_head)
+    scaling = RopeScaling("dynamic", factor=factor, original_max_len=L)
+    old, _ = scaling.frequencies(d_head, base, seq_len=L)  # (d/2,) what the keys were rotated with
+    new, _ = scaling.frequencies(d_head, base, seq_len=seq_len)  # (d/2,) what the query is rotated with
+    g = torch.Generator().manual_seed(seed)
+    q = torch.randn(1, d_head, generator=g, dtype=torch.float64) / d_head**0.25  # (1, d)
+    k = torch.randn(L, d_head, generator=g, dtype=torch.float64) / d_head**0.25  # (L, d)
+    keys = torch.arange(L)
+    query = _rotate64(q, torch.tensor([seq_len - 1]), new)  # (1, d)
+    stale = (query @ _rotate64(k, keys, old).T)[0]  # (L,)
+    fresh = (query @ _rotate64(k, keys, new).T)[0]  # (L,)
+    diff = (L - 1) * (new.double() - old.double())  # (d/2,) each pair's angle difference at key L - 1
+    wrapped = torch.remainder(diff + math.pi, 2 * math.pi) - math.pi  # (d/2,) in [-pi, pi)
+    growth = factor * seq_len / L - (factor - 1)
+    return StaleRotation(L, seq_len, ntk_base(d_head, base, growth), int((wrapped.abs() > 0.1).sum()), d_head // 2,
+                         float((stale - fresh).abs().max() / fresh.abs().max()))
+
+
+@dataclass(frozen=True)
+class Fp8Keys:
+    """Rounding of RoPE keys stored in FP8, written once and re-rotated after storage."""
+
+    fresh: float  # rms relative error of a key quantised once after its rotation
+    moved: float  # the same for a key dequantised, re-rotated by shift and quantised again
+    score_fresh: float  # rms error of q . k relative to the rms score, key quantised once
+    score_moved: float  # the same, re-rotated key
+
+    def __repr__(self) -> str:
+        return (f"FP8 e4m3 keys (per-tensor scale): rms error {self.fresh:.2%} of a key, scores {self.score_fresh:.2%}; "
+                f"re-rotated after storage and stored again: {self.moved:.2%}, scores {self.score_moved:.2%}")
+
+
+def fp8_key_error(n_keys: int = 4096, d_head: int = 128, shift: int = 2900, *, seed: int = 0) -> Fp8Keys:
+    """Keys rotated at positions 0 .. n_keys - 1 in float64, then stored as float8_e4m3fn with one
+    per-tensor scale (amax / 448, e4m3's largest value) and read back: the rounding every FP8 cache
+    adds once, after RoPE. Re-positioning such a cache means dequantising, rotating by `shift` and
+    quantising again: two roundings. Errors against the exact keys at positions + shift, and of
+    the scores q . k with random queries.
+    """
+    check_int("n_keys", n_keys, 2)
+    check_even_d("d_head", d_head)
+    check_int("shift", shift, 1)
+    g = torch.Generator().manual_seed(seed)
+    k = torch.randn(n_keys, d_head, generator=g, dtype=torch.float64)  # (N, d)
+    q = torch.randn(64, d_head, generator=g, dtype=torch.float64)  # (64, d)
+    inv_freq = frequency_ladder(d_head)
+    pos = torch.arange(n_keys)
+
+    def store(x: torch.Tensor) -> torch.Tensor:  # quantise to e4m3 with a per-tensor scale, read back
+        scale = x.abs().max() / 448.0
+        return (x / scale).to(torch.float8_e4m3fn).double() * scale
+
+    exact = _rotate64(k, pos + shift, inv_freq)  # (N, d) R_{n + shift} k
+    fresh = store(exact)
+    moved = store(_rotate64(store(_rotate64(k, pos, inv_freq)), torch.full((n_keys,), shift), inv_freq))
+
+    def rms_rel(x: torch.Tensor) -> float:
+        return float((x - exact).norm() / exact.norm())
+
+    def score_rel(x: torch.Tensor) -> float:
+        want = q @ exact.T
+        return float((q @ x.T - want).pow(2).mean().sqrt() / want.pow(2).mean().sqrt())
+
+    return Fp8Keys(rms_rel(fresh), rms_rel(moved), score_rel(fresh), score_rel(moved))
