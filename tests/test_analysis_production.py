@@ -492,17 +492,65 @@ def test_layers_the_calculator_does_not_model_are_refused_by_what_they_are(confi
         P.config_kv_plan({**base, **config})
 
 
-def test_vllm_s_linear_state_per_sequence_grows_with_the_speculative_tokens() -> None:
-    """vLLM's Gated DeltaNet state for Qwen3.5-27B, written out: per layer 48 x 128 x 128 float32 recurrent values
-    and (4 - 1 + n) x 10,240 bf16 convolution inputs, 1 + n blocks, 48 layers (146.81 MiB without speculation)."""
+def _vllm_gdn_block_bytes(text: dict, n: int) -> int:
+    """One layer's block as vLLM allocates it, counted off tensors (on the meta device) at the shapes of
+    `MambaStateShapeCalculator.gated_delta_net_state_shape` (vllm/model_executor/layers/mamba/mamba_utils.py,
+    tensor parallel 1): conv (kernel - 1 + n, 2 key heads' width + the value heads' width) in bf16 and the
+    temporal state (value heads, value width, key width) in float32 (Qwen3.5's mamba_ssm_dtype)."""
+    conv_dim = 2 * text["linear_num_key_heads"] * text["linear_key_head_dim"] + (
+        text["linear_num_value_heads"] * text["linear_value_head_dim"])
+    conv = torch.empty((text["linear_conv_kernel_dim"] - 1 + n, conv_dim), dtype=torch.bfloat16, device="meta")
+    temporal = torch.empty((text["linear_num_value_heads"], text["linear_value_head_dim"], text["linear_key_head_dim"]),
+                           dtype=torch.float32, device="meta")
+    return conv.nbytes + temporal.nbytes
+
+
+def test_vllm_s_linear_state_is_the_bytes_of_its_blocks_in_each_cache_mode() -> None:
+    """Qwen3.5-27B's 48 Gated DeltaNet layers in vLLM: the bytes of the tensors one block holds, times the blocks
+    `MambaSpec.max_memory_usage_bytes` (vllm/v1/kv_cache_interface.py) charges a sequence: 1 + n without prefix
+    caching ("none"), 2 + n in "align", vLLM's default (prefix caching on, Qwen3.5 without
+    SupportsMambaPrefixCaching), ceil(max_model_len / block) in "all"."""
     from mlbook.analysis.model_config import load_config
 
     text = load_config("qwen3.5-27b")["text_config"]
     for n in range(4):
-        expect = 48 * (1 + n) * (48 * 128 * 128 * 4 + (3 + n) * (2 * 16 * 128 + 48 * 128) * 2)
-        assert P.vllm_linear_state_bytes(text, 48, n) == expect
-    assert P.vllm_linear_state_bytes(text, 48) / 2**20 == pytest.approx(146.81, abs=0.005)
+        block = _vllm_gdn_block_bytes(text, n)
+        assert P.vllm_linear_state_bytes(text, 48, n, mamba_cache_mode="none") == 48 * (1 + n) * block
+        assert P.vllm_linear_state_bytes(text, 48, n, mamba_cache_mode="align") == 48 * (2 + n) * block
+        assert P.vllm_linear_state_bytes(text, 48, n) == 48 * (2 + n) * block  # the default is "align"
+    every = P.vllm_linear_state_bytes(text, 48, mamba_cache_mode="all", max_model_len=4097, mamba_block_size=1024)
+    assert every == 48 * 5 * _vllm_gdn_block_bytes(text, 0)  # blocks at 0, 1,024, ..., 4,096
+    # by hand, one block without speculation: 48 x 128 x 128 x 4 + 3 x 10,240 x 2 = 3,145,728 + 61,440 bytes
+    assert P.vllm_linear_state_bytes(text, 48, mamba_cache_mode="none") == 48 * 3_207_168 == 153_944_064
+    assert P.vllm_linear_state_bytes(text, 48) == 2 * 153_944_064  # 293.62 MiB in "align"
+
+
+def test_vllm_s_linear_state_refuses_bad_input_by_name() -> None:
+    from mlbook.analysis.model_config import load_config
+
+    text = load_config("qwen3.5-27b")["text_config"]
     with pytest.raises(ValueError, match="num_speculative_tokens must be >= 0, got -1"):
         P.vllm_linear_state_bytes(text, 48, -1)
     with pytest.raises(ValueError, match="the config lacks"):
         P.vllm_linear_state_bytes({"linear_num_value_heads": 48}, 48)
+    with pytest.raises(ValueError, match="unknown mamba_cache_mode 'prefix'; valid values are 'align', 'none', 'all'"):
+        P.vllm_linear_state_bytes(text, 48, mamba_cache_mode="prefix")
+    with pytest.raises(ValueError, match="mamba_cache_mode='all' .* give max_model_len and mamba_block_size"):
+        P.vllm_linear_state_bytes(text, 48, mamba_cache_mode="all")
+    with pytest.raises(ValueError, match="size the 'all' mode only"):
+        P.vllm_linear_state_bytes(text, 48, mamba_cache_mode="none", max_model_len=4096)
+
+
+def test_an_h100_80gb_holds_less_than_80_gib() -> None:
+    """nvidia-smi's memory.total: H100 80GB HBM3 81,559 MiB, A100-SXM4-80GB 81,920 MiB."""
+    assert P.ACCELERATOR_BYTES["H100 80GB"] == 85_520_809_984 < 80 * 2**30 == P.ACCELERATOR_BYTES["A100 80GB"]
+    fit = P.device_fit({"cache": 64 * 2**30, "weights": 12 * 2**30}, devices=P.ACCELERATOR_BYTES)
+    assert fit.headroom_on("A100 80GB") == 4 * 2**30
+    assert fit.headroom_on("H100 80GB") == 85_520_809_984 - 76 * 2**30
+    assert "on an H100 80GB (79.65 GiB): 3.65 GiB left" in repr(fit)
+    with pytest.raises(ValueError, match="unknown device 'H200'"):
+        fit.headroom_on("H200")
+    with pytest.raises(TypeError, match="devices must be a dict"):
+        P.device_fit({"cache": 1}, devices=[("H100", 1)])  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"devices\['H100'\]"):
+        P.device_fit({"cache": 1}, devices={"H100": 0})

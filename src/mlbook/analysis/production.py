@@ -31,7 +31,9 @@ from mlbook.transformer.latent import mha_cache_values, mla_cache_values
 from mlbook.transformer.validate import check_choice, check_int, check_positive_float
 
 __all__ = [
+    "MAMBA_CACHE_MODES",
     "vllm_linear_state_bytes",
+    "ACCELERATOR_BYTES",
     "kv_cache_bytes",
     "KVCacheOption",
     "kv_cache_options",
@@ -333,24 +335,55 @@ def _linear_state_values(c: Mapping[str, Any]) -> tuple[int, int]:
     return v_heads * dk * dv + conv_channels * kernel, v_heads * dk * dv
 
 
+# vLLM's cache modes for Mamba-like layers (`MambaCacheMode` in vllm/config/cache.py): "none" without prefix caching;
+# "align" or "all" with it, which vLLM turns on by default (`CacheConfig.enable_prefix_caching = True`)
+MAMBA_CACHE_MODES: tuple[str, ...] = ("align", "none", "all")
+
+
 def vllm_linear_state_bytes(linear: Mapping[str, Any], layers: int, num_speculative_tokens: int = 0, *,
-                            state_bytes_per_value: float = 4.0, conv_bytes_per_value: float = 2.0) -> int:
+                            mamba_cache_mode: str = "align", max_model_len: int | None = None,
+                            mamba_block_size: int | None = None, state_bytes_per_value: float = 4.0,
+                            conv_bytes_per_value: float = 2.0) -> int:
     """Bytes vLLM holds per sequence for `layers` Gated DeltaNet layers whose shape `linear` gives (the config's
-    linear_* fields): per layer one block of the recurrent state (linear_num_value_heads x linear_key_head_dim x
-    linear_value_head_dim values at state_bytes_per_value, vLLM's mamba_ssm_cache_dtype: float32 for Qwen3.5) and
-    kernel - 1 + n of the convolution's inputs at conv_bytes_per_value (`gated_delta_net_state_shape`), and
-    1 + n such blocks while it decodes with n speculative tokens (`MambaSpec.num_speculative_blocks`,
-    vllm/model_executor/layers/mamba/abstract.py; ReplaySSM, which keeps one, is not modelled). The cache the
-    calculator prices (`config_kv_plan`) is transformers 5.15's instead: kernel columns, one block."""
+    linear_* fields), under its `mamba_cache_mode`.
+
+    One block of one layer (`MambaStateShapeCalculator.gated_delta_net_state_shape`,
+    vllm/model_executor/layers/mamba/mamba_utils.py) holds the recurrent state, linear_num_value_heads x
+    linear_key_head_dim x linear_value_head_dim values at state_bytes_per_value (vLLM's mamba_ssm_cache_dtype:
+    float32 for Qwen3.5), and kernel - 1 + n of the convolution's inputs at conv_bytes_per_value, n the speculative
+    tokens. `MambaSpec.max_memory_usage_bytes` (vllm/v1/kv_cache_interface.py) charges a sequence, per layer:
+
+        "none"   1 + n blocks                                  (prefix caching off)
+        "align"  2 + n blocks                                  (prefix caching on: vLLM's default for a model
+                                                                that does not declare SupportsMambaPrefixCaching,
+                                                                Qwen3.5 among them)
+        "all"    ceil(max_model_len / mamba_block_size) blocks  (a state at every block boundary)
+
+    The default is "align": vLLM enables prefix caching by default and `MambaModelConfig.verify_and_update_config`
+    (vllm/model_executor/models/config.py) then picks "align" for Qwen3.5. The cache the calculator prices
+    (`config_kv_plan`) is transformers 5.15's instead: kernel columns, one block."""
     layers = check_int("layers", layers, 1)
     n = check_int("num_speculative_tokens", num_speculative_tokens, 0)
+    check_choice("mamba_cache_mode", mamba_cache_mode, MAMBA_CACHE_MODES)
+    if mamba_cache_mode == "all":
+        if max_model_len is None or mamba_block_size is None:
+            raise ValueError("mamba_cache_mode='all' keeps a state per block of the longest sequence: give "
+                             f"max_model_len and mamba_block_size (got {max_model_len!r} and {mamba_block_size!r})")
+        blocks = math.ceil(check_int("max_model_len", max_model_len, 1) / check_int("mamba_block_size",
+                                                                                  mamba_block_size, 1))
+    else:
+        if max_model_len is not None or mamba_block_size is not None:
+            raise ValueError(f"max_model_len and mamba_block_size size the 'all' mode only; mamba_cache_mode="
+                             f"{mamba_cache_mode!r} keeps {'2' if mamba_cache_mode == 'align' else '1'} + n blocks "
+                             "whatever the length")
+        blocks = (2 if mamba_cache_mode == "align" else 1) + n
     state_bytes_per_value = check_positive_float("state_bytes_per_value", state_bytes_per_value)
     conv_bytes_per_value = check_positive_float("conv_bytes_per_value", conv_bytes_per_value)
     total, recurrent = _linear_state_values(linear)
     kernel = check_int("linear_conv_kernel_dim", linear["linear_conv_kernel_dim"], 1)
     channels = (total - recurrent) // kernel  # the convolution's q, k and v inputs
     block = recurrent * state_bytes_per_value + channels * (kernel - 1 + n) * conv_bytes_per_value
-    return int(round(layers * (1 + n) * block))
+    return int(round(layers * blocks * block))
 
 
 # what a config's per-block attention settings (Nemotron's DeciLM block_configs) may hold, and what is refused
@@ -516,12 +549,20 @@ def config_kv_plan(config: Mapping[str, Any], bytes_per_value: float = 2.0,
 # ---------------------------------------------------------------------------
 
 
+# What two "80 GB" accelerators hold, in bytes, as nvidia-smi reports memory.total (MiB) and
+# torch.cuda.get_device_properties(0).total_memory gives it: an A100-SXM4-80GB 81,920 MiB = 80 GiB, an
+# H100 80GB HBM3 81,559 MiB = 85,520,809,984 bytes = 79.65 GiB
+ACCELERATOR_BYTES: dict[str, int] = {"A100 80GB": 81_920 * 2**20, "H100 80GB": 81_559 * 2**20}
+
+
 @dataclass(frozen=True)
 class DeviceFit:
-    """Named byte counts against a device whose label says `label` (e.g. "80 GB"), read both ways."""
+    """Named byte counts against a device whose label says `label` (e.g. "80 GB"), read both ways, and against
+    the bytes real devices hold (`devices`, e.g. ACCELERATOR_BYTES)."""
 
     parts: tuple[tuple[str, int], ...]
     label: float
+    devices: tuple[tuple[str, int], ...] = ()
 
     @property
     def total(self) -> int:
@@ -537,24 +578,36 @@ class DeviceFit:
         """label * 2^30 - total: bytes left if the label counts gibibytes (GiB)."""
         return self.label * 2**30 - self.total
 
+    def headroom_on(self, name: str) -> int:
+        """Bytes left on the device `name` of `devices` (its total memory - total)."""
+        sizes = dict(self.devices)
+        check_choice("device", name, tuple(sizes))
+        return sizes[name] - self.total
+
     def __repr__(self) -> str:
         total = self.total
         terms = " + ".join(f"{name} {format_bytes(n).split(' (')[0]}" for name, n in self.parts)
         lines = [f"{terms} = {format_bytes(total)}"]
+
+        def verdict(room: float) -> str:
+            return (f"{room / 2**30:,.2f} GiB left for everything else" if room >= 0
+                    else f"over by {-room / 2**30:,.2f} GiB ({-room / 1e9:,.2f} GB)")
+
         for unit, room, size in (("GB", self.headroom_decimal, self.label * 1e9),
                                  ("GiB", self.headroom_binary, self.label * 2**30)):
             other = f"{size / 2**30:,.2f} GiB" if unit == "GB" else f"{size / 1e9:,.2f} GB"
-            verdict = (f"{room / 2**30:,.2f} GiB left for everything else" if room >= 0
-                       else f"over by {-room / 2**30:,.2f} GiB ({-room / 1e9:,.2f} GB)")
-            lines.append(f"  against {self.label:g} {unit} ({other}): {verdict}")
+            lines.append(f"  against {self.label:g} {unit} ({other}): {verdict(room)}")
+        for name, size in self.devices:
+            lines.append(f"  on an {name} ({size / 2**30:,.2f} GiB): {verdict(size - total)}")
         return "\n".join(lines)
 
 
-def device_fit(parts: dict[str, float], label: float = 80.0) -> DeviceFit:
+def device_fit(parts: dict[str, float], label: float = 80.0, devices: Mapping[str, int] | None = None) -> DeviceFit:
     """Sum named byte counts (a cache, the weights, ...) and compare them with a device labelled
-    `label`, read as label * 10^9 bytes (GB) and as label * 2^30 bytes (GiB).
+    `label`, read as label * 10^9 bytes (GB) and as label * 2^30 bytes (GiB), and with each of `devices`
+    (name -> the bytes it holds, e.g. ACCELERATOR_BYTES: an H100 80GB holds 79.65 GiB, an A100 80GB 80 GiB).
 
-    The two readings differ by 7.4%; a sum between them "fits" or not depending on the unit.
+    The two readings of the label differ by 7.4%; a sum between them "fits" or not depending on the unit.
     What the sum leaves out (activations, quantisation scales and outliers, the runtime's own
     memory) has to fit in the headroom.
     """
@@ -568,4 +621,10 @@ def device_fit(parts: dict[str, float], label: float = 80.0) -> DeviceFit:
             raise ValueError(f"parts[{name!r}] must be a finite number of bytes >= 0, got {n!r}")
         checked.append((str(name), int(round(n))))
     label = check_positive_float("label", label)
-    return DeviceFit(tuple(checked), label)
+    sized: list[tuple[str, int]] = []
+    if devices is not None:
+        if not isinstance(devices, Mapping):
+            raise TypeError(f"devices must be a dict of name -> bytes (e.g. ACCELERATOR_BYTES), got "
+                            f"{type(devices).__name__} ({devices!r})")
+        sized = [(str(k), check_int(f"devices[{k!r}]", v, 1)) for k, v in devices.items()]
+    return DeviceFit(tuple(checked), label, tuple(sized))
