@@ -32,6 +32,8 @@ def test_kv_cache_figure_numbers_and_layout_slider() -> None:
     drawn = [(f.data[1].name, tuple(f.data[1].y)) for f in fig.frames]
     assert len(set(drawn)) == len(drawn) and len({y for _, y in drawn}) == len(drawn) - 1
     assert "512 KiB per token" in fig.layout.title.text and "64 GiB for 131,072 tokens" in fig.layout.title.text
+    assert fig.layout.shapes[0].y0 == pytest.approx(81_559 / 1024)  # an H100 80GB, 79.65 GiB
+    assert fig.layout.annotations[0].text == "one 80 GB accelerator (H100: 79.65 GiB, A100: 80 GiB)"
     marker = fig.data[2]
     assert marker.x[0] == 131072 and marker.y[0] == pytest.approx(kv_cache_bytes(32, 32, 128, 2.0, 131072) / 2**30)
     gqa = VP.fig_kv_cache("GQA-8, 8-bit", layouts=None)
@@ -71,6 +73,8 @@ def test_family_kv_figure() -> None:
     gemma3 = labels.index("Gemma 3 (gemma-3-12b-pt)")
     assert bar.x[gemma3] == pytest.approx(2 * 8 * 256 * 2 * (8 * 131072 + 40 * 1024) / 2**30)
     assert "40 of 48 layers hold at most 1,024 tokens" in bar.customdata[gemma3][2]
+    # the dotted line is an H100 80GB's 81,559 MiB (79.65 GiB), the smaller of the two "80 GB" devices
+    assert fig.layout.shapes[0].x0 == pytest.approx(81_559 / 1024) and "79.65 GiB" in fig.layout.annotations[0].text
     v3 = labels.index("DeepSeek-V3 (DeepSeek-V3)")
     assert bar.x[v3] == pytest.approx(61 * (512 + 64) * 2 * 131072 / 2**30) and bar.customdata[v3][1] == "MLA"
 

@@ -14,13 +14,15 @@ import numpy as np
 import plotly.graph_objects as go
 
 from mlbook.analysis.interview import format_bytes
-from mlbook.analysis.production import family_kv_plan, kv_cache_bytes, kv_cache_options
+from mlbook.analysis.production import ACCELERATOR_BYTES, family_kv_plan, kv_cache_bytes, kv_cache_options
 from mlbook.data.model_families import MODEL_FAMILIES, ModelFamily, positional_summary
 from mlbook.transformer.validate import check_choice
 from mlbook.viz.core import LINE_COLORS, choice_knob, grid_slider, int_knob, light_figure, live_figure
 
 __all__ = [
     "ACCELERATOR_BYTES",
+    "GPU_LINE_GIB",
+    "GPU_LINE_LABEL",
     "KV_LAYOUTS",
     "kv_layout",
     "fig_kv_cache",
@@ -34,7 +36,11 @@ __all__ = [
     "kv_options_table",
 ]
 
-ACCELERATOR_BYTES = 80 * 2**30  # one "80 GB" accelerator (A100 80GB, H100 80GB hold 80 GiB), for scale
+# the dotted line, for scale: the smaller of the two "80 GB" accelerators (`ACCELERATOR_BYTES`), an H100 80GB's
+# 79.65 GiB; an A100 80GB's 80 GiB is 0.4% above it, the same line at this scale
+GPU_LINE_GIB = min(ACCELERATOR_BYTES.values()) / 2**30
+GPU_LINE_LABEL = (f"one 80 GB accelerator (H100: {ACCELERATOR_BYTES['H100 80GB'] / 2**30:.2f} GiB, "
+                  f"A100: {ACCELERATOR_BYTES['A100 80GB'] / 2**30:g} GiB)")
 _CONTEXTS = 2 ** np.arange(10, 21)  # 1,024 .. 1,048,576 tokens
 CONTEXTS: tuple[int, ...] = tuple(int(c) for c in _CONTEXTS)  # the live sliders' context lengths
 
@@ -62,7 +68,7 @@ def _kv_cache(n_layers: int = 32, n_kv_heads: int = 32, d_head: int = 128, bytes
     if label is None:
         bits = {2.0: "16-bit", 1.0: "8-bit", 0.5: "4-bit"}.get(float(bytes_per_value), f"{8 * bytes_per_value:g}-bit")
         label = f"{n_kv_heads} KV heads, {bits}"
-    gpu = ACCELERATOR_BYTES / 2**30
+    gpu = GPU_LINE_GIB
     traces = [
         dict(type="scatter", x=x, y=ref, mode="lines", name="7B-class reference: 32 layers, MHA 32 x 128, 16-bit",
              line=dict(color="grey", dash="dash", width=2),
@@ -86,7 +92,7 @@ def _kv_cache(n_layers: int = 32, n_kv_heads: int = 32, d_head: int = 128, bytes
         yaxis=dict(type="log", title=dict(text="KV cache (GiB)"), range=[-3, 4.5]),
         shapes=[dict(type="line", xref="paper", x0=0, x1=1, y0=gpu, y1=gpu,
                      line=dict(color=LINE_COLORS[2], dash="dot", width=2))],
-        annotations=[dict(text="one 80 GB accelerator (80 GiB)", xref="paper", x=0.01, xanchor="left", y=np.log10(gpu),
+        annotations=[dict(text=GPU_LINE_LABEL, xref="paper", x=0.01, xanchor="left", y=np.log10(gpu),
                           yanchor="bottom", showarrow=False, font=dict(color=LINE_COLORS[2], size=12))],
         legend=dict(x=0.01, y=0.99, xanchor="left", yanchor="top", bgcolor="rgba(255,255,255,0.85)", font=dict(size=12)),
         margin=dict(t=90),
@@ -181,7 +187,7 @@ def _family_kv(context_len: int = 131072, bytes_per_value: float = 2.0) -> go.Fi
     notes = [_cache_note(r) for r in rows]
     beyond = ["" if r.max_len is None or context_len <= r.max_len else f"; past its {r.max_len:,}-token limit"
               for r in rows]
-    gpu = ACCELERATOR_BYTES / 2**30
+    gpu = GPU_LINE_GIB
     bar = dict(
         type="bar", y=labels, x=gib, orientation="h", marker=dict(color=colors),
         text=[f"{g:,.3g} GiB" for g in gib], textposition="outside", cliponaxis=False,
@@ -198,7 +204,8 @@ def _family_kv(context_len: int = 131072, bytes_per_value: float = 2.0) -> go.Fi
         xaxis=dict(type="log", title=dict(text="KV cache per sequence (GiB, log scale)"), range=[-2, 3.6]),
         shapes=[dict(type="line", yref="paper", y0=0, y1=1, x0=gpu, x1=gpu,
                      line=dict(color=LINE_COLORS[2], dash="dot", width=2))],
-        annotations=[dict(text="80 GiB", yref="paper", y=1.0, yanchor="bottom", x=np.log10(gpu), showarrow=False,
+        annotations=[dict(text=f"H100 80GB: {gpu:.2f} GiB", yref="paper", y=1.0, yanchor="bottom", x=np.log10(gpu),
+                          showarrow=False,
                           font=dict(color=LINE_COLORS[2], size=12))],
         margin=dict(l=230, r=40, t=120),
     )
