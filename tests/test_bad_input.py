@@ -1354,3 +1354,28 @@ def test_every_config_reader_refuses_a_bad_value_by_its_key(case: str, entry: st
         match = rf"config must be a dict read from config.json, got {type(config).__name__}"
     with pytest.raises(exc, match=match):
         reader(config)
+
+
+# ---------------------------------------------------------------------------
+# Page 13's config readers (model-config helper): families and keys refused by name
+# ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("config, match", [
+    ({"model_type": "chatglm", "num_layers": 2, "rope_ratio": 50}, "model_type='chatglm'"),
+    ({"model_type": "no_such_family", "num_hidden_layers": 2, "rope_theta": 1e4}, "model_type='no_such_family'"),
+    ({"model_type": "gptj", "n_embd": 64, "n_head": 2, "n_layer": 2, "rotary_dim": 48}, "rotary_dim=48"),
+    ({"model_type": "gptj", "n_embd": 64, "n_head": 2, "n_layer": 2, "rotary_dim": None}, "rotary_dim is null"),
+    ({"model_type": "gptj", "n_embd": 64, "n_head": 2, "n_layer": 2, "rope_theta": 5e5}, "never reads"),
+])
+def test_page13_config_readers_refuse_by_name(config, match) -> None:
+    from mlbook.transformer.hf import hf_rope_base
+
+    with pytest.raises(ValueError, match=match):
+        hf_rope_base(config)
+
+
+def test_page13_indexer_rope_interleave_must_be_a_bool() -> None:
+    from mlbook.transformer.hf import hf_indexer_rope_pairing
+
+    with pytest.raises((TypeError, ValueError), match="indexer_rope_interleave"):
+        hf_indexer_rope_pairing({"model_type": "glm_moe_dsa", "num_hidden_layers": 2, "indexer_rope_interleave": "yes"})

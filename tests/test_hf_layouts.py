@@ -223,9 +223,15 @@ def test_a_partial_factor_a_family_s_default_rope_ignores_is_refused(model_type:
     with pytest.raises(ValueError, match=f"partial_rotary_factor=0.5 for model_type='{model_type}'.*versions "
                                          "disagree"):
         hf_rotary_dim(config)
-    if model_type == "recurrent_gemma":  # its class default 0.5, not stated: the message says what to write
-        with pytest.raises(ValueError, match="defaults partial_rotary_factor to 0.5.*State partial_rotary_factor 1.0"):
-            hf_rotary_dim({k: v for k, v in config.items() if k != "partial_rotary_factor"})
+    if model_type == "recurrent_gemma":
+        # stated 0.5 (as RecurrentGemma's published configs do) or left to the class default 0.5: one refusal, naming
+        # the one value that reads (1.0), never "drop the factor", which would lead to the other refusal
+        unstated = {k: v for k, v in config.items() if k != "partial_rotary_factor"}
+        for given, said in ((config, "the config states 0.5"), (unstated, "its config class defaults it to 0.5")):
+            with pytest.raises(ValueError) as err:
+                hf_rotary_dim(given)
+            assert said in str(err.value) and "Only partial_rotary_factor 1.0, stated" in str(err.value)
+            assert "drop the factor" not in str(err.value)
         assert hf_rotary_dim({**config, "partial_rotary_factor": 1.0}) == 128
     if int(transformers.__version__.split(".")[0]) >= 5:
         module = __import__(f"transformers.models.{model_type}.modeling_{model_type}", fromlist=[cls])

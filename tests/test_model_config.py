@@ -294,3 +294,31 @@ def test_a_longrope_override_without_its_original_length_is_refused_even_with_a_
     with pytest.raises(ValueError, match="longrope dict has no original_max_position_embeddings"):
         serving_override(c, {"rope_type": "longrope", "rope_theta": 10000.0, "short_factor": [1.0] * 48,
                              "long_factor": [2.0] * 48})
+
+
+def test_a_per_layer_type_override_reports_each_layer_type() -> None:
+    """Gemma 3: an override that rescales only the sliding layers changes their frequencies, and the summary says
+    so per layer type (comparing the full-attention layers alone would report nothing changed)."""
+    from mlbook.transformer.hf import hf_rope_parameters
+
+    config = load_config("gemma-3-4b")
+    per = hf_rope_parameters(config)
+    override = {"full_attention": dict(per["full_attention"]),
+                "sliding_attention": {"rope_type": "linear", "factor": 2.0,
+                                      "rope_theta": per["sliding_attention"]["rope_theta"]}}
+    _, changes = serving_override(config, rope_scaling=override)
+    assert "full_attention 0 of 128 pairs" in changes[0] and "sliding_attention 128 of 128 pairs" in changes[0]
+
+
+def test_an_override_without_rope_theta_is_refused_flat_or_per_layer_type() -> None:
+    """The same rule for both forms: every dict the override replaces must give its base."""
+    from mlbook.transformer.hf import hf_rope_parameters
+
+    config = load_config("gemma-3-4b")
+    per = hf_rope_parameters(config)
+    no_base = {"full_attention": dict(per["full_attention"]), "sliding_attention": {"rope_type": "default"}}
+    with pytest.raises(ValueError, match=r"give rope_theta.*entries for \['sliding_attention'\] have none"):
+        serving_override(config, rope_scaling=no_base)
+    with pytest.raises(ValueError, match="give rope_theta"):
+        serving_override(load_config("gpt-oss-20b"), rope_scaling={"rope_type": "yarn", "factor": 2.0,
+                                                                   "original_max_position_embeddings": 4096})

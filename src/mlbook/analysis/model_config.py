@@ -395,7 +395,8 @@ def _type_note(text: Mapping[str, Any]) -> tuple[str, str]:
         note += ": a text token's three positions are equal, so each pair turns at its plain frequency"
     if kind == "longrope" and str(text.get("rope_scaling", {}) and text["rope_scaling"].get("type")) == "su":
         note += ("; transformers 5.15 refuses this spelling (KeyError: original_max_position_embeddings: Phi3Config "
-                 "renames 'su' after the trained length would have moved into the dict), 4.57 reads it")
+                 "renames 'su' after the anchor (the pre-extension length L) would have moved into the dict), 4.57 "
+                 "reads it")
     return kind, f"{where}: {note}"
 
 
@@ -579,9 +580,14 @@ def serving_override(
         if nested:  # vLLM's _update_nested: the override's keys are set in the text config's dict, the rest stay
             value = _merged(old if isinstance(old, Mapping) else {}, rope_scaling)
         else:
-            if "rope_theta" not in rope_scaling and not all(isinstance(v, Mapping) for v in rope_scaling.values()):
+            per_layer = bool(rope_scaling) and all(isinstance(v, Mapping) for v in rope_scaling.values())
+            lacking = [t for t, v in rope_scaling.items() if "rope_theta" not in v] if per_layer else (
+                [] if "rope_theta" in rope_scaling else [None])
+            if lacking:  # one rule for the flat and the per-layer-type form: every dict the override sets has a base
+                where_missing = "" if lacking == [None] else f" (the entries for {lacking} have none)"
                 raise ValueError(f"the override replaces rope_parameters whole, base included: give rope_theta (this "
                                  f"config's is {hf_rope_base(text):g}) inside it"
+                                 + where_missing
                                  + ("" if v5 else "; vLLM on transformers 5 writes a rope_scaling override into "
                                     "rope_parameters")
                                  + "; what a missing base becomes depends on vLLM's model file (a KeyError where it "
@@ -603,6 +609,15 @@ def serving_override(
         dynamic = [d for d in dicts if d.get("rope_type", d.get("type")) == "dynamic"]
         before = _inv_freq(text, None)
         after = _inv_freq(new_text, None)
+        # every layer type the override reaches, compared on its own (Gemma 3: the sliding layers too)
+        kinds = [t for t in hf_rope_parameters(new_text) if t in hf_rope_parameters(text)]
+        moved_by_type = {}
+        for t in kinds:
+            old_f = rope_scaling_from_hf(text, t).frequencies(hf_rotary_dim(text, t), hf_rope_base(text, t), None)[0]
+            new_f = rope_scaling_from_hf(new_text, t).frequencies(hf_rotary_dim(new_text, t), hf_rope_base(new_text, t),
+                                                                  None)[0]
+            moved_by_type[t] = (int((~torch.isclose(old_f, new_f, rtol=1e-6, atol=0)).sum()) if old_f.shape ==
+                                new_f.shape else len(new_f), len(new_f))
         moved = int((~torch.isclose(before[0], after[0], rtol=1e-6, atol=0)).sum())
         # a top-level override replaces the dict whole: a key of the config's that it leaves out is gone in the engine
         # (vLLM's gpt-oss reads beta_fast and beta_slow by key, and truncate defaults to true)
@@ -613,6 +628,10 @@ def serving_override(
             freq = (f"{moved} of {len(after[0])} pairs differ from the config's up to max_position_embeddings, "
                     "where dynamic NTK is the plain base; past it transformers grows the base with each input's "
                     "length, and vLLM gives a decoder the plain base at every length")
+        elif len({p for p in moved_by_type.values()}) > 1 or len(moved_by_type) > 1 and len(
+                {json.dumps(p, sort_keys=True) for p in hf_rope_parameters(new_text).values()}) > 1:
+            freq = "per layer type, " + ", ".join(f"{t} {m} of {n} pairs" for t, (m, n) in moved_by_type.items()) + (
+                " change frequency at every length")
         else:
             freq = f"{moved} of {len(after[0])} pairs change frequency at every length"
         changes.append(f"{where} {old!r} -> {value!r}" + (" (merged, as vLLM merges an override nested under "

@@ -95,6 +95,11 @@ __all__ = [
     "hf_rope_layer_type",
     "hf_rope_base",
     "hf_rope_pairing",
+    "hf_indexer_rope_pairing",
+    "hf_rope_family",
+    "HF_ROPE_PARAMETER_FAMILIES",
+    "ROTARY_DIM_FAMILIES",
+    "REMOTE_CODE_FAMILIES",
     "INTERLEAVED_PAIRING_FAMILIES",
     "ROPE_INTERLEAVE_FAMILIES",
     "hf_head_dim",
@@ -140,9 +145,24 @@ LEGACY_ROPE_TYPES: dict[str, str] = {
 }
 
 
+# The attribute names GPT-J's and CodeGen's config classes map to their own keys (GPTJConfig.attribute_map,
+# CodeGenConfig.attribute_map in transformers 5.15): their config.json writes n_embd, n_head, n_layer, n_positions
+ATTRIBUTE_ALIASES: dict[str, dict[str, str]] = {
+    family: {"hidden_size": "n_embd", "num_attention_heads": "n_head", "num_hidden_layers": "n_layer",
+             "max_position_embeddings": "n_positions"} for family in ("gptj", "codegen")}
+
+
 def hf_get(config: Any, key: str, default: Any = None) -> Any:
-    """config[key] for a dict, getattr(config, key) for a config object; default when absent or None."""
-    value = config.get(key) if isinstance(config, Mapping) else getattr(config, key, None)
+    """config[key] for a dict, getattr(config, key) for a config object; default when absent or None. For a
+    GPT-J or CodeGen dict, a standard name (hidden_size, ...) is read under the family's own key (n_embd, ...),
+    as its config class's attribute_map reads it."""
+    if isinstance(config, Mapping):
+        value = config.get(key)
+        if value is None:
+            alias = ATTRIBUTE_ALIASES.get(str(config.get("model_type", "")), {}).get(key)
+            value = None if alias is None else config.get(alias)
+    else:
+        value = getattr(config, key, None)
     return default if value is None else value
 
 
@@ -213,6 +233,8 @@ def hf_rotating_layers(config: Any) -> tuple[bool, ...]:
     n = _n_layers(config)
     if hf_get(config, "mla_use_nope") is not None and check_bool("mla_use_nope", hf_get(config, "mla_use_nope")):
         return (False,) * n  # Kimi Linear: its latent-attention layers rotate nothing (vLLM's kimi_linear.py)
+    if hf_get(config, "model_type") == "olmo_hybrid" and _stated_null(config, "rope_theta"):
+        return (False,) * n  # OlmoHybridModel builds no rotary module without a rope_theta
     no_rope = hf_get(config, "no_rope_layers")
     if no_rope:
         if len(no_rope) != n:
@@ -279,8 +301,7 @@ def hf_layer_types(config: Any) -> tuple[str, ...]:
 
 
 def _has(config: Any, key: str) -> bool:
-    return (key in config and config[key] is not None) if isinstance(config, Mapping) else (
-        getattr(config, key, None) is not None)
+    return hf_get(config, key) is not None
 
 
 # families whose config class renames the legacy LongRoPE names "su" and "yarn" to "longrope" (Phi3Config,
@@ -368,10 +389,114 @@ INTERLEAVED_PAIRING_FAMILIES: tuple[str, ...] = (
 # kimi_k2, which transformers does not know: its own code (auto_map, DeepseekV3ForCausalLM) is DeepSeek-V3's
 ROPE_INTERLEAVE_FAMILIES: tuple[str, ...] = ("axk1", "deepseek_v3", "glm4_moe_lite", "kimi_k2", "mistral4",
                                              "youtu")
-# Architectures whose family interleaves, for a config whose model_type transformers does not know
+# Architectures whose family interleaves, for a config whose model_type transformers does not know (read from the
+# config's top level: a multimodal wrapper keeps `architectures` there, not in its text config)
 _INTERLEAVED_ARCHITECTURES: dict[str, str] = {"DeepseekV3ForCausalLM": "deepseek_v3",
                                               "DeepseekV2ForCausalLM": "deepseek_v2",
-                                              "Llama4ForCausalLM": "llama4_text"}
+                                              "Llama4ForCausalLM": "llama4_text",
+                                              "Llama4ForConditionalGeneration": "llama4_text"}
+
+# --- Which families this module reads -------------------------------------------------
+#
+# The model types whose transformers 5.15 config class declares rope_parameters: their model code builds its
+# rotation from it (base, type, partial factor), as this module reads it. Scanned from 5.15's CONFIG_MAPPING (each
+# class's annotations, through its bases); tests/test_hf_families.py scans it again. A multimodal wrapper (gemma3,
+# qwen3_5, llama4, ...) is read through its text config, whose model type is here.
+HF_ROPE_PARAMETER_FAMILIES: tuple[str, ...] = (
+    'EvollaModel', 'afmoe', 'apertus', 'arcee', 'aria_text', 'axk1', 'axk2', 'bamba', 'bitnet', 'blt',
+    'blt_global_transformer', 'blt_local_decoder', 'blt_local_encoder', 'blt_patcher', 'chameleon', 'cohere',
+    'cohere2', 'cosmos3_edge_text', 'csm', 'csm_depth_decoder_model', 'cwm', 'dbrx', 'deepseek_ocr2_encoder',
+    'deepseek_ocr2_text', 'deepseek_v2', 'deepseek_v3', 'deepseek_v32', 'deepseek_v4', 'dia_decoder', 'dia_encoder',
+    'diffllama', 'diffusion_gemma_text', 'doge', 'dots1', 'efficientloftr', 'emu3_text_model', 'eomt_dinov3',
+    'ernie4_5', 'ernie4_5_moe', 'ernie4_5_vl_moe_text', 'eurobert', 'evolla', 'exaone4', 'exaone_moe', 'falcon',
+    'falcon_h1', 'flex_olmo', 'fuyu', 'gemma', 'gemma2', 'gemma3_text', 'gemma3n_text', 'gemma4_text',
+    'gemma4_unified_text', 'gemma4_vision', 'glm', 'glm4', 'glm4_moe', 'glm4_moe_lite', 'glm4v_moe_text',
+    'glm4v_text', 'glm_image_text', 'glm_moe_dsa', 'glm_ocr_text', 'glmasr_encoder', 'gpt_neox',
+    'gpt_neox_japanese', 'gpt_oss', 'granite', 'granite4_vision_text', 'granite_swa', 'granitemoe',
+    'granitemoe_swa', 'granitemoehybrid', 'granitemoeshared', 'helium', 'higgs_audio_v2', 'hrm_text',
+    'hunyuan_v1_dense', 'hunyuan_v1_moe', 'hunyuan_vl_text', 'hy_v3', 'hyperclovax', 'jais2', 'jetmoe',
+    'jina_embeddings_v3', 'kimi_k25_vision', 'kyutai_speech_to_text', 'laguna', 'lasr_encoder', 'lfm2', 'lfm2_moe',
+    'llama', 'llama4_text', 'llama4_vision_model', 'longcat_flash', 'mellum', 'mimi', 'mimo_v2_flash', 'minicpm3',
+    'minimax', 'minimax_m2', 'minimax_m3_vl_text', 'minimax_m3_vl_vision', 'ministral', 'ministral3', 'mistral',
+    'mistral4', 'mixtral', 'mllama_text_model', 'modernbert', 'modernbert-decoder', 'moonshine',
+    'moonshine_streaming', 'moshi', 'muse_glimmer_assistant', 'muse_glimmer_text', 'muse_glimmer_vision',
+    'musicflamingo', 'nanochat', 'nemotron', 'nomic_bert', 'olmo', 'olmo2', 'olmo3', 'olmo_hybrid', 'olmoe',
+    'openai_privacy_filter', 'paddleocr_vl_text', 'pe_audio_encoder', 'pe_audio_video_encoder', 'pe_video_encoder',
+    'persimmon', 'phi', 'phi3', 'phi4_multimodal', 'phimoe', 'pixtral', 'qwen2', 'qwen2_5_omni_dit',
+    'qwen2_5_omni_talker', 'qwen2_5_omni_text', 'qwen2_5_vl_text', 'qwen2_moe', 'qwen2_vl_text', 'qwen3',
+    'qwen3_5_moe_text', 'qwen3_5_text', 'qwen3_moe', 'qwen3_next', 'qwen3_omni_moe_talker_code_predictor',
+    'qwen3_omni_moe_talker_text', 'qwen3_omni_moe_text', 'qwen3_vl_moe_text', 'qwen3_vl_text', 'recurrent_gemma',
+    'seed_oss', 'smollm3', 'solar_open', 'stablelm', 'starcoder2', 't5_gemma_module', 't5gemma2_decoder',
+    't5gemma2_text', 'timesfm2_5', 'vaultgemma', 'voxtral_realtime_encoder', 'voxtral_realtime_text', 'xcodec2',
+    'youtu', 'zamba2', 'zaya'
+)
+# Families whose rotation comes from other keys: GPT-J and CodeGen rotate the first `rotary_dim` channels of each
+# head (64 by default, GPTJConfig and CodeGenConfig) in adjacent pairs (rotate_every_two) at a base fixed at 10,000
+# in the model code (create_sinusoidal_positions); they read no rope_theta, rope_scaling or partial factor
+ROTARY_DIM_FAMILIES: tuple[str, ...] = ("gptj", "codegen")
+# Families whose published configs run remote code (auto_map), not transformers': how they rotate is in that code
+REMOTE_CODE_FAMILIES: dict[str, str] = {
+    "chatglm": "ChatGLM2, ChatGLM3 and GLM-4-9B's first release (model_type 'chatglm', "
+               "ChatGLMForConditionalGeneration) run THUDM's modeling_chatglm.py from the Hub (auto_map), not "
+               "transformers' code: its rotary width, pairing and base (and what its rope_ratio does to it) are that "
+               "file's, which this library has not read. The GLM-4 checkpoints converted for transformers (model_type 'glm', 'glm4') are read as transformers "
+               "reads them",
+}
+# model types that name families this module reads without a rope_parameters class: ones it resolves by name
+# (Kimi K2's kimi_k2 is DeepSeek-V3's code)
+_NAMED_FAMILIES: tuple[str, ...] = ("kimi_k2",)
+
+
+def _known_families() -> frozenset[str]:
+    return frozenset(HF_ROPE_PARAMETER_FAMILIES + ROTARY_DIM_FAMILIES + _NAMED_FAMILIES + WHOLE_HEAD_ROTARY_FAMILIES
+                     + tuple(HF_DEFAULT_PARTIAL_ROTARY) + INTERLEAVED_PAIRING_FAMILIES + ROPE_INTERLEAVE_FAMILIES
+                     + MROPE_INTERLEAVED_FAMILIES + MROPE_BLOCK_FAMILIES + PER_LAYER_TYPE_ROPE_FAMILIES)
+
+
+def _top_architectures(config: Any) -> tuple[str, ...]:
+    """The config's `architectures`, from its top level (a multimodal wrapper keeps them there), else its text
+    config's."""
+    found = hf_get(config, "architectures") or hf_get(hf_text_config(config), "architectures") or ()
+    return tuple(found) if isinstance(found, (list, tuple)) else ()
+
+
+def _rope_fields(text: Any) -> list[str]:
+    keys = ("rope_theta", "rope_parameters", "rope_scaling", "partial_rotary_factor", "rotary_pct", "rotary_dim",
+            "rotary_emb_base", "rope_ratio", "head_dim")
+    return [k for k in keys if hf_get(text, k) is not None]
+
+
+def hf_rope_family(config: Any) -> str | None:
+    """The family whose transformers 5.15 model code this module reads config's RoPE as: the text config's
+    model_type when transformers reads its RoPE from rope_parameters (`HF_ROPE_PARAMETER_FAMILIES`) or rotary_dim
+    (`ROTARY_DIM_FAMILIES`: GPT-J, CodeGen); for a model type transformers does not know, the family its
+    `architectures` (read at the config's top level) name (Kimi K2: DeepSeek-V3); None for a config that names no
+    model_type (read in Llama's layout: rope_theta, rotate_half over int(head_dim * partial_rotary_factor)).
+
+    Raises for any other model type, naming the fields it holds and how to read it anyway: a family whose code this
+    module has not read would otherwise get half pairs over the whole head at base 10,000, silently wrong for
+    ChatGLM (`REMOTE_CODE_FAMILIES`) and every family that rotates another way."""
+    text = hf_text_config(config)
+    model_type = hf_get(text, "model_type")
+    if model_type is None:
+        return None
+    model_type = str(model_type)
+    if model_type in _known_families():
+        return model_type
+    named = [_INTERLEAVED_ARCHITECTURES[a] for a in _top_architectures(config) if a in _INTERLEAVED_ARCHITECTURES]
+    if named:
+        return named[0]
+    fields = _rope_fields(text)
+    read = (f"it states {', '.join(fields)}" if fields else "it states no RoPE field")
+    why = REMOTE_CODE_FAMILIES.get(model_type, (
+        f"transformers 5.15 has no family {model_type!r} whose rotation this library has read (its families that read "
+        "rope_parameters are HF_ROPE_PARAMETER_FAMILIES; GPT-J and CodeGen read rotary_dim)"))
+    raise ValueError(f"model_type={model_type!r}: {why}. Of the RoPE fields {read}, but the base, the rotary width "
+                     "and the pairing are the model code's, and reading them with Llama's defaults (half pairs over "
+                     "the whole head, base 10,000) would be a guess. If you have checked that its code rotates as "
+                     "Llama's does (rotate_half over int(head_dim * partial_rotary_factor) channels at rope_theta), "
+                     "pass the config with model_type='llama'; or with the model_type of the transformers family "
+                     "whose code it copies")
 
 
 def hf_rope_pairing(config: Any) -> str:
@@ -379,10 +504,9 @@ def hf_rope_pairing(config: Any) -> str:
     together (transformers 5.15; `INTERLEAVED_PAIRING_FAMILIES`, `ROPE_INTERLEAVE_FAMILIES`). A
     rope_interleave the family's code does not read is refused where it says the other pairing."""
     text = hf_text_config(config)
-    model_type = hf_get(text, "model_type")
+    model_type = hf_rope_family(config)
     if model_type not in ROPE_INTERLEAVE_FAMILIES + INTERLEAVED_PAIRING_FAMILIES:
-        named = [_INTERLEAVED_ARCHITECTURES[a] for a in (hf_get(text, "architectures") or ())
-                 if a in _INTERLEAVED_ARCHITECTURES]
+        named = [_INTERLEAVED_ARCHITECTURES[a] for a in _top_architectures(config) if a in _INTERLEAVED_ARCHITECTURES]
         model_type = named[0] if named else model_type
     stated = hf_get(text, "rope_interleave")
     where = f"{_text_prefix(config)}rope_interleave"
@@ -390,11 +514,45 @@ def hf_rope_pairing(config: Any) -> str:
         check_bool(where, stated)
     if model_type in ROPE_INTERLEAVE_FAMILIES:
         return "interleaved" if stated is None or stated else "half"
-    pairing = "interleaved" if model_type in INTERLEAVED_PAIRING_FAMILIES else "half"
+    pairing = "interleaved" if model_type in INTERLEAVED_PAIRING_FAMILIES + ROTARY_DIM_FAMILIES else "half"
     if stated is not None and stated != (pairing == "interleaved"):
         raise ValueError(f"{where}={stated} says {'interleaved' if stated else 'half'} pairs, but transformers' "
                          f"model code for model_type={model_type!r} does not read it and rotates {pairing} pairs; "
                          f"only {', '.join(ROPE_INTERLEAVE_FAMILIES)} read rope_interleave")
+    return pairing
+
+
+# The DeepSeek Sparse Attention indexer's own rotation (transformers 5.15): DeepseekV32Indexer rotates halves
+# ("NON-interleaved (half-split) RoPE"), GlmMoeDsaIndexer adjacent pairs (apply_rotary_pos_emb_interleave); neither
+# reads indexer_rope_interleave. vLLM's DeepseekV2MLAAttention does: is_neox_style = not indexer_rope_interleave,
+# False when absent (vllm/model_executor/models/deepseek_v2.py)
+DSA_INDEXER_PAIRING: dict[str, str] = {"deepseek_v32": "half", "glm_moe_dsa": "interleaved"}
+
+
+def hf_indexer_rope_pairing(config: Any) -> str:
+    """"half" or "interleaved": the pairing of a DeepSeek Sparse Attention indexer's RoPE (DeepSeek-V3.2's
+    lightning indexer, GLM-5's), as transformers 5.15's model code fixes it (`DSA_INDEXER_PAIRING`).
+
+    The config's `indexer_rope_interleave` (GLM-5 writes true) is read by vLLM (false when absent) and by no
+    transformers code: where it, or its absence, makes vLLM rotate the indexer another way than transformers, this
+    raises with both named. Raises for a family without a DSA indexer."""
+    text = hf_text_config(config)
+    family = hf_rope_family(config)
+    if family not in DSA_INDEXER_PAIRING:
+        raise ValueError(f"model_type={family!r} has no DeepSeek Sparse Attention indexer (families with one: "
+                         f"{', '.join(DSA_INDEXER_PAIRING)})")
+    pairing = DSA_INDEXER_PAIRING[family]
+    where = f"{_text_prefix(config)}indexer_rope_interleave"
+    stated = hf_get(text, "indexer_rope_interleave")
+    if stated is not None:
+        check_bool(where, stated)
+    vllm = "interleaved" if stated else "half"
+    if vllm != pairing:
+        said = "absent (vLLM reads it as false)" if stated is None else f"{stated}"
+        raise ValueError(f"{where} is {said}: vLLM then rotates the indexer's queries and keys in {vllm} pairs, but "
+                         f"transformers 5.15's {family} indexer always rotates {pairing} pairs and never reads the "
+                         f"key; the engines differ, so this library does not pick one (set it to "
+                         f"{pairing == 'interleaved'} to make them agree)")
     return pairing
 
 
@@ -535,10 +693,72 @@ def _rope_field(config: Any, layer_type: str | None = None) -> str:
     return f"{prefix}rope_parameters"
 
 
+def _stated_null(text: Any, key: str) -> bool:
+    """Whether a config dict states key as null (at its top level or inside rope_parameters), or a config object
+    holds None for it in its rope_parameters."""
+    if isinstance(text, Mapping):
+        inner = text.get("rope_parameters")
+        return (key in text and text[key] is None) or (isinstance(inner, Mapping) and key in inner
+                                                        and inner[key] is None)
+    inner = getattr(text, "rope_parameters", None)
+    return inner is None or (isinstance(inner, Mapping) and inner.get(key) is None)
+
+
+def _olmo_hybrid_check(text: Any, prefix: str) -> None:
+    """OLMo Hybrid (transformers 5.15, OlmoHybridModel): the model builds its rotary module only when
+    rope_parameters holds a rope_theta ("Released ckpt don't use any ROPE"); a config dict that states no base is
+    given the class default 10,000 when it loads, and then rotates at it."""
+    if not isinstance(text, Mapping) or _stated_null(text, "rope_theta"):
+        return
+    inner = text.get("rope_parameters") if isinstance(text.get("rope_parameters"), Mapping) else {}
+    scaling = text.get("rope_scaling") if isinstance(text.get("rope_scaling"), Mapping) else {}
+    if text.get("rope_theta") is None and inner.get("rope_theta") is None and scaling.get("rope_theta") is None:
+        raise ValueError(f"model_type='olmo_hybrid' with no {prefix}rope_theta: OlmoHybridModel rotates only when "
+                         "rope_parameters holds a rope_theta (its code: the released checkpoints use no RoPE), but "
+                         "transformers 5.15 fills the class default 10,000 into a config that states none, and then "
+                         "rotates the full-attention layers at it. State rope_theta: null for NoPE, or the base the "
+                         "checkpoint was trained with")
+
+
+def _rotary_dim_read(text: Any, family: str, prefix: str) -> _RopeRead:
+    """GPT-J and CodeGen (transformers 5.15 modeling_gptj.py, modeling_codegen.py): the first rotary_dim channels
+    of each head (64 by default) turn in adjacent pairs at base 10,000, fixed in create_sinusoidal_positions; the
+    models read no other RoPE key."""
+    ignored = [k for k in ("rope_theta", "rope_scaling", "rope_parameters", "partial_rotary_factor", "rotary_pct")
+               if hf_get(text, k) is not None and not (k == "rope_parameters" and not isinstance(text, Mapping))]
+    if ignored:
+        raise ValueError(f"model_type={family!r} states {[prefix + k for k in ignored]}, which transformers' {family} "
+                         "code never reads: it rotates the first rotary_dim channels of each head at base 10,000, "
+                         "fixed in its create_sinusoidal_positions. Remove them (or use a family whose code reads "
+                         "them)")
+    if isinstance(text, Mapping) and "rotary_dim" in text and text["rotary_dim"] is None:
+        raise ValueError(f"{prefix}rotary_dim is null: transformers' {family} code then builds its table over the "
+                         "whole hidden size (embed_dim), not one head, and fails on any model with more than one head; "
+                         "give the rotary width per head")
+    rotary = check_int(f"{prefix}rotary_dim", hf_get(text, "rotary_dim", 64), 2)
+    head = hf_head_dim(text)
+    if rotary % 2 or rotary > head:
+        raise ValueError(f"{prefix}rotary_dim={rotary} must be even and at most the head width {head} "
+                         "(hidden_size // num_attention_heads)")
+    p = {"rope_type": "default", "rope_theta": DEFAULT_ROPE_THETA}
+    if rotary != head:
+        p["partial_rotary_factor"] = rotary / head
+    return _RopeRead(f"none", {"full_attention": p}, None, False)
+
+
 def _read_rope(config: Any) -> _RopeRead:
     text = hf_text_config(config)
     prefix = _text_prefix(config)
-    model_type = str(hf_get(text, "model_type", ""))
+    family = hf_rope_family(config)  # refuses a family whose code this module has not read
+    model_type = family or ""
+    if family in ROTARY_DIM_FAMILIES:
+        return _rotary_dim_read(text, family, prefix)
+    if family == "olmo_hybrid":
+        _olmo_hybrid_check(text, prefix)
+        if _stated_null(text, "rope_theta"):
+            raise ValueError(f"{prefix}rope_theta is null for model_type='olmo_hybrid': OlmoHybridModel builds no "
+                             "rotary module, so no layer rotates (NoPE attention between its Gated DeltaNet layers); "
+                             "there is no RoPE to read")
     if hf_get(text, "dual_chunk_attention_config") is not None:
         raise ValueError(f"{prefix}dual_chunk_attention_config is set (Qwen2.5-1M): vLLM's get_rope builds its "
                          "DualChunkRotaryEmbedding from it before any rope_type, re-indexing positions within and "
@@ -601,13 +821,14 @@ def _read_rope(config: Any) -> _RopeRead:
                 p["partial_rotary_factor"] = default
             if (model_type in WHOLE_HEAD_ROTARY_FAMILIES and p.get("partial_rotary_factor", 1.0) != 1.0
                     and p["rope_type"] != "proportional"):  # Gemma 4's proportional type reads it as a share of pairs
-                if from_class:  # RecurrentGemma: nothing stated, so nothing to drop
+                if default is not None:  # RecurrentGemma: stated or from the class, one refusal and one way out
+                    given = "its config class defaults it to" if from_class else "the config states"
                     raise ValueError(
-                        f"model_type={model_type!r}: its config class defaults partial_rotary_factor to {default:g}, "
-                        "which transformers 4.57's attention honoured (it rotated that share of each head) and "
-                        "5.15's ignores (its default RoPE turns the whole head): the two versions rotate these "
-                        "checkpoints differently, and this library does not pick one. State partial_rotary_factor "
-                        "1.0 to read the config as 5.15 runs it")
+                        f"partial_rotary_factor={p['partial_rotary_factor']:g} for model_type={model_type!r} ({given} "
+                        f"{p['partial_rotary_factor']:g}): transformers 4.57's attention rotated that share of each "
+                        "head, and 5.15's default RoPE turns the whole head whatever the factor says: the versions "
+                        "disagree on these checkpoints, and this library does not pick one. Only "
+                        "partial_rotary_factor 1.0, stated, reads the config as 5.15 runs it")
                 raise ValueError(
                     f"partial_rotary_factor={p['partial_rotary_factor']!r} for model_type={model_type!r}: "
                     "transformers 5.15's model code for this family turns the whole head under default RoPE (its "
@@ -895,6 +1116,8 @@ def hf_rotary_dim(config: Any, layer_type: str | None = None) -> int:
     layer_type = hf_rope_layer_type(config, layer_type)
     p = hf_rope_parameters_for(config, layer_type)
     head = hf_head_dim(config, layer_type)
+    if hf_rope_family(config) in ROTARY_DIM_FAMILIES:  # GPT-J, CodeGen: the config's own width, exactly
+        return int(hf_get(hf_text_config(config), "rotary_dim", 64))
     if p["rope_type"] == "proportional":
         return head
     return int(head * float(p.get("partial_rotary_factor", 1.0)))
@@ -999,7 +1222,7 @@ def _scaling_parameters(config: Any, layer_type: str | None = None) -> tuple[str
         if read.top_original is not None:
             L = read.top_original
         elif orig is not None and v5:
-            L = orig  # transformers 5's own layout keeps the trained length inside
+            L = orig  # transformers 5's own layout keeps the anchor (pre-extension length L) inside
         else:
             if orig is not None and orig != max_pos:
                 raise ValueError(f"{field}['original_max_position_embeddings']={orig}, but transformers 4.57's "
@@ -1044,10 +1267,16 @@ def rope_options_from_hf(config: Any, pairing: str | None = None, layer_type: st
     partial_rotary_factor != 1 becomes the "partial_rotary_factor" option where GPTConfig has it,
     else an error (it is never dropped).
     """
+    # a config with no rotating layer (Kimi Linear's mla_use_nope) has no RoPE to read, whatever its family; any other
+    # family whose code this module has not read is refused by name before its layers are read
+    if not _has(hf_text_config(config), "num_hidden_layers") or any(hf_rotating_layers(config)):
+        hf_rope_family(config)
     if not any(hf_rotating_layers(config)):
+        text = hf_text_config(config)
         why = ("mla_use_nope=True: Kimi Linear's latent attention is NoPE, and its Kimi Delta Attention layers carry "
-               "order in their recurrence" if hf_get(hf_text_config(config), "mla_use_nope") else
-               "no_rope_layers marks every layer NoPE")
+               "order in their recurrence" if hf_get(text, "mla_use_nope") else
+               "rope_theta is null: OlmoHybridModel builds no rotary module" if hf_get(text, "model_type") ==
+               "olmo_hybrid" else "no_rope_layers marks every layer NoPE")
         raise ValueError(f"no layer of this config rotates ({why}): there is no RoPE to read, and its rope_theta is "
                          "read by nothing")
     own = hf_rope_pairing(config)
