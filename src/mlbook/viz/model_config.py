@@ -42,19 +42,24 @@ SCALED_CONFIGS: tuple[tuple[str, object, bool], ...] = (
 
 SCALING_CAPTION = (
     "What each config's scaling divides each pair's frequency by, against the pair's unscaled wavelength as a "
-    "multiple of the scaling's anchor (original_max_position_embeddings), both axes logarithmic. Measured in the "
-    "anchor, every band sits in the same place: pairs whose wavelength is under about a thirtieth of it keep their "
-    "frequency, pairs longer than it (for YaRN, from the first pair whose ramp ends past it) are divided by the "
-    "whole factor. Llama 3.1's llama3 blends between 1/4 and 1 of the anchor "
-    "(L / high_freq_factor to L / low_freq_factor); Scout's, with both factors 1, jumps from 1 to 16 at the anchor; "
-    "YaRN ramps between L / beta_fast and L / beta_slow (gpt-oss's with its ends fractional: the dashed line is the "
-    "same config with truncate true). Gemma 3's linear 8, which reads no anchor, would be a flat line at 8."
+    "multiple of the scaling's anchor L (original_max_position_embeddings), both axes logarithmic. Llama 3.1's llama3 "
+    "(factor 8, low_freq_factor 1, high_freq_factor 4, L = 8,192) keeps the pairs whose wavelength is under "
+    "L / high_freq_factor = 2,048 tokens (a quarter of the anchor), divides those over L / low_freq_factor = 8,192 "
+    "tokens (the anchor) by 8, and interpolates smoothly between. Llama 4 Scout's (factor 16, low_freq_factor = "
+    "high_freq_factor = 1, L = 8,192) keeps every pair under the anchor and divides every pair over it by 16: a step "
+    "with no blend. YaRN (gpt-oss-20b: factor 32, L = 4,096; DeepSeek-V3: factor 40, L = 4,096; Qwen3.5 with its "
+    "card's factor 4, L = 262,144; beta_fast 32 and beta_slow 1 in all three) keeps the pairs that turn more than "
+    "beta_fast times within L (wavelength under about L / 32), divides those that turn less than beta_slow times "
+    "(wavelength over about L) by the factor, and ramps between, its ends rounded to whole pairs unless truncate is "
+    "false: gpt-oss's is, and the dashed line is the same config with truncate true. Gemma 3's linear 8, which reads "
+    "no anchor, would be a flat line at 8."
 )
 SCALING_ALT = (
     "Log-log line plot, one line per config: Llama 3.1 8B, Llama 4 Scout, gpt-oss-20b (and dashed, the same with "
     "truncate true), DeepSeek-V3, and Qwen3.5 27B with YaRN 4. The x axis is the pair's wavelength divided by the "
-    "config's anchor length; every line is flat at 1 below about a thirtieth of the anchor and at its factor (8, 16, "
-    "32, 40, 4) from about the anchor on, rising in between."
+    "config's anchor length. Llama 3.1's line is flat at 1 below a quarter of the anchor and at 8 above it, rising "
+    "between; Scout's steps from 1 to 16 at the anchor; the YaRN lines are flat at 1 below about a thirty-second of "
+    "the anchor and at their factor (32, 40, 4) from about the anchor on, rising between."
 )
 
 
