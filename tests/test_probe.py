@@ -68,6 +68,23 @@ def test_real_model_without_gpu_fails_loudly(monkeypatch):
     assert f"MODEL_NAME = {P.TINY_RANDOM!r}" in msg and f"{P.PROBE_MODEL_ENV}={P.TINY_RANDOM}" in msg  # the way out
 
 
+def test_real_model_offline_fails_loudly_under_any_transformers(monkeypatch):
+    """Offline as the Hub client reads it (HF_HUB_OFFLINE, checked at call time in transformers 5): the clear
+    ProbeUnavailable, at once, not a retry loop."""
+    import time
+
+    import huggingface_hub.constants
+
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    name = "mlbook-tests/no-such-model-anywhere"
+    start = time.perf_counter()
+    with pytest.raises(P.ProbeUnavailable) as info:
+        P.load_probe_model(name, device="cpu")
+    assert time.perf_counter() - start < 30
+    assert name in str(info.value) and P.TINY_RANDOM in str(info.value)
+
+
 @hf4_only("transformers.utils.hub._is_offline_mode, which transformers 5 removed")
 def test_real_model_without_network_fails_loudly(monkeypatch):
     import huggingface_hub.constants
@@ -399,8 +416,8 @@ _SMALL = dict(vocab_size=256, hidden_size=64, intermediate_size=128, num_hidden_
               num_key_value_heads=2, max_position_embeddings=64)
 _GEMMA3_TYPES = ["sliding_attention", "sliding_attention", "sliding_attention", "full_attention"]
 _HF5 = int(transformers.__version__.split(".")[0]) >= 5
-hf5_gemma3 = pytest.mark.skipif(not _HF5, reason="Gemma 3's per-layer-type rope_parameters is transformers 5's layout; "
-                                "4.x's Gemma3TextConfig reads rope_theta and rope_local_base_freq")
+hf5_layer_types = pytest.mark.skipif(not _HF5, reason="per-layer-type rope_parameters (Gemma 3, Cohere 2, OLMo 3) is "
+                                     "transformers 5's layout; 4.x's config classes read top-level rope_theta")
 
 
 def _tiny(kind: str):
@@ -422,11 +439,31 @@ def _tiny(kind: str):
     if kind == "phi":
         return transformers.PhiForCausalLM(transformers.PhiConfig(**_SMALL, partial_rotary_factor=0.5,
                                                                    attn_implementation="eager")).eval()
+    ids = dict(pad_token_id=0, bos_token_id=1, eos_token_id=2)
+    if kind == "phi3":  # one fused qkv_proj, no q_proj or k_proj
+        return transformers.Phi3ForCausalLM(transformers.Phi3Config(**_SMALL, partial_rotary_factor=0.75, **ids)).eval()
+    if kind == "gpt_neox":  # fused query_key_value; rotates the first rotary_pct of each head inside apply_rotary_pos_emb
+        return transformers.GPTNeoXForCausalLM(transformers.GPTNeoXConfig(
+            vocab_size=256, hidden_size=64, intermediate_size=128, num_hidden_layers=4, num_attention_heads=4,
+            max_position_embeddings=64, rotary_pct=0.25)).eval()
+    if kind == "falcon":  # returns its attention weights only when asked
+        return transformers.FalconForCausalLM(transformers.FalconConfig(
+            vocab_size=256, hidden_size=64, num_hidden_layers=4, num_attention_heads=4, new_decoder_architecture=True,
+            num_kv_heads=2, max_position_embeddings=64)).eval()
+    if kind == "smollm3":  # every fourth layer NoPE
+        return transformers.SmolLM3ForCausalLM(transformers.SmolLM3Config(**_SMALL, head_dim=16,
+                                                                          no_rope_layer_interval=4, **ids)).eval()
+    if kind == "cohere2":  # sliding layers rotate (interleaved), global layers NoPE
+        return transformers.Cohere2ForCausalLM(transformers.Cohere2Config(
+            **_SMALL, head_dim=16, sliding_window=16, layer_types=["sliding_attention", "full_attention"] * 2,
+            **ids)).eval()
+    if kind == "olmo3":  # transformers 5 keeps its RoPE per layer type, the types agreeing
+        return transformers.Olmo3ForCausalLM(transformers.Olmo3Config(**_SMALL, sliding_window=16, **ids)).eval()
     raise AssertionError(kind)
 
 
 @pytest.mark.parametrize("kind, own", [("cohere", "interleaved"), ("helium", "interleaved"),
-                                       pytest.param("gemma3", "half", marks=hf5_gemma3),
+                                       pytest.param("gemma3", "half", marks=hf5_layer_types),
                                        ("stablelm", "half"), ("phi", "half")])
 def test_pairing_check_names_the_checkpoints_own_layout_as_the_models(kind, own, ids):
     """Cohere and Helium rotate interleaved pairs: the check must call that layout the model's and rotate_half's
@@ -451,7 +488,7 @@ def test_partial_rotary_models_are_compared_on_the_channels_they_rotate(ids):
         assert P.pair_norms(capture, model.config).q.shape[-1] == r // 2
 
 
-@hf5_gemma3
+@hf5_layer_types
 def test_gemma3_loss_by_position_runs_and_equals_hf_loss(ids):
     """transformers 5's Gemma 3 rotary module keeps one inv_freq per layer type, no `inv_freq`: the loss must not
     depend on it, and must equal the model's own loss."""
@@ -465,7 +502,7 @@ def test_gemma3_loss_by_position_runs_and_equals_hf_loss(ids):
             pass
 
 
-@hf5_gemma3
+@hf5_layer_types
 def test_sink_baseline_of_a_sliding_layer_counts_only_the_keys_in_its_window(ids):
     """A sliding layer of window w: query i sees keys max(0, i - w + 1)..i, so under uniform attention key 0 gets
     1/(i + 1) while i < w and nothing after; full layers keep 1/(i + 1)."""
@@ -540,3 +577,83 @@ def test_longrope_factor_lists_are_checked_before_the_pass(tiny, factors, error,
     with pytest.raises(error, match=match):
         with P.rope_override(tiny.model, scaling):
             pass
+
+
+
+@pytest.mark.parametrize("kind", ["phi3", "gpt_neox", "falcon"])
+def test_fused_qkv_families_are_captured_and_checked(kind, ids):
+    """Phi-3, GPT-NeoX and Falcon project q, k and v in one matrix and still rotate through apply_rotary_pos_emb:
+    the probe captures them, its rotation matches theirs, and the sink mass is the model's own attention."""
+    model = _tiny(kind)
+    capture = P.capture_rotary(model, ids[:, :T_CAPTURE])
+    check = P.pairing_check(capture, model.config)
+    assert check.right.within_rounding and check.converted.within_rounding and check.wrong.relative_error > 0.1
+    sink = P.sink_mass(capture, q_start=8)
+    with torch.no_grad():
+        model.set_attn_implementation("eager")
+        out = model(ids[:, :T_CAPTURE], output_attentions=True)
+    np.testing.assert_allclose(sink.mass, np.stack([a[0, :, 8:, 0].mean(-1).numpy() for a in out.attentions]),
+                               rtol=1e-5)
+
+
+@pytest.mark.parametrize("kind, nope", [("smollm3", (3,)), pytest.param("cohere2", (1, 3), marks=hf5_layer_types)])
+def test_nope_layers_are_left_out_and_named_not_refused(kind, nope, ids):
+    """SmolLM3's every fourth layer and Cohere 2's global layers do not rotate: the capture lists them in
+    nope_layers, and every check, figure and label uses the model's own index of the layers that do."""
+    from mlbook.viz import probe as V
+
+    model = _tiny(kind)
+    capture = P.capture_rotary(model, ids[:, :T_CAPTURE])
+    assert capture.nope_layers == nope
+    rotating = tuple(i for i in range(4) if i not in nope)
+    assert capture.layers == rotating and capture.n_layers == len(rotating)
+    check = P.pairing_check(capture, model.config)
+    assert check.right.within_rounding and check.right.layers == rotating
+    norms = P.pair_norms(capture, model.config)
+    fig = V.fig_rotation_check(check, "tiny")
+    assert list(fig.data[0].x) == list(rotating)
+    assert [f.name for f in V.fig_pair_norms(norms, "tiny").frames] == ["all", *map(str, rotating)]
+    assert list(V.fig_sink_mass(P.sink_mass(capture), "tiny").data[0].y) == list(rotating)
+
+
+@hf5_layer_types
+def test_override_refusal_names_what_an_override_cannot_carry():
+    from transformers import Qwen3VLTextConfig
+
+    olmo3 = _tiny("olmo3")
+    assert "keeps its RoPE per layer type" in P.override_refusal(olmo3.config)
+    with pytest.raises(ValueError, match="keeps its RoPE per layer type"):
+        with P.rope_override(olmo3, {"rope_type": "linear", "factor": 2.0}):
+            pass
+    assert "layer types rotate differently" in P.override_refusal(_tiny("gemma3").config)
+    mrope = Qwen3VLTextConfig(rope_parameters={"rope_type": "default", "rope_theta": 5e6,
+                                               "mrope_section": [24, 20, 20], "mrope_interleaved": True})
+    assert "M-RoPE keys ['mrope_interleaved', 'mrope_section']" in P.override_refusal(mrope)
+    assert P.override_refusal(P.tiny_random_config()) is None
+
+
+def test_the_tiny_models_name_misspelled_is_refused_before_any_download():
+    with pytest.raises(ValueError, match="spelled 'tiny-random'"):
+        P.load_probe_model("Tiny-Random")
+
+
+@pytest.mark.parametrize("config, error", [({"max_position_embeddings": 0}, ValueError),
+                                           ({"max_position_embeddings": True}, TypeError),
+                                           ({"max_position_embeddings": "4096"}, TypeError),
+                                           ({"max_position_embeddings": 64, "original_max_position_embeddings": 0.5},
+                                            TypeError)])
+def test_trained_length_refuses_lengths_that_are_not_positive_ints(config, error):
+    with pytest.raises(error, match="max_position_embeddings must"):
+        P.trained_length(config)
+
+
+@pytest.mark.parametrize("dtype, below", [(torch.bfloat16, 0.05), (torch.float16, 0.01)])
+def test_half_precision_keeps_float32_frequencies_and_reads_its_own_rounding(dtype, below, ids):
+    """As from_pretrained(dtype=...) leaves a model: weights in half precision, inv_freq in float32. The check
+    then reads the half precision's rounding (above the float32 bound, far below the wrong layout's O(1));
+    rounding inv_freq itself to bfloat16 would put the angle out by ~1 rad by position 500."""
+    probe = P.load_probe_model(P.TINY_RANDOM, dtype=dtype)
+    assert probe.model.model.rotary_emb.inv_freq.dtype == torch.float32
+    assert next(probe.model.parameters()).dtype == dtype
+    check = P.pairing_check(P.capture_rotary(probe.model, ids[:, :T_CAPTURE]), probe.config)
+    assert check.right.bound < check.right.relative_error < below < check.wrong.relative_error

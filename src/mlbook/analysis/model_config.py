@@ -175,6 +175,11 @@ def context_lengths(config: Mapping[str, Any]) -> ContextLengths:
     max_pos = text.get("max_position_embeddings")
     inner = p.get("original_max_position_embeddings") if kind in ("llama3", "yarn", "longrope") else None
     outer = text.get("original_max_position_embeddings")
+    for name, value in (("max_position_embeddings", max_pos), ("original_max_position_embeddings", outer),
+                        ("initial_context_length", text.get("initial_context_length")),
+                        ("rope_scaling['original_max_position_embeddings']", inner)):
+        if value is not None:  # 0, True or "4096" would otherwise be read as a length
+            check_int(name, value, 1)
     found = inner or outer or text.get("initial_context_length") or max_pos
     stated = bool(inner or outer or text.get("initial_context_length"))
     if found is None:

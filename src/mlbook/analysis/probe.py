@@ -109,6 +109,7 @@ __all__ = [
     "RotaryCapture",
     "capture_rotary",
     "rotary_from_config",
+    "override_refusal",
     "RotationCheck",
     "rounding_bound",
     "rotation_check",
@@ -206,13 +207,17 @@ def load_probe_model(
     raises `ProbeUnavailable` saying what was asked, what is missing and how to run with the tiny model.
 
     dtype: float32 by default (4 bytes per parameter), so the rotation check compares rotations, not
-    half-precision rounding; torch.bfloat16 halves the memory, but the model's own rotation is then rounded
-    to 8 significant bits and the check's "model's layout" line reads about 2^-8, not float32 rounding.
+    half-precision rounding. torch.float16 or torch.bfloat16 halve the memory, but the model then rotates q and
+    k in that precision and the check's "model's layout" line reads its rounding, not float32's: about 1e-3 in
+    float16 and 1e-2 in bfloat16 (9e-4 and 6e-3 measured at 512 tokens on a randomly initialised model of
+    SmolLM2-135M's shape). A Colab T4 has no native bfloat16: float16 is its half precision.
     seed: the tiny random model's initialisation (an int >= 0). Every argument is checked before any work.
     """
     if not isinstance(name, str) or not name.strip():
         raise ValueError(f"name must be a model name such as {DEFAULT_MODEL!r} or {TINY_RANDOM!r}, got {name!r}")
     name = name.strip()
+    if name != TINY_RANDOM and name.lower().replace("_", "-").replace(" ", "-") == TINY_RANDOM:
+        raise ValueError(f"name {name!r} is not a model on the Hub; the tiny random model is spelled {TINY_RANDOM!r}")
     if device is not None:
         device = check_device("device", device)  # an unknown name ("gpu") or an absent CUDA refused here
     if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
@@ -226,7 +231,13 @@ def load_probe_model(
             torch.manual_seed(seed)
             model = LlamaForCausalLM(tiny_random_config())
         dev = torch.device(device or "cpu")
+        # as from_pretrained(dtype=...) leaves them: the rotary frequencies stay float32 (.to(dtype) would round
+        # inv_freq to 8 bits in bfloat16, an angle error of ~1 rad by position 500)
+        frequencies = {n: b.clone() for n, b in model.named_buffers() if n.endswith("inv_freq")}
         model = model.to(device=dev, dtype=dtype).eval()
+        for n, b in frequencies.items():
+            owner, _, attr = n.rpartition(".")
+            model.get_submodule(owner).register_buffer(attr, b.to(dev), persistent=False)
         return ProbeModel(name, model, None, dev, "tiny random Llama, untrained")
 
     if device is None:
@@ -450,7 +461,9 @@ class RotaryCapture:
     gpt-oss's `sinks` is not a key and is not in it). float32, on the CPU. A model that passes only its
     rotated channels to apply_rotary_pos_emb (StableLM, Phi: partial rotary) gives q and k of those r
     channels. layers: each captured layer's index; windows: per layer, its sliding window (query i sees keys
-    i - w + 1 .. i, transformers' sliding_window_overlay), None for full attention.
+    i - w + 1 .. i, transformers' sliding_window_overlay), None for full attention. nope_layers: the layers
+    that did not rotate (SmolLM3's every fourth, Cohere 2's and EXAONE 4's global layers), left out of every
+    tuple above: they have no rotation to compare.
     """
 
     q_pre: tuple[torch.Tensor, ...]
@@ -462,6 +475,7 @@ class RotaryCapture:
     first_key: tuple[torch.Tensor, ...]
     layers: tuple[int, ...] = ()
     windows: tuple[int | None, ...] = ()
+    nope_layers: tuple[int, ...] = ()
 
     @property
     def n_layers(self) -> int:
@@ -473,9 +487,13 @@ class RotaryCapture:
 
 
 def _attention_modules(model: Any) -> list[Any]:
-    mods = [m for m in model.modules() if hasattr(m, "q_proj") and hasattr(m, "k_proj") and hasattr(m, "layer_idx")]
+    """The model's attention modules: transformers' *Attention classes that know their layer_idx, with separate
+    q_proj and k_proj (Llama, Qwen, Gemma) or fused ones (Phi-3's qkv_proj, GPT-NeoX's query_key_value)."""
+    mods = [m for m in model.modules() if type(m).__name__.endswith("Attention") and isinstance(
+        getattr(m, "layer_idx", None), int)]
     if not mods:
-        raise ValueError(f"{type(model).__name__} has no Llama-family attention modules (q_proj, k_proj, layer_idx)")
+        raise ValueError(f"{type(model).__name__} has no attention modules that know their layer (an *Attention "
+                         "module with a layer_idx): the probe reads transformers' decoder attention")
     return sorted(mods, key=lambda m: m.layer_idx)
 
 
@@ -502,10 +520,11 @@ def _eager(model: Any) -> Iterator[None]:
 def capture_rotary(model: Any, input_ids: torch.Tensor) -> RotaryCapture:
     """Run `model` on input_ids (1, T) and record q and k around its rotation in every layer.
 
-    How: the attention modules of Llama-family models call their modeling file's
-    `apply_rotary_pos_emb(q, k, cos, sin)`; while this runs, that name points to a wrapper that
-    records its inputs and outputs, and a forward hook on each attention module keeps its attention
-    weights on key 0. Everything is restored afterwards, also on error.
+    How: the attention modules of transformers' decoders (Llama, Qwen, Gemma, Phi-3, GPT-NeoX, Falcon, ...)
+    call their modeling file's `apply_rotary_pos_emb(q, k, cos, sin)`; while this runs, that name points to a
+    wrapper that records its inputs and outputs, and a forward hook on each attention module keeps its
+    attention weights on key 0. A layer that does not call it (a NoPE layer: SmolLM3's every fourth, Cohere 2's
+    global ones) is listed in `nope_layers` and left out. Everything is restored afterwards, also on error.
     """
     _check_ids(model, input_ids)
     mods = _attention_modules(model)
@@ -540,24 +559,30 @@ def capture_rotary(model: Any, input_ids: torch.Tensor) -> RotaryCapture:
             # 4.x's per-model attention classes (StableLM, Phi) return weights only when asked; 5's eager always does,
             # and asking would also keep every layer's (H, T, T) weights in the output
             ask = {} if _version_at_least(transformers.__version__, (5,)) else {"output_attentions": True}
-            model(input_ids=input_ids.to(next(model.parameters()).device), **ask)
+            ids = input_ids.to(next(model.parameters()).device)
+            model(input_ids=ids, **ask)
+            if rec and not first_key and not ask:  # an attention class that returns weights only when asked (Falcon)
+                rec.clear()
+                model(input_ids=ids, output_attentions=True)
     finally:
         code.apply_rotary_pos_emb = original
         for h in handles:
             h.remove()
     layers = [m.layer_idx for m in mods]
     unrotated = [i for i in layers if i not in rec]
-    if unrotated:
-        raise ValueError(f"layers {unrotated} did not rotate q and k: the probe needs every layer to use RoPE (a "
-                         "NoPE layer has nothing to compare)")
+    if len(unrotated) == len(layers):
+        raise ValueError(f"no layer of {type(model).__name__} rotated q and k through apply_rotary_pos_emb: "
+                         "nothing to compare (a model without RoPE, or one that rotates elsewhere)")
+    layers = [i for i in layers if i in rec]  # NoPE layers (SmolLM3's every fourth) have no rotation to compare
     silent = [i for i in layers if i not in first_key]
     if silent:
-        kind = type(mods[layers.index(silent[0])]).__name__
+        kind = type({m.layer_idx: m for m in mods}[silent[0]]).__name__
         raise ValueError(f"layers {silent} ({kind}) returned no attention weights under eager attention: this "
                          "model's attention class is fixed when it is built; load it with attn_implementation='eager'")
     q_pre, k_pre, q_post, k_post = (tuple(rec[i][j] for i in layers) for j in range(4))
     return RotaryCapture(q_pre, k_pre, q_post, k_post, rec[layers[0]][4], rec[layers[0]][5],
-                         tuple(first_key[i] for i in layers), tuple(layers), _layer_windows(model.config, layers))
+                         tuple(first_key[i] for i in layers), tuple(layers), _layer_windows(model.config, layers),
+                         tuple(unrotated))
 
 
 def _layer_windows(config: Any, layers: list[int]) -> tuple[int | None, ...]:
@@ -597,7 +622,8 @@ class RotationCheck:
 
     error_q, error_k: (L,) float; scale: max |q_post|, |k_post| over all layers. pairing: the
     layout the library rotated with; permuted: True if q/k channels were first moved to that layout.
-    bound: `rounding_bound` for the captured length and the library's fastest frequency."""
+    bound: `rounding_bound` for the captured length and the library's fastest frequency. layers: the model's
+    index of each entry (NoPE layers are not captured)."""
 
     pairing: str
     permuted: bool
@@ -605,6 +631,7 @@ class RotationCheck:
     error_k: np.ndarray
     scale: float
     bound: float = float("nan")
+    layers: tuple[int, ...] = ()
 
     @property
     def max_error(self) -> float:
@@ -672,7 +699,12 @@ def rotation_check(
             errors[name].append((ours - post[..., perm]).abs().max().item())
             scale = max(scale, post.abs().max().item())
     return RotationCheck(rotaries[0].pairing, permute, np.array(errors["q"]), np.array(errors["k"]), scale,
-                         rounding_bound(capture.T, fastest))
+                         rounding_bound(capture.T, fastest), _layer_ids(capture))
+
+
+def _layer_ids(capture: RotaryCapture) -> tuple[int, ...]:
+    """The model's index of each captured layer (0..n-1 for a capture made without them)."""
+    return capture.layers or tuple(range(capture.n_layers))
 
 
 @dataclass(frozen=True)
@@ -734,7 +766,7 @@ class SinkMass:
     uniform: that mean if every query spread its weight evenly over its i + 1 keys, mean 1/(i + 1) (a layer that
     sees every earlier key); uniform_per_layer: (L,) the same for each layer's own keys: a sliding layer of
     window w sees min(i + 1, w) keys, and key 0 only while i < w, so its share is 1/(i + 1) for i < w, else 0.
-    windows: per layer, its window (None: full attention)."""
+    windows: per layer, its window (None: full attention); layers: the model's index of each row."""
 
     mass: np.ndarray  # (L, H)
     uniform: float
@@ -742,6 +774,7 @@ class SinkMass:
     T: int
     uniform_per_layer: np.ndarray | None = None  # (L,)
     windows: tuple[int | None, ...] = ()
+    layers: tuple[int, ...] = ()
 
     @property
     def baseline(self) -> np.ndarray:
@@ -763,9 +796,11 @@ class SinkMass:
         line = (f"queries {self.q_start}..{self.T - 1}: uniform attention gives key 0 {self.uniform:.3f}; "
                 f"the heads give it {self.mass.min():.3f} to {self.mass.max():.3f} "
                 f"({int((self.ratio > 5).sum())} of {self.mass.size} heads above 5x uniform)")
+        ids = self.layers or tuple(range(self.mass.shape[0]))
         for w in sorted({w for w in self.windows if w is not None and w < self.T}):
-            layers = [i for i, x in enumerate(self.windows) if x == w]
-            share = float(self.baseline[layers[0]])
+            rows = [j for j, x in enumerate(self.windows) if x == w]
+            layers = [ids[j] for j in rows]
+            share = float(self.baseline[rows[0]])
             line += (f"\nlayers {layers} slide a window of {w} keys: uniform attention there gives key 0 "
                      f"{share:.3f}" + (" (no query from q_start on sees it)" if share == 0 else ""))
         return line
@@ -792,7 +827,8 @@ def sink_mass(capture: RotaryCapture, q_start: int | None = None) -> SinkMass:
     mass = np.stack([fk[:, q_start:].mean(-1).numpy() for fk in capture.first_key])  # (L, H)
     windows = capture.windows or (None,) * capture.n_layers
     per_layer = np.array([_uniform_share(q_start, T, w) for w in windows])  # (L,)
-    return SinkMass(mass.astype(np.float64), _uniform_share(q_start, T, None), q_start, T, per_layer, tuple(windows))
+    return SinkMass(mass.astype(np.float64), _uniform_share(q_start, T, None), q_start, T, per_layer, tuple(windows),
+                    _layer_ids(capture))
 
 
 @dataclass(frozen=True)
@@ -805,6 +841,7 @@ class PairNorms:
     k: np.ndarray  # (L, H_kv, P)
     wavelengths: np.ndarray  # (P,)
     trained_len: int
+    layers: tuple[int, ...] = ()  # the model's index of each row (NoPE layers are not captured)
 
     @property
     def mean_q(self) -> np.ndarray:
@@ -833,7 +870,7 @@ def pair_norms(capture: RotaryCapture, config: Any) -> PairNorms:
         return rotary_pair_norms(x[..., perm].double(), r).mean(dim=-2).numpy()  # (H, P)
 
     return PairNorms(np.stack([norms(q) for q in capture.q_pre]), np.stack([norms(k) for k in capture.k_pre]),
-                     wavelengths, trained_length(config))
+                     wavelengths, trained_length(config), _layer_ids(capture))
 
 
 # ---------------------------------------------------------------------------
@@ -919,6 +956,27 @@ def _override_parameters(config: Any, rope_scaling: Any) -> dict[str, Any]:
     return scaling
 
 
+def override_refusal(config: Any) -> str | None:
+    """Why `rope_override` refuses every override on a model with this config, or None where it takes one:
+    layer types that rotate differently (Gemma 3: one rope_scaling cannot say which type it is for); RoPE kept
+    per layer type even where the types agree (OLMo 3 under transformers 5: the override changes one
+    rope_parameters dict); M-RoPE keys (Qwen3-VL, Qwen3.5: mrope_section, mrope_interleaved), which an
+    override would drop rather than carry over."""
+    if _rotates_differently(config):
+        return (f"{type(config).__name__}'s layer types rotate differently ({hf_rope_parameters(config)}): one "
+                "rope_scaling override cannot say which type it is for")
+    current = getattr(config, "rope_parameters", None)
+    if isinstance(current, Mapping) and current and all(isinstance(v, Mapping) for v in current.values()):
+        return (f"{type(config).__name__} keeps its RoPE per layer type ({sorted(current)}); rope_override changes "
+                "a single rope_parameters dict")
+    params = current if isinstance(current, Mapping) else (getattr(config, "rope_scaling", None) or {})
+    mrope = sorted(k for k in params if str(k).startswith("mrope"))
+    if mrope:
+        return (f"{type(config).__name__}'s RoPE carries M-RoPE keys {mrope}: an override would drop them, and "
+                "with them the position ids' split into time, height and width")
+    return None
+
+
 @contextlib.contextmanager
 def rope_override(
     model: Any, rope_scaling: Mapping[str, Any] | None, *, replace_shipped: bool = False,
@@ -959,10 +1017,9 @@ def rope_override(
     if kind != "default" and kind not in ROPE_INIT_FUNCTIONS:  # "proportional" is transformers 5's
         raise ValueError(f"rope_scaling type {kind!r} is not one this transformers computes (it has "
                          f"{', '.join(sorted(ROPE_INIT_FUNCTIONS))})")
-    if _rotates_differently(model.config):
-        raise ValueError(f"{type(model.config).__name__}'s layer types rotate differently "
-                         f"({hf_rope_parameters(model.config)}): one rope_scaling override cannot say which type it "
-                         "is for, so the probe does not override this model (measure it as shipped)")
+    refused = override_refusal(model.config)
+    if refused is not None:
+        raise ValueError(f"{refused}; the probe does not override this model (measure it as shipped)")
     shipped_scaling = _shipped_scaling(model.config)
     if shipped_scaling is not None and not replace_shipped:
         raise ValueError(f"the model ships the scaling {shipped_scaling}; rope_scaling={dict(rope_scaling)!r} would "

@@ -48,7 +48,7 @@ def fig_rotation_check(check: PairingCheck, label: str) -> go.Figure:
     cases = ((check.right, f"{check.right.pairing} layout (the model's)", LINE_COLORS[0], ""),
              (check.wrong, f"{check.wrong.pairing}, channels as they are (porting bug)", LINE_COLORS[5], "/"),
              (check.converted, f"{check.converted.pairing}, channels converted", LINE_COLORS[2], "."))
-    layers = np.arange(len(check.right.error_q))
+    layers = np.array(check.right.layers or range(len(check.right.error_q)))  # the model's indices (NoPE ones absent)
     fig = go.Figure()
     for c, name, color, pattern in cases:
         err = np.maximum(c.error_q, c.error_k) / c.scale  # (L,) relative
@@ -74,11 +74,12 @@ def fig_sink_mass(sink: SinkMass, label: str) -> go.Figure:
         raise TypeError(f"sink must be a SinkMass (mlbook.analysis.probe.sink_mass), got {type(sink).__name__}")
     label = _check_label(label)
     L, H = sink.mass.shape
+    ids = list(sink.layers or range(L))  # the model's index of each row (NoPE layers are not captured)
     windowed = sorted({w for w in sink.windows if w is not None and w < sink.T})
-    slides = "".join(f"; window {w} (layers {[i for i, x in enumerate(sink.windows) if x == w]}): "
+    slides = "".join(f"; window {w} (layers {[ids[j] for j, x in enumerate(sink.windows) if x == w]}): "
                      f"{float(sink.baseline[sink.windows.index(w)]):.3f}" for w in windowed)
     fig = go.Figure(go.Heatmap(
-        z=round_array(sink.mass), x=np.arange(H), y=np.arange(L), zmin=0.0, zmax=1.0, colorscale=SEQUENTIAL,
+        z=round_array(sink.mass), x=np.arange(H), y=np.array(ids), zmin=0.0, zmax=1.0, colorscale=SEQUENTIAL,
         customdata=round_array(sink.ratio, 1),
         colorbar=dict(title=dict(text="weight on token 0", side="right")),
         hovertemplate="layer %{y}, head %{x}: %{z:.3f} on the first token (%{customdata}× uniform)<extra></extra>",
@@ -96,7 +97,8 @@ def _pair_norms(norms: PairNorms, label: str, layer: int | str) -> go.Figure:
     if layer == "all":
         q, k, which = norms.mean_q, norms.mean_k, "all layers"
     else:
-        q, k, which = norms.q[int(layer)].mean(0), norms.k[int(layer)].mean(0), f"layer {layer}"
+        row = list(norms.layers or range(norms.q.shape[0])).index(int(layer))  # the model's layer index -> row
+        q, k, which = norms.q[row].mean(0), norms.k[row].mean(0), f"layer {layer}"
     P = q.shape[0]
     pairs = np.arange(P)
     lam = norms.wavelengths
@@ -126,9 +128,10 @@ def fig_pair_norms(norms: PairNorms, label: str, *, layer: int | str = "all") ->
     if not isinstance(norms, PairNorms):
         raise TypeError(f"norms must be a PairNorms (mlbook.analysis.probe.pair_norms), got {type(norms).__name__}")
     label = _check_label(label)
-    values: list[int | str] = ["all", *range(norms.q.shape[0])]
+    ids = list(norms.layers or range(norms.q.shape[0]))  # the model's layer indices (NoPE layers are not captured)
+    values: list[int | str] = ["all", *ids]
     if layer not in values:
-        raise ValueError(f"layer must be 'all' or 0..{norms.q.shape[0] - 1}, got {layer!r}")
+        raise ValueError(f"layer must be 'all' or one of the captured layers {ids}, got {layer!r}")
     fig = grid_slider(_pair_norms, "layer", values, active=values.index(layer), label="layer",
                       fixed={"norms": norms, "label": label})
     fig.layout.sliders[0].update(pad=dict(t=60))
