@@ -509,7 +509,7 @@ def test_vllm_s_linear_state_is_the_bytes_of_its_blocks_in_each_cache_mode() -> 
     """Qwen3.5-27B's 48 Gated DeltaNet layers in vLLM: the bytes of the tensors one block holds, times the blocks
     `MambaSpec.max_memory_usage_bytes` (vllm/v1/kv_cache_interface.py) charges a sequence: 1 + n without prefix
     caching ("none"), 2 + n in "align", vLLM's default (prefix caching on, Qwen3.5 without
-    SupportsMambaPrefixCaching), ceil(max_model_len / block) in "all"."""
+    SupportsMambaPrefixCaching), ceil(max_model_len / block) + n in "all"."""
     from mlbook.analysis.model_config import load_config
 
     text = load_config("qwen3.5-27b")["text_config"]
@@ -520,6 +520,8 @@ def test_vllm_s_linear_state_is_the_bytes_of_its_blocks_in_each_cache_mode() -> 
         assert P.vllm_linear_state_bytes(text, 48, n) == 48 * (2 + n) * block  # the default is "align"
     every = P.vllm_linear_state_bytes(text, 48, mamba_cache_mode="all", max_model_len=4097, mamba_block_size=1024)
     assert every == 48 * 5 * _vllm_gdn_block_bytes(text, 0)  # blocks at 0, 1,024, ..., 4,096
+    every = P.vllm_linear_state_bytes(text, 48, 2, mamba_cache_mode="all", max_model_len=4097, mamba_block_size=1024)
+    assert every == 48 * (5 + 2) * _vllm_gdn_block_bytes(text, 2)  # and one per draft token
     # by hand, one block without speculation: 48 x 128 x 128 x 4 + 3 x 10,240 x 2 = 3,145,728 + 61,440 bytes
     assert P.vllm_linear_state_bytes(text, 48, mamba_cache_mode="none") == 48 * 3_207_168 == 153_944_064
     assert P.vllm_linear_state_bytes(text, 48) == 2 * 153_944_064  # 293.62 MiB in "align"
@@ -554,3 +556,168 @@ def test_an_h100_80gb_holds_less_than_80_gib() -> None:
         P.device_fit({"cache": 1}, devices=[("H100", 1)])  # type: ignore[arg-type]
     with pytest.raises(ValueError, match=r"devices\['H100'\]"):
         P.device_fit({"cache": 1}, devices={"H100": 0})
+
+
+# ---------------------------------------------------------------------------
+# DeepSeek-V4: refused by name, in the published form and in transformers' saved form
+# ---------------------------------------------------------------------------
+
+
+def _deepseek_v4_published() -> dict:
+    """DeepSeek-V4-Flash's config.json in its published, legacy form: DeepseekV4Config's defaults (transformers 5.15)
+    with the fields its __post_init__ folds away put back as the checkpoint ships them (compress_ratios per layer,
+    0 a window only, 4 compressed sparse, 128 heavily compressed, in the review's reading [0, 0, 4, 128, ..., 4, 0], one
+    entry more than the 43 layers, which transformers truncates; qk_rope_head_dim; rope_theta with rope_scaling) and
+    none of the fields it derives (layer_types, compress_rates, rope_parameters, partial_rotary_factor)."""
+    saved = transformers.DeepseekV4Config().to_dict()
+    raw = {k: v for k, v in saved.items() if k not in (
+        "layer_types", "compress_rates", "rope_parameters", "partial_rotary_factor", "mlp_layer_types")}
+    raw.update(compress_ratios=[0, 0] + [4, 128] * 20 + [4, 0], qk_rope_head_dim=64, rope_theta=10000.0,
+               compress_rope_theta=160000.0, num_hash_layers=3,
+               rope_scaling={"type": "yarn", "factor": 16, "original_max_position_embeddings": 65536,
+                             "beta_fast": 32, "beta_slow": 1})
+    return raw
+
+
+def test_deepseek_v4_published_config_is_refused_not_priced_as_sliding_layers() -> None:
+    """The published form has no layer_types, so it was read as 43 sliding layers of 2 x 512 values (10.75 MiB at
+    1M tokens): no compressed entries, K and V counted twice for one shared tensor, no indexer keys. It is now refused
+    by the fields that say so, and so is the form transformers 5.15 saves."""
+    raw = _deepseek_v4_published()
+    # transformers reads this form: compress_ratios becomes layer_types, Flash's first two layers window-only
+    folded = transformers.DeepseekV4Config(**{k: v for k, v in raw.items() if k not in ("model_type",
+                                                                                      "transformers_version")})
+    assert folded.layer_types[:3] == ["sliding_attention", "sliding_attention", "compressed_sparse_attention"]
+    assert len(folded.layer_types) == 43 and folded.layer_types.count("sliding_attention") == 2
+    match = (r"DeepSeek-V4's compressed attention \(model_type='deepseek_v4', compress_ratios \(44 entries, each of "
+             r"\[0, 4, 128\]\), compress_rope_theta=160000.0, index_topk=512.*compressed entries.*read as both key "
+             r"and value.*indexer keeps keys")
+    with pytest.raises(ValueError, match=match):
+        P.config_kv_plan(raw)
+    with pytest.raises(ValueError, match=r"model_type='deepseek_v4', compress_rates="):
+        P.config_kv_plan(transformers.DeepseekV4Config().to_dict())
+    anonymous = {k: v for k, v in raw.items() if k != "model_type"}  # no model_type: still refused by its fields
+    with pytest.raises(ValueError, match=r"model_type=None, compress_ratios"):
+        P.config_kv_plan(anonymous)
+
+
+def test_an_indexer_alone_is_not_taken_for_deepseek_v4() -> None:
+    """DeepSeek-V3.2 and GLM-5 carry index_topk for their sparse-attention indexer and are still priced (latent and
+    rotary key per token; the indexer's key is left out, as the page says): V3.2 as its config.json states it, without
+    the layer_types transformers 5.15 saves."""
+    published = {k: v for k, v in transformers.DeepseekV32Config().to_dict().items() if k != "layer_types"}
+    assert published["index_topk"] == 2048
+    plan = P.config_kv_plan(published)
+    assert plan.latent and plan.parts[0].values_per_token == 512 + 64
+
+
+# ---------------------------------------------------------------------------
+# OLMo Hybrid with its Gated DeltaNet widths left to OlmoHybridConfig's defaults
+# ---------------------------------------------------------------------------
+
+
+def test_olmo_hybrid_widths_left_to_the_class_defaults_are_filled_as_transformers_fills_them() -> None:
+    saved = transformers.OlmoHybridConfig().to_dict()
+    trimmed = {k: v for k, v in saved.items() if not k.startswith("linear_")}
+    assert P.config_kv_plan(trimmed).bytes(131072) == P.config_kv_plan(saved).bytes(131072)
+    linear = next(p for p in P.config_kv_plan(trimmed).parts if p.kind == "linear_attention")
+    cfg = transformers.OlmoHybridConfig()
+    conv = 2 * cfg.linear_num_key_heads * cfg.linear_key_head_dim + cfg.linear_num_value_heads * cfg.linear_value_head_dim
+    assert linear.recurrent_values == cfg.linear_num_value_heads * cfg.linear_key_head_dim * cfg.linear_value_head_dim
+    assert linear.fixed_values == linear.recurrent_values + conv * cfg.linear_conv_kernel_dim
+    with pytest.raises(ValueError, match="model_type='olmo_hybrid' with no layer_types: OlmoHybridConfig fills them"):
+        P.config_kv_plan({k: v for k, v in trimmed.items() if k != "layer_types"})
+
+
+def test_a_gated_deltanet_family_missing_its_widths_is_told_so_not_called_another_kind() -> None:
+    from mlbook.analysis.model_config import load_config
+
+    text = {k: v for k, v in load_config("qwen3.5-27b")["text_config"].items() if k != "linear_key_head_dim"}
+    with pytest.raises(ValueError, match=r"model_type='qwen3_5_text' has Gated DeltaNet layers, and the config lacks "
+                                         r"their widths \['linear_key_head_dim'\]"):
+        P.config_kv_plan(text)
+
+
+# ---------------------------------------------------------------------------
+# vLLM's pages: the attention block, the padded state, tensor parallelism
+# ---------------------------------------------------------------------------
+
+
+def test_vllm_pads_the_state_to_the_attention_page_as_its_log_reports() -> None:
+    """Oracle: vLLM's own log for Qwen3.5-0.8B at TP 1 in bf16 (24 layers, 2 KV heads of 256, 16 + 16 linear heads
+    of 128, kernel 4, float32 state), "Setting attention block size to 544 tokens" and "Padding mamba page size by
+    2.64%"; and Qwen3.5-27B's 784-token block from a deployment of it."""
+    small = {"model_type": "qwen3_5_text", "num_hidden_layers": 24, "hidden_size": 1024, "num_attention_heads": 8,
+             "num_key_value_heads": 2, "head_dim": 256, "linear_num_key_heads": 16, "linear_num_value_heads": 16,
+             "linear_key_head_dim": 128, "linear_value_head_dim": 128, "linear_conv_kernel_dim": 4,
+             "full_attention_interval": 4}
+    pages = P.vllm_hybrid_pages(small)
+    assert pages.block_size == 544 and f"{100 * pages.padding:.2f}%" == "2.64%"
+    assert pages.page >= pages.state_page > pages.page - 16 * pages.attention_bytes_per_token  # the least 16-multiple
+    from mlbook.analysis.model_config import load_config
+
+    big = load_config("qwen3.5-27b")
+    pages = P.vllm_hybrid_pages(big)
+    assert pages.block_size == 784 and pages.attention_bytes_per_token == 2 * 4 * 256 * 2
+    assert pages.unpadded_state_bytes() == P.vllm_linear_state_bytes(big["text_config"], 48)
+    assert pages.state_bytes() == 2 * 48 * 784 * 4096 == 294 * 2**20  # 293.62 MiB before padding
+    assert pages.kv_bytes(4096) == 16 * 6 * 784 * 4096 == 294 * 2**20  # whole blocks: ceil(4096 / 784) = 6
+    assert pages.kv_bytes(784) == pages.kv_bytes(1) == 16 * 784 * 4096
+    for n, tokens, align_mib, none_mib in ((1, 800, 450, 300), (2, 800, 600, 450), (3, 800, 750, 600)):
+        pages = P.vllm_hybrid_pages(big, n)
+        assert pages.block_size == tokens and pages.state_bytes() == align_mib * 2**20
+        assert P.vllm_hybrid_pages(big, n, mamba_cache_mode="none").state_bytes() == none_mib * 2**20
+        assert pages.unpadded_state_bytes() == P.vllm_linear_state_bytes(big["text_config"], 48, n)
+
+
+def test_tensor_parallel_ranks_split_the_state_and_pad_it_each() -> None:
+    """Each rank holds 1/TP of the value heads and channels; the KV heads split until each rank has one, then
+    replicate (vLLM's get_num_kv_heads: max(1, heads // TP)); the padding is per rank."""
+    from mlbook.analysis.model_config import load_config
+
+    big = load_config("qwen3.5-27b")
+    one = P.vllm_hybrid_pages(big)
+    for tp in (2, 4, 8):
+        pages = P.vllm_hybrid_pages(big, tensor_parallel=tp)
+        assert pages.state_page * tp == one.state_page
+        assert pages.unpadded_state_bytes() == one.unpadded_state_bytes()
+        assert pages.attention_bytes_per_token == 2 * max(1, 4 // tp) * 256 * 2
+    eight = P.vllm_hybrid_pages(big, tensor_parallel=8)
+    assert eight.block_size == 400 and eight.state_bytes() > one.state_bytes()  # 4 KV heads on 8 ranks: replicated
+    with pytest.raises(ValueError, match=r"tensor_parallel=3 must divide the convolution's channels \(10240\)"):
+        P.vllm_hybrid_pages(big, tensor_parallel=3)
+
+
+def test_vllm_hybrid_pages_refuses_what_it_does_not_lay_out() -> None:
+    from mlbook.analysis.model_config import load_config
+
+    with pytest.raises(ValueError, match=r"full-attention and Gated DeltaNet layers only; this config has "
+                                         r"\['full_attention'\]"):
+        P.vllm_hybrid_pages(load_config("llama-3.1-8b"))
+    big = load_config("qwen3.5-27b")
+    with pytest.raises(ValueError, match="prefill_checkpoint_blocks=1 counts in mamba_cache_mode 'align' only"):
+        P.vllm_hybrid_pages(big, mamba_cache_mode="none", prefill_checkpoint_blocks=1)
+    assert P.vllm_hybrid_pages(big, prefill_checkpoint_blocks=1).state_blocks == 3
+    with pytest.raises(ValueError, match="size the 'all' mode only"):
+        P.vllm_hybrid_pages(big, max_model_len=4096)
+    with pytest.raises(ValueError, match="tensor_parallel must be"):
+        P.vllm_hybrid_pages(big, tensor_parallel=0)
+    every = P.vllm_hybrid_pages(big, 1, mamba_cache_mode="all", max_model_len=8192, mamba_block_size=1024)
+    assert every.block_size == 1024 and every.state_blocks == 8 + 1  # ceil(8192 / 1024) + n
+
+
+def test_a_serving_engine_plans_within_its_share_of_the_device() -> None:
+    """vLLM plans within gpu_memory_utilization (0.92 by default) of the device: 76.55 GiB fits on the whole of
+    either card and within 0.92 of neither (73.60 and 73.28 GiB at most)."""
+    fit = P.device_fit({"cache": 64 * 2**30, "weights": 12.55 * 2**30}, devices=P.ACCELERATOR_BYTES,
+                       utilization=P.VLLM_GPU_MEMORY_UTILIZATION)
+    assert fit.headroom_on("A100 80GB") > 0 and fit.headroom_on("H100 80GB") > 0
+    assert fit.headroom_within("A100 80GB") == pytest.approx(0.92 * 80 * 2**30 - fit.total)
+    assert fit.headroom_within("H100 80GB") < fit.headroom_within("A100 80GB") < 0
+    assert "within 0.92 of an H100 80GB (at most 73.28 GiB): over by" in repr(fit)
+    with pytest.raises(ValueError, match="headroom_within needs the fit's utilization"):
+        P.device_fit({"cache": 1}, devices=P.ACCELERATOR_BYTES).headroom_within("H100 80GB")
+    with pytest.raises(ValueError, match="utilization must be a share of the devices"):
+        P.device_fit({"cache": 1}, devices=P.ACCELERATOR_BYTES, utilization=1.5)
+    with pytest.raises(ValueError, match="utilization must be a share of the devices"):
+        P.device_fit({"cache": 1}, utilization=0.9)

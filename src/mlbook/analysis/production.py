@@ -1,7 +1,9 @@
 """KV-cache arithmetic for the production sections (07 context extension, 08 attention sinks,
 12 in production, 15 interview): bytes per token and per sequence, what grouped-query heads,
 latent attention and windowed layers change, the cache of a real model from its row in
-`mlbook.data.model_families` or from its `config.json`, and whether a budget fits a device.
+`mlbook.data.model_families` or from its `config.json`, how vLLM lays out a hybrid's state (its blocks, the
+attention block it picks and the padding it adds), and whether a budget fits a device, whole or within a serving
+engine's share of it.
 
 A layer's cache grows by the values one token adds to it, up to the most tokens the layer ever
 attends to: every token for a full-attention layer, the window W for a sliding layer (a query at i
@@ -33,7 +35,10 @@ from mlbook.transformer.validate import check_choice, check_int, check_positive_
 __all__ = [
     "MAMBA_CACHE_MODES",
     "vllm_linear_state_bytes",
+    "VllmHybridPages",
+    "vllm_hybrid_pages",
     "ACCELERATOR_BYTES",
+    "VLLM_GPU_MEMORY_UTILIZATION",
     "kv_cache_bytes",
     "KVCacheOption",
     "kv_cache_options",
@@ -317,6 +322,10 @@ def config_kv_heads(config: Mapping[str, Any]) -> int:
     return n_heads
 
 
+# model_types whose linear-attention layers are Gated DeltaNet (transformers 5.15)
+_GDN_FAMILIES: tuple[str, ...] = ("qwen3_next", "qwen3_5", "olmo_hybrid")
+
+
 def _linear_state_values(c: Mapping[str, Any]) -> tuple[int, int]:
     """(all, recurrent): the values one linear-attention layer keeps (Qwen3-Next's and Qwen3.5's Gated DeltaNet, as
     transformers 5.15's cache holds them), and of them the recurrent state's, linear_num_value_heads x
@@ -325,6 +334,9 @@ def _linear_state_values(c: Mapping[str, Any]) -> tuple[int, int]:
     need = ("linear_num_value_heads", "linear_num_key_heads", "linear_key_head_dim", "linear_value_head_dim",
             "linear_conv_kernel_dim")
     missing = [k for k in need if c.get(k) is None]
+    if missing and str(c.get("model_type", "")).startswith(_GDN_FAMILIES):
+        raise ValueError(f"model_type={c.get('model_type')!r} has Gated DeltaNet layers, and the config lacks their "
+                         f"widths {missing}: give them as the published config.json states them")
     if missing:
         raise ValueError(f"layer_types has linear_attention layers; this calculator counts the fixed-size state of "
                          f"Gated DeltaNet (Qwen3-Next, Qwen3.5, OLMo Hybrid) from {list(need)}, and the config lacks "
@@ -340,12 +352,39 @@ def _linear_state_values(c: Mapping[str, Any]) -> tuple[int, int]:
 MAMBA_CACHE_MODES: tuple[str, ...] = ("align", "none", "all")
 
 
+def _gdn_page(linear: Mapping[str, Any], n: int, tensor_parallel: int, state_bytes_per_value: float,
+              conv_bytes_per_value: float) -> int:
+    """Bytes of one Gated DeltaNet layer's state block on one tensor-parallel rank, at the shapes of
+    `MambaStateShapeCalculator.gated_delta_net_state_shape` (vllm/model_executor/layers/mamba/mamba_utils.py): the
+    temporal state (value heads / TP, value width, key width) and the convolution's kernel - 1 + n inputs of its
+    (2 key heads' width + the value heads' width) / TP channels; vLLM's `divide` requires both to split evenly."""
+    total, recurrent = _linear_state_values(linear)
+    kernel = check_int("linear_conv_kernel_dim", linear["linear_conv_kernel_dim"], 1)
+    channels = (total - recurrent) // kernel  # the convolution's q, k and v inputs
+    v_heads = check_int("linear_num_value_heads", linear["linear_num_value_heads"], 1)
+    for what, size in (("linear_num_value_heads", v_heads), ("the convolution's channels", channels)):
+        if size % tensor_parallel:
+            raise ValueError(f"tensor_parallel={tensor_parallel} must divide {what} ({size}): vLLM splits them evenly "
+                             "across the ranks")
+    per_rank = recurrent // tensor_parallel * state_bytes_per_value
+    return int(round(per_rank + channels // tensor_parallel * (kernel - 1 + n) * conv_bytes_per_value))
+
+
+def _state_blocks(mode: str, n: int, max_model_len: int | None, block_size: int | None,
+                  prefill_checkpoint_blocks: int = 0) -> int:
+    """Blocks `MambaSpec.max_memory_usage_bytes` (vllm/v1/kv_cache_interface.py) charges one layer of a sequence."""
+    if mode == "all":
+        return math.ceil(max_model_len / block_size) + n  # type: ignore[operator]
+    return (2 + n + prefill_checkpoint_blocks) if mode == "align" else 1 + n
+
+
 def vllm_linear_state_bytes(linear: Mapping[str, Any], layers: int, num_speculative_tokens: int = 0, *,
                             mamba_cache_mode: str = "align", max_model_len: int | None = None,
                             mamba_block_size: int | None = None, state_bytes_per_value: float = 4.0,
                             conv_bytes_per_value: float = 2.0) -> int:
-    """Bytes vLLM holds per sequence for `layers` Gated DeltaNet layers whose shape `linear` gives (the config's
-    linear_* fields), under its `mamba_cache_mode`.
+    """Bytes of the state vLLM keeps per sequence for `layers` Gated DeltaNet layers whose shape `linear` gives (the
+    config's linear_* fields), under its `mamba_cache_mode`, before vLLM pads each block to the attention page
+    (`vllm_hybrid_pages` adds the padding, the attention block and tensor parallelism).
 
     One block of one layer (`MambaStateShapeCalculator.gated_delta_net_state_shape`,
     vllm/model_executor/layers/mamba/mamba_utils.py) holds the recurrent state, linear_num_value_heads x
@@ -353,15 +392,18 @@ def vllm_linear_state_bytes(linear: Mapping[str, Any], layers: int, num_speculat
     float32 for Qwen3.5), and kernel - 1 + n of the convolution's inputs at conv_bytes_per_value, n the speculative
     tokens. `MambaSpec.max_memory_usage_bytes` (vllm/v1/kv_cache_interface.py) charges a sequence, per layer:
 
-        "none"   1 + n blocks                                  (prefix caching off)
-        "align"  2 + n blocks                                  (prefix caching on: vLLM's default for a model
-                                                                that does not declare SupportsMambaPrefixCaching,
-                                                                Qwen3.5 among them)
-        "all"    ceil(max_model_len / mamba_block_size) blocks  (a state at every block boundary)
+        "none"   1 + n blocks                                      (prefix caching off)
+        "align"  2 + n blocks                                      (prefix caching on: vLLM's default for a model
+                                                                    that does not declare SupportsMambaPrefixCaching,
+                                                                    Qwen3.5 among them)
+        "all"    ceil(max_model_len / mamba_block_size) + n blocks  (a state at every block boundary; earlier vLLM
+                                                                    releases charged the ceiling alone)
 
-    The default is "align": vLLM enables prefix caching by default and `MambaModelConfig.verify_and_update_config`
-    (vllm/model_executor/models/config.py) then picks "align" for Qwen3.5. The cache the calculator prices
-    (`config_kv_plan`) is transformers 5.15's instead: kernel columns, one block."""
+    Newer vLLM trees add num_prefill_checkpoint_blocks to "align", set by a layer's prefill backend (Kimi K3's
+    FlashKDA: 1) and 0 for Gated DeltaNet by default. The default is "align": vLLM enables prefix caching by default
+    and `MambaModelConfig.verify_and_update_config` (vllm/model_executor/models/config.py) then picks "align" for
+    Qwen3.5. The cache the calculator prices (`config_kv_plan`) is transformers 5.15's instead: kernel columns,
+    one block."""
     layers = check_int("layers", layers, 1)
     n = check_int("num_speculative_tokens", num_speculative_tokens, 0)
     check_choice("mamba_cache_mode", mamba_cache_mode, MAMBA_CACHE_MODES)
@@ -369,21 +411,118 @@ def vllm_linear_state_bytes(linear: Mapping[str, Any], layers: int, num_speculat
         if max_model_len is None or mamba_block_size is None:
             raise ValueError("mamba_cache_mode='all' keeps a state per block of the longest sequence: give "
                              f"max_model_len and mamba_block_size (got {max_model_len!r} and {mamba_block_size!r})")
-        blocks = math.ceil(check_int("max_model_len", max_model_len, 1) / check_int("mamba_block_size",
-                                                                                  mamba_block_size, 1))
-    else:
-        if max_model_len is not None or mamba_block_size is not None:
-            raise ValueError(f"max_model_len and mamba_block_size size the 'all' mode only; mamba_cache_mode="
-                             f"{mamba_cache_mode!r} keeps {'2' if mamba_cache_mode == 'align' else '1'} + n blocks "
-                             "whatever the length")
-        blocks = (2 if mamba_cache_mode == "align" else 1) + n
+        check_int("max_model_len", max_model_len, 1)
+        check_int("mamba_block_size", mamba_block_size, 1)
+    elif max_model_len is not None or mamba_block_size is not None:
+        raise ValueError(f"max_model_len and mamba_block_size size the 'all' mode only; mamba_cache_mode="
+                         f"{mamba_cache_mode!r} keeps {'2' if mamba_cache_mode == 'align' else '1'} + n blocks "
+                         "whatever the length")
     state_bytes_per_value = check_positive_float("state_bytes_per_value", state_bytes_per_value)
     conv_bytes_per_value = check_positive_float("conv_bytes_per_value", conv_bytes_per_value)
-    total, recurrent = _linear_state_values(linear)
-    kernel = check_int("linear_conv_kernel_dim", linear["linear_conv_kernel_dim"], 1)
-    channels = (total - recurrent) // kernel  # the convolution's q, k and v inputs
-    block = recurrent * state_bytes_per_value + channels * (kernel - 1 + n) * conv_bytes_per_value
-    return int(round(layers * blocks * block))
+    block = _gdn_page(linear, n, 1, state_bytes_per_value, conv_bytes_per_value)
+    return layers * _state_blocks(mamba_cache_mode, n, max_model_len, mamba_block_size) * block
+
+
+@dataclass(frozen=True)
+class VllmHybridPages:
+    """How vLLM lays out the cache of a model with full-attention and Gated DeltaNet layers (see `vllm_hybrid_pages`):
+    per tensor-parallel rank, one attention block of block_size tokens and one padded state block are the same page;
+    the byte counts sum over the ranks."""
+
+    tensor_parallel: int
+    attention_layers: int
+    linear_layers: int
+    attention_bytes_per_token: int  # one attention layer on one rank: 2 x its KV heads x head_dim x kv bytes
+    state_page: int  # one linear layer's state block on one rank, before padding
+    block_size: int  # tokens per attention block, raised until block_size x attention_bytes_per_token >= state_page
+    state_blocks: int  # state blocks a sequence holds per linear layer (the cache mode's count)
+
+    @property
+    def page(self) -> int:
+        """Bytes of one page: block_size x attention_bytes_per_token, which every state block is padded to."""
+        return self.block_size * self.attention_bytes_per_token
+
+    @property
+    def padding(self) -> float:
+        """page / state_page - 1: the share vLLM's log reports as "Padding mamba page size by X%"."""
+        return self.page / self.state_page - 1
+
+    def state_bytes(self, batch: int = 1) -> int:
+        """The linear layers' state for batch sequences, padded, over all ranks."""
+        check_int("batch", batch, 0)
+        return batch * self.tensor_parallel * self.linear_layers * self.state_blocks * self.page
+
+    def unpadded_state_bytes(self, batch: int = 1) -> int:
+        """The same state before padding: what the tensors themselves hold."""
+        check_int("batch", batch, 0)
+        return batch * self.tensor_parallel * self.linear_layers * self.state_blocks * self.state_page
+
+    def kv_bytes(self, context_len: int, batch: int = 1) -> int:
+        """The full-attention layers' keys and values after context_len tokens, in whole blocks, over all ranks."""
+        check_int("context_len", context_len, 0)
+        check_int("batch", batch, 0)
+        blocks = math.ceil(context_len / self.block_size)
+        return batch * self.tensor_parallel * self.attention_layers * blocks * self.page
+
+
+def vllm_hybrid_pages(config: Mapping[str, Any], num_speculative_tokens: int = 0, *, tensor_parallel: int = 1,
+                      mamba_cache_mode: str = "align", kv_bytes_per_value: float = 2.0,
+                      state_bytes_per_value: float = 4.0, conv_bytes_per_value: float = 2.0,
+                      kernel_block_alignment: int = 16, max_model_len: int | None = None,
+                      mamba_block_size: int | None = None, prefill_checkpoint_blocks: int = 0) -> VllmHybridPages:
+    """The blocks and pages vLLM gives a model whose layers are full attention and Gated DeltaNet (Qwen3-Next,
+    Qwen3.5), from its `config.json`, as `Platform._align_hybrid_block_size` (vllm/platforms/interface.py; earlier
+    `HybridAttentionMambaModelConfig.verify_and_update_config` in vllm/model_executor/models/config.py) sets them.
+
+    Per rank, an attention layer's page for one token is a = 2 x max(1, KV heads // TP) x head_dim x kv bytes, and a
+    state block is s bytes (`vllm_linear_state_bytes`' block, its heads and channels divided by TP). vLLM makes the
+    two pages equal: in "none" and "align" the attention block becomes A x ceil(s / (A a)) tokens, A the kernel block
+    alignment (the larger of the attention backend's smallest kernel block, 16 for FlashAttention, and --block-size,
+    16 by default); in "all", L x ceil(ceil(s / a) / L) with L = lcm(mamba_block_size, A), which also becomes the
+    state's block. Every state block is then padded to that page (`mamba_page_size_padded`), and a sequence's
+    full-attention tokens are held in whole blocks of it. Qwen3.5-27B at TP 1: a = 4,096 bytes, s = 3,207,168, a
+    784-token block, 0.13% padding. prefill_checkpoint_blocks: newer vLLM's extra "align" blocks (0 for Gated
+    DeltaNet by default)."""
+    c = _text_config(config)
+    tp = check_int("tensor_parallel", tensor_parallel, 1)
+    n = check_int("num_speculative_tokens", num_speculative_tokens, 0)
+    check_choice("mamba_cache_mode", mamba_cache_mode, MAMBA_CACHE_MODES)
+    align = check_int("kernel_block_alignment", kernel_block_alignment, 1)
+    check_int("prefill_checkpoint_blocks", prefill_checkpoint_blocks, 0)
+    if prefill_checkpoint_blocks and mamba_cache_mode != "align":
+        raise ValueError(f"prefill_checkpoint_blocks={prefill_checkpoint_blocks} counts in mamba_cache_mode 'align' "
+                         f"only, got {mamba_cache_mode!r}")
+    if mamba_cache_mode == "all":
+        if max_model_len is None or mamba_block_size is None:
+            raise ValueError("mamba_cache_mode='all' keeps a state per block of the longest sequence: give "
+                             f"max_model_len and mamba_block_size (got {max_model_len!r} and {mamba_block_size!r})")
+        check_int("max_model_len", max_model_len, 1)
+        check_int("mamba_block_size", mamba_block_size, 1)
+    elif max_model_len is not None or mamba_block_size is not None:
+        raise ValueError(f"max_model_len and mamba_block_size size the 'all' mode only, got mamba_cache_mode="
+                         f"{mamba_cache_mode!r}")
+    kv_bytes_per_value = check_positive_float("kv_bytes_per_value", kv_bytes_per_value)
+    state_bytes_per_value = check_positive_float("state_bytes_per_value", state_bytes_per_value)
+    conv_bytes_per_value = check_positive_float("conv_bytes_per_value", conv_bytes_per_value)
+    plan = config_kv_plan(c)  # refuses what the calculator does not model, before anything below
+    kinds = {p.kind for p in plan.parts}
+    if plan.latent or kinds != {"full_attention", "linear_attention"}:
+        raise ValueError(f"vllm_hybrid_pages lays out full-attention and Gated DeltaNet layers only; this config has "
+                         f"{sorted(kinds)}{' with latent attention' if plan.latent else ''}")
+    full = next(p for p in plan.parts if p.kind == "full_attention")
+    linear = next(p for p in plan.parts if p.kind == "linear_attention")
+    n_kv, d_head = config_kv_heads(c), hf_head_dim(c)
+    if full.values_per_token != 2 * n_kv * d_head:
+        raise ValueError("the full-attention layers' heads differ from num_key_value_heads x head_dim: not laid out")
+    per_token = int(round(2 * max(1, n_kv // tp) * d_head * kv_bytes_per_value))  # vLLM's get_num_kv_heads
+    state = _gdn_page(c, n, tp, state_bytes_per_value, conv_bytes_per_value)
+    if mamba_cache_mode == "all":
+        unit = math.lcm(mamba_block_size, align)  # type: ignore[arg-type]
+        block = unit * math.ceil(math.ceil(state / per_token) / unit)
+    else:
+        block = align * math.ceil(state / (align * per_token))
+    blocks = _state_blocks(mamba_cache_mode, n, max_model_len, block, prefill_checkpoint_blocks)
+    return VllmHybridPages(tp, full.layers, linear.layers, per_token, state, block, blocks)
 
 
 # what a config's per-block attention settings (Nemotron's DeciLM block_configs) may hold, and what is refused
@@ -440,6 +579,59 @@ _UNMODELLED_LAYER_KINDS: dict[str, str] = {
 # Keys of a Mamba mixer's shape: a config with them but no layer_types (Falcon-H1, whose every layer runs attention
 # and Mamba side by side) holds a state the calculator does not count
 _MAMBA_STATE_KEYS: tuple[str, ...] = ("mamba_d_state", "mamba_n_heads", "ssm_state_size")
+# DeepSeek-V4's compressed attention, in the published config.json's legacy form (compress_ratios per layer: 0 a
+# window only, 4 compressed sparse attention, 128 heavily compressed) or as transformers 5.15's DeepseekV4Config
+# saves it (compress_rates): refused by these fields or by model_type, before layer_types is read, because the legacy
+# form has no layer_types and would otherwise be read as sliding layers alone
+_COMPRESSED_ATTENTION_KEYS: tuple[str, ...] = ("compress_ratios", "compress_rates", "compress_rate_csa",
+                                               "compress_rate_hca", "compress_rope_theta")
+_INDEXER_KEYS: tuple[str, ...] = ("index_topk", "index_n_heads", "index_head_dim")
+
+
+def _refuse_compressed_attention(c: Mapping[str, Any]) -> None:
+    """Raise for a DeepSeek-V4 config (model_type deepseek_v4, or any of _COMPRESSED_ATTENTION_KEYS), naming the
+    fields it carries and the three things this calculator does not model."""
+    keys = [k for k in _COMPRESSED_ATTENTION_KEYS if c.get(k) is not None]
+    if c.get("model_type") != "deepseek_v4" and not keys:
+        return
+    def stated(key: str) -> str:
+        value = c[key]
+        if key == "compress_ratios" and isinstance(value, list):
+            ratios = sorted({r for r in value if isinstance(r, int)})
+            return f"compress_ratios ({len(value)} entries, each of {ratios})"
+        return f"{key}={value!r}"
+
+    seen = ", ".join([f"model_type={c.get('model_type')!r}"] + [stated(k) for k in keys]
+                     + [stated(k) for k in _INDEXER_KEYS if c.get(k) is not None])
+    raise ValueError(
+        f"the config describes DeepSeek-V4's compressed attention ({seen}): besides its sliding_window of recent "
+        "tokens a layer with a compressor caches compressed entries (one for every 4 tokens in compressed sparse "
+        "attention, every 128 in heavily compressed attention), its one shared KV head is a single tensor read as "
+        "both key and value (512 values a token, not a K and a V), and the indexer keeps keys of its own; this "
+        "calculator models none of the three, so it refuses the config rather than price the windows alone")
+
+
+def _olmo_hybrid_linear_fields(c: Mapping[str, Any]) -> Mapping[str, Any]:
+    """An OLMo Hybrid config with its Gated DeltaNet widths filled in as OlmoHybridConfig.__post_init__ fills them
+    (transformers 5.15): key and value heads num_attention_heads, key width int(0.75 hidden_size / key heads), value
+    width twice that, kernel 4. Other configs are returned as they are."""
+    if c.get("model_type") != "olmo_hybrid":
+        return c
+    filled = dict(c)
+    heads = check_int("num_attention_heads", c.get("num_attention_heads"), 1)
+    if filled.get("linear_num_key_heads") is None:
+        filled["linear_num_key_heads"] = heads
+    if filled.get("linear_num_value_heads") is None:
+        filled["linear_num_value_heads"] = heads
+    if filled.get("linear_key_head_dim") is None:
+        hidden = check_int("hidden_size", c.get("hidden_size"), 1)
+        filled["linear_key_head_dim"] = int(0.75 * hidden / check_int("linear_num_key_heads",
+                                                                      filled["linear_num_key_heads"], 1))
+    if filled.get("linear_value_head_dim") is None:
+        filled["linear_value_head_dim"] = 2 * check_int("linear_key_head_dim", filled["linear_key_head_dim"], 1)
+    if filled.get("linear_conv_kernel_dim") is None:
+        filled["linear_conv_kernel_dim"] = 4
+    return filled
 
 
 def config_kv_plan(config: Mapping[str, Any], bytes_per_value: float = 2.0,
@@ -456,13 +648,21 @@ def config_kv_plan(config: Mapping[str, Any], bytes_per_value: float = 2.0,
     Linear-attention layers (Qwen3-Next, Qwen3.5) hold a fixed-size state, counted apart
     (`LayerCache.fixed_values`, its recurrent part at state_bytes_per_value: 4, float32, as transformers 5.15
     holds it; vLLM follows the config's mamba_ssm_dtype, else the model's dtype); kinds this calculator does not
-    model are refused by name: DeepSeek-V4's compressed attention, and attention placed among Mamba layers
+    model are refused by name: DeepSeek-V4's compressed attention (by model_type or its compress_* fields, in the
+    published form with compress_ratios and no layer_types as in the one transformers 5.15 saves), and attention
+    placed among Mamba layers
     (Nemotron-H, Jamba, Bamba, Zamba, Zamba2: `_MAMBA_LAYOUT_KEYS`) or beside a Mamba mixer in every layer
     (Falcon-H1)."""
     c = _text_config(config)
     model_type = str(c.get("model_type", ""))
     if model_type in ("modernbert", "bert", "t5"):
         raise ValueError(f"model_type {c.get('model_type')!r} is not a decoder-only model: it keeps no KV cache")
+    _refuse_compressed_attention(c)
+    if model_type == "olmo_hybrid" and c.get("layer_types") is None:
+        raise ValueError("model_type='olmo_hybrid' with no layer_types: OlmoHybridConfig fills them in itself (every "
+                         "4th layer full attention, the last one where none is), a rule this calculator does not "
+                         "apply; give layer_types as a config saved by transformers states them")
+    c = _olmo_hybrid_linear_fields(c)
     bytes_per_value = check_positive_float("bytes_per_value", bytes_per_value)
     for key in _MAMBA_LAYOUT_KEYS:  # attention beside Mamba layers: a layout this calculator does not read
         if c.get(key) is not None:
@@ -549,10 +749,15 @@ def config_kv_plan(config: Mapping[str, Any], bytes_per_value: float = 2.0,
 # ---------------------------------------------------------------------------
 
 
-# What two "80 GB" accelerators hold, in bytes, as nvidia-smi reports memory.total (MiB) and
-# torch.cuda.get_device_properties(0).total_memory gives it: an A100-SXM4-80GB 81,920 MiB = 80 GiB, an
-# H100 80GB HBM3 81,559 MiB = 85,520,809,984 bytes = 79.65 GiB
+# What two "80 GB" accelerators hold, in bytes, as nvidia-smi reports memory.total (MiB): an A100-SXM4-80GB 81,920 MiB
+# = 80 GiB, an H100 80GB HBM3 81,559 MiB = 85,520,809,984 bytes = 79.65 GiB. What a process can use is less: the total
+# CUDA reports (torch.cuda.mem_get_info, the "total capacity" of PyTorch's out-of-memory message) is smaller still,
+# about 79.1-79.3 GiB on either card, and the CUDA context takes a few hundred MiB of it
 ACCELERATOR_BYTES: dict[str, int] = {"A100 80GB": 81_920 * 2**20, "H100 80GB": 81_559 * 2**20}
+
+# The share of a device's memory vLLM plans its weights, activations and cache within by default
+# (`CacheConfig.gpu_memory_utilization` in vllm/config/cache.py: 0.92 on current main, 0.9 in earlier releases)
+VLLM_GPU_MEMORY_UTILIZATION: float = 0.92
 
 
 @dataclass(frozen=True)
@@ -563,6 +768,7 @@ class DeviceFit:
     parts: tuple[tuple[str, int], ...]
     label: float
     devices: tuple[tuple[str, int], ...] = ()
+    utilization: float | None = None  # a serving engine's share of each device (vLLM's gpu_memory_utilization)
 
     @property
     def total(self) -> int:
@@ -584,6 +790,15 @@ class DeviceFit:
         check_choice("device", name, tuple(sizes))
         return sizes[name] - self.total
 
+    def headroom_within(self, name: str) -> float:
+        """Bytes left within `utilization` of the device `name`: utilization x its memory - total. An upper bound on
+        what the engine has left: the memory CUDA reports is smaller than nvidia-smi's total."""
+        if self.utilization is None:
+            raise ValueError("headroom_within needs the fit's utilization: give device_fit(..., utilization=0.92)")
+        sizes = dict(self.devices)
+        check_choice("device", name, tuple(sizes))
+        return self.utilization * sizes[name] - self.total
+
     def __repr__(self) -> str:
         total = self.total
         terms = " + ".join(f"{name} {format_bytes(n).split(' (')[0]}" for name, n in self.parts)
@@ -599,13 +814,20 @@ class DeviceFit:
             lines.append(f"  against {self.label:g} {unit} ({other}): {verdict(room)}")
         for name, size in self.devices:
             lines.append(f"  on an {name} ({size / 2**30:,.2f} GiB): {verdict(size - total)}")
+        if self.utilization is not None:
+            for name, size in self.devices:
+                lines.append(f"  within {self.utilization:g} of an {name} (at most {self.utilization * size / 2**30:,.2f}"
+                             f" GiB): {verdict(self.utilization * size - total)}")
         return "\n".join(lines)
 
 
-def device_fit(parts: dict[str, float], label: float = 80.0, devices: Mapping[str, int] | None = None) -> DeviceFit:
+def device_fit(parts: dict[str, float], label: float = 80.0, devices: Mapping[str, int] | None = None,
+               utilization: float | None = None) -> DeviceFit:
     """Sum named byte counts (a cache, the weights, ...) and compare them with a device labelled
-    `label`, read as label * 10^9 bytes (GB) and as label * 2^30 bytes (GiB), and with each of `devices`
-    (name -> the bytes it holds, e.g. ACCELERATOR_BYTES: an H100 80GB holds 79.65 GiB, an A100 80GB 80 GiB).
+    `label`, read as label * 10^9 bytes (GB) and as label * 2^30 bytes (GiB), with each of `devices`
+    (name -> the bytes it holds, e.g. ACCELERATOR_BYTES: an H100 80GB holds 79.65 GiB, an A100 80GB 80 GiB), and,
+    given utilization (e.g. VLLM_GPU_MEMORY_UTILIZATION, 0.92), with that share of each device: what a serving
+    engine plans within, at most (it takes the share of the smaller total CUDA reports).
 
     The two readings of the label differ by 7.4%; a sum between them "fits" or not depending on the unit.
     What the sum leaves out (activations, quantisation scales and outliers, the runtime's own
@@ -627,4 +849,9 @@ def device_fit(parts: dict[str, float], label: float = 80.0, devices: Mapping[st
             raise TypeError(f"devices must be a dict of name -> bytes (e.g. ACCELERATOR_BYTES), got "
                             f"{type(devices).__name__} ({devices!r})")
         sized = [(str(k), check_int(f"devices[{k!r}]", v, 1)) for k, v in devices.items()]
-    return DeviceFit(tuple(checked), label, tuple(sized))
+    if utilization is not None:
+        utilization = check_positive_float("utilization", utilization)
+        if utilization > 1 or not sized:
+            raise ValueError(f"utilization must be a share of the devices, 0 < utilization <= 1, given with devices; got "
+                             f"{utilization!r} with {len(sized)} devices")
+    return DeviceFit(tuple(checked), label, tuple(sized), utilization)
