@@ -144,3 +144,56 @@ def test_fp8_key_error_rounds_once_then_twice() -> None:
     assert abs(r.score_fresh - r.fresh) < 0.5 * r.fresh  # random queries: the score error tracks the key error
     with pytest.raises(ValueError, match="shift"):
         I.fp8_key_error(shift=0)
+
+
+def test_fp8_key_error_fixed_scale_rounds_alike_and_refuses_saturation() -> None:
+    # e4m3 is a float format: any scale that keeps the keys in range rounds by the same relative step
+    auto, unit = I.fp8_key_error(n_keys=512, d_head=64, shift=100), I.fp8_key_error(n_keys=512, d_head=64, shift=100,
+                                                                                     scale=1.0)
+    assert abs(unit.fresh - auto.fresh) < 0.2 * auto.fresh and unit.scale == 1.0 and auto.scale is None
+    assert "fixed scale 1" in repr(unit) and "amax / 448" in repr(auto)
+    with pytest.raises(ValueError, match="past e4m3's largest value, 448"):
+        I.fp8_key_error(n_keys=512, d_head=64, shift=100, scale=1e-3)  # unit-variance keys / 1e-3 > 448
+    with pytest.raises(ValueError, match="scale must be a finite number > 0"):
+        I.fp8_key_error(scale=0.0)
+
+
+def test_rope_tables_match_rotary_embedding_and_the_complex_rotation() -> None:
+    from mlbook.transformer import positional as P
+
+    pos = torch.arange(37)
+    cos, sin = I.rope_tables(pos, 64)
+    ref_cos, ref_sin = P.RotaryEmbedding(64)(37)  # the library's float32 tables from position 0
+    torch.testing.assert_close(cos.float(), ref_cos, rtol=0, atol=2e-5)
+    torch.testing.assert_close(sin.float(), ref_sin, rtol=0, atol=2e-5)
+    # oracle: pair i of a key, read as x_i + i x_{i+32}, is multiplied by e^{i n theta_i}
+    k = torch.randn(37, 64, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
+    rotated = P.apply_rotary(k, cos, sin)
+    theta = P.frequency_ladder(64).double()
+    z = torch.complex(k[:, :32], k[:, 32:]) * torch.exp(1j * pos.double()[:, None] * theta)
+    torch.testing.assert_close(rotated, torch.cat([z.real, z.imag], dim=-1), rtol=0, atol=1e-12)
+    # a shift is one more rotation: R_delta R_n = R_{n + delta}, to float64 rounding
+    moved = P.apply_rotary(rotated, *I.rope_tables(torch.full((37,), 2900), 64))
+    torch.testing.assert_close(moved, P.apply_rotary(k, *I.rope_tables(pos + 2900, 64)), rtol=0, atol=1e-12)
+    with pytest.raises(TypeError, match="positions must be a 1-D integer tensor"):
+        I.rope_tables(torch.arange(4.0), 64)
+    with pytest.raises(ValueError, match="d_head"):
+        I.rope_tables(pos, 63)
+
+
+def test_interleaved_axes_match_transformers_apply_interleaved_mrope() -> None:
+    from transformers.models.qwen3_5.modeling_qwen3_5 import Qwen3_5TextRotaryEmbedding
+    from transformers.models.qwen3_vl.modeling_qwen3_vl import Qwen3VLTextRotaryEmbedding
+
+    for cls, section, pairs in ((Qwen3VLTextRotaryEmbedding, [24, 20, 20], 64),
+                                (Qwen3_5TextRotaryEmbedding, [11, 11, 10], 32)):
+        freqs = torch.arange(3.0)[:, None, None, None].expand(3, 1, 2, pairs).clone()  # axis a's angles = a
+        hf = cls.apply_interleaved_mrope(None, freqs, section)[0, 0]  # (pairs,) the axis each slot took
+        assert torch.equal(I.interleaved_axes(section, pairs), hf.long()), cls.__name__
+    axes = I.interleaved_axes((24, 20, 20), 64)
+    assert [int((axes == a).sum()) for a in range(3)] == [24, 20, 20]
+    assert torch.nonzero(axes == 2).flatten().tolist() == list(range(2, 60, 3))
+    with pytest.raises(ValueError, match="must add up to pairs"):
+        I.interleaved_axes((24, 20, 20), 32)
+    with pytest.raises(ValueError, match="section must be three pair counts"):
+        I.interleaved_axes((24, 20), 44)

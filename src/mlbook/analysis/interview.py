@@ -18,6 +18,9 @@
                            positions; causal pairs per rank (`context_parallel_positions`)
     stale_rotation_error   keys cached before dynamic NTK rescaled the frequencies, read after
     fp8_key_error          rounding of RoPE keys stored in FP8, once and after a re-rotation
+    rope_tables            float64 cos and sin at any positions, in the library's half layout
+    interleaved_axes       which M-RoPE axis (time, height, width) turns each pair in Qwen3-VL's
+                           interleaved order
 
 KV-cache sizes come from `mlbook.analysis.production.kv_cache_bytes` and wavelengths from
 `mlbook.analysis.absolute.pair_wavelengths`; angle ranges, NTK bases, YaRN bands, ALiBi penalties,
@@ -64,6 +67,8 @@ __all__ = [
     "stale_rotation_error",
     "Fp8Keys",
     "fp8_key_error",
+    "rope_tables",
+    "interleaved_axes",
 ]
 
 
@@ -328,11 +333,58 @@ def document_shift(shift: int = 3000, T: int = 6, d_head: int = 64, *, seed: int
 # ---------------------------------------------------------------------------
 
 
+def _tables64(positions: torch.Tensor, inv_freq: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """float64 cos and sin (T, d) for `positions` (T,) and the frequencies inv_freq (d/2,), half layout."""
+    angle = positions.double()[:, None] * inv_freq.double()  # (T, d/2): position times theta_i
+    angle = torch.cat([angle, angle], dim=-1)  # (T, d): pair i at columns i and i + d/2
+    return angle.cos(), angle.sin()
+
+
 def _rotate64(x: torch.Tensor, positions: torch.Tensor, inv_freq: torch.Tensor) -> torch.Tensor:
     """x (T, d) rotated at `positions` (T,) with the frequencies inv_freq (d/2,), half layout, in float64."""
-    angle = positions.double()[:, None] * inv_freq.double()  # (T, d/2)
-    angle = torch.cat([angle, angle], dim=-1)  # (T, d): pair i at columns i and i + d/2
-    return x * angle.cos() + rotate_half(x) * angle.sin()  # (T, d)
+    cos, sin = _tables64(positions, inv_freq)  # (T, d) each
+    return x * cos + rotate_half(x) * sin  # (T, d)
+
+
+def rope_tables(positions: torch.Tensor, d_head: int = 64, base: float = 10000.0
+                ) -> tuple[torch.Tensor, torch.Tensor]:
+    """float64 cos and sin, each (T, d_head), of RoPE at integer `positions` (T,): the angle of pair i at
+    position n is n * theta_i, theta_i = base^(-2i/d_head) (`frequency_ladder`), laid out as the library's
+    `RotaryEmbedding` lays it (half: pair i at columns i and i + d_head/2).
+
+    Unlike `RotaryEmbedding`, whose tables start at 0 and are float32, these are computed in float64 at any
+    positions, e.g. one row at a shift Delta, the bare rotation R_Delta that moves a cached key from n to
+    n + Delta (`P.apply_rotary(key, *rope_tables(torch.full((T,), delta)))`).
+    """
+    if not isinstance(positions, torch.Tensor) or positions.dim() != 1 or positions.is_floating_point() \
+            or positions.is_complex() or positions.dtype == torch.bool:
+        raise TypeError(f"positions must be a 1-D integer tensor, got {positions!r}")
+    check_even_d("d_head", d_head)
+    base = check_positive_float("base", base, above=1.0)
+    return _tables64(positions, frequency_ladder(d_head, base))
+
+
+def interleaved_axes(section: tuple[int, int, int] | list[int], pairs: int) -> torch.Tensor:
+    """(pairs,) the M-RoPE axis that turns each frequency pair, 0 time, 1 height, 2 width, in Qwen3-VL's
+    interleaved order T H W T H W ...: pair i takes height when i % 3 == 1 and i < 3 * section[1], width
+    when i % 3 == 2 and i < 3 * section[2], and time otherwise (so the pairs past the interleaved block
+    are time's). This is `apply_interleaved_mrope` of transformers' `Qwen3VLTextRotaryEmbedding`
+    (and Qwen3.5's), which starts from the time axis's angles and overwrites those slots.
+
+    Qwen3-VL's default section [24, 20, 20] over 64 pairs gives width pairs 2, 5, ..., 59, so every axis
+    spans the ladder from its fast end to its slow one, unlike Qwen2-VL's blocks (`section_axes`).
+    """
+    if (not isinstance(section, (tuple, list)) or len(section) != 3
+            or any(isinstance(s, bool) or not isinstance(s, int) or s < 0 for s in section)):
+        raise ValueError(f"section must be three pair counts >= 0 (time, height, width), got {section!r}")
+    check_int("pairs", pairs, 1)
+    if sum(section) != pairs:
+        raise ValueError(f"section {list(section)} must add up to pairs ({pairs}): each pair turns with one axis")
+    i = torch.arange(pairs)
+    axes = torch.zeros(pairs, dtype=torch.long)
+    axes[(i % 3 == 1) & (i < 3 * section[1])] = 1
+    axes[(i % 3 == 2) & (i < 3 * section[2])] = 2
+    return axes
 
 
 @dataclass(frozen=True)
@@ -514,22 +566,31 @@ class Fp8Keys:
     moved: float  # the same for a key dequantised, re-rotated by shift and quantised again
     score_fresh: float  # rms error of q . k relative to the rms score, key quantised once
     score_moved: float  # the same, re-rotated key
+    scale: float | None = None  # None: amax / 448 per stored tensor; else the fixed scale used
 
     def __repr__(self) -> str:
-        return (f"FP8 e4m3 keys (per-tensor scale): rms error {self.fresh:.2%} of a key, scores {self.score_fresh:.2%}; "
+        how = "per-tensor scale amax / 448" if self.scale is None else f"fixed scale {self.scale:g}"
+        return (f"FP8 e4m3 keys ({how}): rms error {self.fresh:.2%} of a key, scores {self.score_fresh:.2%}; "
                 f"re-rotated after storage and stored again: {self.moved:.2%}, scores {self.score_moved:.2%}")
 
 
-def fp8_key_error(n_keys: int = 4096, d_head: int = 128, shift: int = 2900, *, seed: int = 0) -> Fp8Keys:
+def fp8_key_error(n_keys: int = 4096, d_head: int = 128, shift: int = 2900, *, scale: float | None = None,
+                  seed: int = 0) -> Fp8Keys:
     """Keys rotated at positions 0 .. n_keys - 1 in float64, then stored as float8_e4m3fn with one
-    per-tensor scale (amax / 448, e4m3's largest value) and read back: the rounding every FP8 cache
-    adds once, after RoPE. Re-positioning such a cache means dequantising, rotating by `shift` and
-    quantising again: two roundings. Errors against the exact keys at positions + shift, and of
-    the scores q . k with random queries.
+    per-tensor scale and read back: the rounding every FP8 cache adds once, after RoPE. Re-positioning
+    such a cache means dequantising, rotating by `shift` and quantising again: two roundings. Errors
+    against the exact keys at positions + shift, and of the scores q . k with random queries.
+
+    scale=None takes amax / 448 (e4m3's largest value) of each stored tensor; a number fixes it, e.g.
+    1.0, vLLM's default when a checkpoint supplies no scale. FP8 is a floating-point format, so any
+    scale that keeps the keys inside its normal range rounds them by the same relative step; a fixed
+    scale too small for the largest key is the failure, since no e4m3 value exceeds 448 (the keys
+    here are unit-variance, so a scale of 1.0 keeps them in range).
     """
     check_int("n_keys", n_keys, 2)
     check_even_d("d_head", d_head)
     check_int("shift", shift, 1)
+    fixed = None if scale is None else check_positive_float("scale", scale)
     g = torch.Generator().manual_seed(seed)
     k = torch.randn(n_keys, d_head, generator=g, dtype=torch.float64)  # (N, d)
     q = torch.randn(64, d_head, generator=g, dtype=torch.float64)  # (64, d)
@@ -537,8 +598,11 @@ def fp8_key_error(n_keys: int = 4096, d_head: int = 128, shift: int = 2900, *, s
     pos = torch.arange(n_keys)
 
     def store(x: torch.Tensor) -> torch.Tensor:  # quantise to e4m3 with a per-tensor scale, read back
-        scale = x.abs().max() / 448.0
-        return (x / scale).to(torch.float8_e4m3fn).double() * scale
+        s = x.abs().max() / 448.0 if fixed is None else torch.tensor(fixed, dtype=torch.float64)
+        if fixed is not None and (x / s).abs().max() > 448.0:
+            raise ValueError(f"scale={fixed} puts keys up to {float((x / s).abs().max()):.1f} past e4m3's largest "
+                             "value, 448: they would saturate; pass a larger scale or None (amax / 448)")
+        return (x / s).to(torch.float8_e4m3fn).double() * s
 
     exact = _rotate64(k, pos + shift, inv_freq)  # (N, d) R_{n + shift} k
     fresh = store(exact)
@@ -551,4 +615,4 @@ def fp8_key_error(n_keys: int = 4096, d_head: int = 128, shift: int = 2900, *, s
         want = q @ exact.T
         return float((q @ x.T - want).pow(2).mean().sqrt() / want.pow(2).mean().sqrt())
 
-    return Fp8Keys(rms_rel(fresh), rms_rel(moved), score_rel(fresh), score_rel(moved))
+    return Fp8Keys(rms_rel(fresh), rms_rel(moved), score_rel(fresh), score_rel(moved), fixed)
