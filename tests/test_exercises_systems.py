@@ -79,3 +79,30 @@ def test_flops_wrong_shape_and_stub(capsys):
     assert "three numbers" in capsys.readouterr().out
     assert check_attention_flops(lambda B, T, d: None) is False
     assert "None (is the return statement missing?)" in capsys.readouterr().out  # not a stub: a missing return
+
+
+def test_llama3_kv_cache_right_numbers_pass(capsys):
+    from mlbook.exercises import check_llama3_kv_cache
+
+    assert check_llama3_kv_cache(2**34, 2**33)
+    assert "Correct" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("bf16, int8, says", [
+    (None, None, "Not answered yet"),
+    (2**36, 2**33, "only the 8 KV heads are cached"),  # 32 heads' worth
+    (2**33, 2**33, "only the keys"),  # half the bf16 cache
+    (2**34, 2**34, "16 bits kept for a cache of 8"),
+    (16, 8, "a size in GiB"),
+    (2**34 / 32, 2**33, "one layer's cache"),
+    ("16 GiB", 2**33, "a number of bytes"),
+])
+def test_llama3_kv_cache_mistakes_are_named_without_the_answer(bf16, int8, says, capsys):
+    from mlbook.exercises import check_llama3_kv_cache
+
+    assert not check_llama3_kv_cache(bf16, int8)
+    out = capsys.readouterr().out
+    right_8bit = "8,589,934,592" if int8 != 2**33 else "never printed"
+    assert says in out and right_8bit not in out  # the answer for the failing number is not given away
+    if bf16 != 2**34:
+        assert "17,179,869,184" not in out

@@ -18,7 +18,7 @@ from mlbook.analysis.production import kv_cache_bytes
 from mlbook.analysis.systems import attention_flops, position_cost
 from mlbook.exercises.common import call_answer, describe, failure, fmt_pair, guarded, number_answer, rtol_for, verdict
 
-__all__ = ["check_attention_flops", "check_kv_cache_bytes"]
+__all__ = ["check_attention_flops", "check_kv_cache_bytes", "check_llama3_kv_cache"]
 
 _NOT_IMPLEMENTED = "not implemented yet: fill in the function, then run this cell again."
 
@@ -96,6 +96,49 @@ def check_kv_cache_bytes(fn: Callable[..., object]) -> bool:
     return verdict(True, "Keys and values, every layer, only the KV heads, bits / 8 bytes per value, for every "
                          "token of every sequence: 0.5 MiB per token and 64 GiB at 131,072 tokens for the "
                          "7B-class model.")
+
+
+_LLAMA3 = {"n_layers": 32, "n_heads": 32, "n_kv_heads": 8, "d_head": 128, "context_len": 131_072}
+_LLAMA3_FACTORS = {  # the reader's number / the right one, for Llama 3 8B's shape, and what it means
+    Fraction(4): "That is 32 KV heads' worth: only the 8 KV heads are cached, each serving 4 query heads.",
+    Fraction(1, 2): "That counts only the keys (or only the values): the cache holds both.",
+    Fraction(2): "That is twice the cache: keys and values counted twice, or 16 bits kept for a cache of 8.",
+    Fraction(8): "That is in bits: a value of b bits takes b / 8 bytes.",
+    Fraction(1, 32): "That is one layer's cache: each of the 32 layers caches its own.",
+    Fraction(1, 128): "d_head is missing: each key and value is 128 numbers per KV head.",
+    Fraction(1, 131_072): "That is one token's cache: multiply by the 131,072 tokens.",
+}
+
+
+@guarded
+def check_llama3_kv_cache(bf16_bytes: object, int8_bytes: object) -> bool:
+    """Check the reader's two numbers for Llama 3 8B (32 layers, 32 query heads sharing 8 KV heads, d_head
+    128) at 131,072 tokens, one sequence: the cache in bytes in bf16 and with an 8-bit cache. None means not
+    answered yet; a wrong number is named by its factor (the query heads, one of K and V, bits for bytes, a
+    unit) without printing the right one."""
+    answers = (("bf16", bf16_bytes, 2.0), ("8-bit", int8_bytes, 1.0))
+    if any(a is None for _, a, _ in answers):
+        missing = [label for label, a, _ in answers if a is None]
+        print(f"Not answered yet: the {' and the '.join(missing)} answer {'is' if len(missing) == 1 else 'are'} None. "
+              "Give the bytes your my_kv_cache_bytes returns for Llama 3 8B at 131,072 tokens, one sequence.")
+        return False
+    for label, answer, per_value in answers:
+        value, problem = number_answer(answer, f"Your {label} answer", "a number of bytes (an int or a float)")
+        if problem is not None:
+            return verdict(False, problem)
+        want = kv_cache_bytes(_LLAMA3["n_layers"], _LLAMA3["n_kv_heads"], _LLAMA3["d_head"], per_value,
+                              _LLAMA3["context_len"])
+        if abs(float(value) - want) <= rtol_for(torch.float32) * want:
+            continue
+        for unit, size in (("GiB", 2**30), ("GB", 1e9), ("MiB", 2**20), ("MB", 1e6)):
+            if abs(float(value) * size - want) <= rtol_for(torch.float32) * want:
+                return verdict(False, f"Your {label} answer is {value:g}: a size in {unit}. Give it in bytes.")
+        r = _ratio(float(value), want)
+        hint = _LLAMA3_FACTORS.get(r) if r is not None else None
+        return verdict(False, f"Your {label} answer, {float(value):,.0f} bytes, is not the cache's size. "
+                              + (hint or "Per token it is 2 x n_layers x n_kv_heads x d_head x bytes per value."))
+    return verdict(True, "128 KiB a token: 16 GiB at 131,072 tokens in bf16 and 8 GiB with an 8-bit cache, a "
+                         "quarter of what 32 KV heads would hold.")
 
 
 # ---------------------------------------------------------------------------
