@@ -446,10 +446,10 @@ def _tiny(kind: str):
         return transformers.GPTNeoXForCausalLM(transformers.GPTNeoXConfig(
             vocab_size=256, hidden_size=64, intermediate_size=128, num_hidden_layers=4, num_attention_heads=4,
             max_position_embeddings=64, rotary_pct=0.25)).eval()
-    if kind == "falcon":  # returns its attention weights only when asked
+    if kind == "falcon":  # returns its attention weights only when asked; eager from the start (it cannot switch)
         return transformers.FalconForCausalLM(transformers.FalconConfig(
             vocab_size=256, hidden_size=64, num_hidden_layers=4, num_attention_heads=4, new_decoder_architecture=True,
-            num_kv_heads=2, max_position_embeddings=64)).eval()
+            num_kv_heads=2, max_position_embeddings=64, attn_implementation="eager")).eval()
     if kind == "smollm3":  # every fourth layer NoPE
         return transformers.SmolLM3ForCausalLM(transformers.SmolLM3Config(**_SMALL, head_dim=16,
                                                                           no_rope_layer_interval=4, **ids)).eval()
@@ -580,6 +580,18 @@ def test_longrope_factor_lists_are_checked_before_the_pass(tiny, factors, error,
 
 
 
+def test_attention_that_does_not_mask_later_keys_is_refused(ids):
+    """Falcon cannot switch attention after it is built: loaded with sdpa, its eager branch adds sdpa's boolean
+    mask (True = 1.0) and masks nothing, so a third of each row's weight lands on later keys. The capture must
+    refuse that rather than report a sink measured on non-causal attention."""
+    torch.manual_seed(0)
+    sdpa = transformers.FalconForCausalLM(transformers.FalconConfig(
+        vocab_size=256, hidden_size=64, num_hidden_layers=4, num_attention_heads=4, new_decoder_architecture=True,
+        num_kv_heads=2, max_position_embeddings=64, attn_implementation="sdpa")).eval()
+    with pytest.raises(ValueError, match="on later keys.*attn_implementation='eager'"):
+        P.capture_rotary(sdpa, ids[:, :T_CAPTURE])
+
+
 @pytest.mark.parametrize("kind", ["phi3", "gpt_neox", "falcon"])
 def test_fused_qkv_families_are_captured_and_checked(kind, ids):
     """Phi-3, GPT-NeoX and Falcon project q, k and v in one matrix and still rotate through apply_rotary_pos_emb:
@@ -613,7 +625,14 @@ def test_nope_layers_are_left_out_and_named_not_refused(kind, nope, ids):
     fig = V.fig_rotation_check(check, "tiny")
     assert list(fig.data[0].x) == list(rotating)
     assert [f.name for f in V.fig_pair_norms(norms, "tiny").frames] == ["all", *map(str, rotating)]
-    assert list(V.fig_sink_mass(P.sink_mass(capture), "tiny").data[0].y) == list(rotating)
+    sink = P.sink_mass(capture)  # NoPE layers' attention is the model's too: every layer, in the model's order
+    assert sink.layers == (0, 1, 2, 3) and list(V.fig_sink_mass(sink, "tiny").data[0].y) == [0, 1, 2, 3]
+    with torch.no_grad():
+        model.set_attn_implementation("eager")
+        out = model(ids[:, :T_CAPTURE], output_attentions=True)
+    q0 = max(1, T_CAPTURE // 8)
+    np.testing.assert_allclose(sink.mass, np.stack([a[0, :, q0:, 0].mean(-1).numpy() for a in out.attentions]),
+                               rtol=1e-5)
 
 
 @hf5_layer_types

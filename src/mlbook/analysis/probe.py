@@ -35,9 +35,10 @@ replace_shipped=True.
 "Trained length" here (`trained_length`, `PositionalSettings.trained_len`, `PositionLoss.trained_len`) is the
 length a config anchors its scaling at: original_max_position_embeddings where the config states it, else
 max_position_embeddings. It is the pre-extension length, not always the length the model was last trained at:
-Llama 3.1 and 3.2 anchor at 8,192 but were trained on to 128K tokens (Dubey et al., 2024), Qwen3 states 40,960
-though its long-context stage ran at 32,768 (Yang et al., 2025), and Gemma 3's global layers were pretrained at
-32K and then rescaled by 8 (Gemma Team, 2025), while its config states 131,072 and no anchor.
+Llama 3.1 anchors at 8,192 but was trained on to 128K tokens (Dubey et al., 2024), Qwen3 states 40,960 though
+its long-context stage ran at 32,768 (Yang et al., 2025), and Gemma 3 4B, 12B and 27B rescale their global layers
+by 8 from a 32K pretraining length (Gemma Team, 2025; the 1B model has 32K and no scaling), while their configs
+state 131,072 and no anchor.
 
 Models the probe refuses rather than misreads: layer types that rotate differently (Gemma 3) are checked layer
 by layer in `pairing_check`, but `rope_override` refuses them (one rope_scaling cannot say which type it is for);
@@ -251,6 +252,9 @@ def load_probe_model(
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     try:
+        from transformers import AutoConfig
+
+        AutoConfig.from_pretrained(name)  # the smallest file first: without a network, one round of retries, not two
         tokenizer = AutoTokenizer.from_pretrained(name)
         # transformers 4.56 renamed torch_dtype to dtype; Colab may have an older release
         key = "dtype" if _version_at_least(transformers.__version__, (4, 56)) else "torch_dtype"
@@ -463,7 +467,8 @@ class RotaryCapture:
     channels. layers: each captured layer's index; windows: per layer, its sliding window (query i sees keys
     i - w + 1 .. i, transformers' sliding_window_overlay), None for full attention. nope_layers: the layers
     that did not rotate (SmolLM3's every fourth, Cohere 2's and EXAONE 4's global layers), left out of every
-    tuple above: they have no rotation to compare.
+    tuple above: they have no rotation to compare; their attention on key 0 is kept in nope_first_key (and
+    their windows in nope_windows), for `sink_mass`.
     """
 
     q_pre: tuple[torch.Tensor, ...]
@@ -476,6 +481,8 @@ class RotaryCapture:
     layers: tuple[int, ...] = ()
     windows: tuple[int | None, ...] = ()
     nope_layers: tuple[int, ...] = ()
+    nope_first_key: tuple[torch.Tensor, ...] = ()  # per NoPE layer, (H, T) attention on key 0
+    nope_windows: tuple[int | None, ...] = ()
 
     @property
     def n_layers(self) -> int:
@@ -545,10 +552,13 @@ def capture_rotary(model: Any, input_ids: torch.Tensor) -> RotaryCapture:
     def pre_hook(module, args):  # type: ignore[no-untyped-def]
         current[0] = module.layer_idx
 
+    future: dict[int, float] = {}
+
     def post_hook(module, args, output):  # type: ignore[no-untyped-def]
         weights = output[1] if isinstance(output, tuple) and len(output) > 1 else None
         if weights is not None:
             first_key[module.layer_idx] = weights[0, :, :, 0].detach().float().cpu()  # (H, T) mass on key 0
+            future[module.layer_idx] = float(torch.triu(weights[0].detach().float(), diagonal=1).sum(-1).max())
 
     handles = [h for m in mods for h in (m.register_forward_pre_hook(pre_hook), m.register_forward_hook(post_hook))]
     code.apply_rotary_pos_emb = wrapper
@@ -574,20 +584,29 @@ def capture_rotary(model: Any, input_ids: torch.Tensor) -> RotaryCapture:
         raise ValueError(f"no layer of {type(model).__name__} rotated q and k through apply_rotary_pos_emb: "
                          "nothing to compare (a model without RoPE, or one that rotates elsewhere)")
     layers = [i for i in layers if i in rec]  # NoPE layers (SmolLM3's every fourth) have no rotation to compare
+    leaky = sorted(i for i, mass in future.items() if mass > 1e-4)
+    if leaky:  # Falcon loaded with sdpa: its eager branch adds sdpa's boolean mask (True = 1.0) and masks nothing
+        raise ValueError(f"layers {leaky} of {type(model).__name__} put up to {max(future[i] for i in leaky):.2f} of a "
+                         "query's attention on later keys when switched to eager attention: their eager path does "
+                         "not mask the way this model was loaded. Load it with attn_implementation='eager' "
+                         "(AutoModelForCausalLM.from_pretrained(name, attn_implementation='eager')) and capture again")
     silent = [i for i in layers if i not in first_key]
     if silent:
         kind = type({m.layer_idx: m for m in mods}[silent[0]]).__name__
         raise ValueError(f"layers {silent} ({kind}) returned no attention weights under eager attention: this "
                          "model's attention class is fixed when it is built; load it with attn_implementation='eager'")
     q_pre, k_pre, q_post, k_post = (tuple(rec[i][j] for i in layers) for j in range(4))
+    # a NoPE layer's attention is still the model's own: kept for sink_mass (all of them, or none)
+    nope = unrotated if all(i in first_key for i in unrotated) else []
     return RotaryCapture(q_pre, k_pre, q_post, k_post, rec[layers[0]][4], rec[layers[0]][5],
                          tuple(first_key[i] for i in layers), tuple(layers), _layer_windows(model.config, layers),
-                         tuple(unrotated))
+                         tuple(unrotated), tuple(first_key[i] for i in nope), _layer_windows(model.config, nope))
 
 
 def _layer_windows(config: Any, layers: list[int]) -> tuple[int | None, ...]:
     """Per captured layer, its sliding window (`hf_layer_types`: a sliding_attention layer sees the last
     sliding_window keys), None for a layer that sees every earlier key."""
+    config = hf_text_config(config)  # a multimodal wrapper (Gemma3ForConditionalGeneration) keeps it in text_config
     window = hf_get(config, "sliding_window")
     if window is None or not hf_get(config, "use_sliding_window", True):
         return (None,) * len(layers)
@@ -819,16 +838,23 @@ def _uniform_share(q_start: int, T: int, window: int | None) -> float:
 def sink_mass(capture: RotaryCapture, q_start: int | None = None) -> SinkMass:
     """Attention mass on the first token per layer and head (the sink of Xiao et al., 2024), averaged over
     queries q_start..T-1 (default T // 8: the first queries have few keys, so any head weights key 0 there),
-    beside the share uniform attention over each layer's own keys would give it (a sliding layer's window)."""
+    beside the share uniform attention over each layer's own keys would give it (a sliding layer's window).
+    Every layer whose weights were captured, NoPE layers included (the global layers of Cohere 2, where a sink
+    is most often looked for), in the model's order."""
     T = capture.T
     q_start = max(1, T // 8) if q_start is None else check_int("q_start", q_start, 0)
     if q_start >= T:
         raise ValueError(f"q_start ({q_start}) must be below the captured length T = {T}")
-    mass = np.stack([fk[:, q_start:].mean(-1).numpy() for fk in capture.first_key])  # (L, H)
-    windows = capture.windows or (None,) * capture.n_layers
+    rows = sorted(zip(_layer_ids(capture) + capture.nope_layers[: len(capture.nope_first_key)],
+                      capture.first_key + capture.nope_first_key,
+                      (capture.windows or (None,) * capture.n_layers) + (capture.nope_windows or
+                                                                        (None,) * len(capture.nope_first_key))),
+                  key=lambda row: row[0])
+    mass = np.stack([fk[:, q_start:].mean(-1).numpy() for _, fk, _ in rows])  # (L, H)
+    windows = tuple(w for _, _, w in rows)
     per_layer = np.array([_uniform_share(q_start, T, w) for w in windows])  # (L,)
-    return SinkMass(mass.astype(np.float64), _uniform_share(q_start, T, None), q_start, T, per_layer, tuple(windows),
-                    _layer_ids(capture))
+    return SinkMass(mass.astype(np.float64), _uniform_share(q_start, T, None), q_start, T, per_layer, windows,
+                    tuple(i for i, _, _ in rows))
 
 
 @dataclass(frozen=True)
@@ -1123,7 +1149,7 @@ def _decoder_pass(model: Any, ids: torch.Tensor, *, record: bool = True) -> _Pas
 def _logits(model: Any, hidden: torch.Tensor) -> torch.Tensor:
     """(n, vocab) float32 logits from (n, d_model) last hidden states: the output head, then any final soft cap."""
     logits = model.get_output_embeddings()(hidden).float()  # (n, vocab)
-    cap = getattr(model.config, "final_logit_softcapping", None)
+    cap = hf_get(hf_text_config(model.config), "final_logit_softcapping")
     return torch.tanh(logits / cap) * cap if cap else logits
 
 
