@@ -1379,3 +1379,38 @@ def test_page13_indexer_rope_interleave_must_be_a_bool() -> None:
 
     with pytest.raises((TypeError, ValueError), match="indexer_rope_interleave"):
         hf_indexer_rope_pairing({"model_type": "glm_moe_dsa", "num_hidden_layers": 2, "indexer_rope_interleave": "yes"})
+
+
+# ---------------------------------------------------------------------------
+# Page 13, third review: layer patterns and class defaults refused by name
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("config, match", [
+    ({"model_type": "llama", "num_hidden_layers": 2, "sliding_window": 128}, "builds no sliding layer from it"),
+    ({"model_type": "cohere2_moe", "num_hidden_layers": 2}, "lists no layer_types"),
+    ({"model_type": "gemma2", "num_hidden_layers": 2, "sliding_window_pattern": 3}, "does not read it"),
+    ({"model_type": "exaone4", "num_hidden_layers": 2, "sliding_window_pattern": "LLLG"}, "written as letters"),
+    ({"model_type": "exaone4", "num_hidden_layers": 2, "sliding_window": None}, "sliding_window is null"),
+    ({"model_type": "gemma4_text", "num_hidden_layers": 2, "layer_types": ["full_attention", "sliding_attention"]},
+     "forces the last layer"),
+])
+def test_page13_layer_patterns_refused_by_name(config, match) -> None:
+    from mlbook.transformer.hf import hf_layer_types
+
+    with pytest.raises(ValueError, match=match):
+        hf_layer_types(config)
+
+
+@pytest.mark.parametrize("config, match", [
+    ({"model_type": "ministral3", "num_hidden_layers": 2}, "builds its own"),
+    ({"model_type": "gpt_neox", "num_hidden_layers": 2, "rope_theta": 5e5}, "rotary_emb_base"),
+    ({"model_type": "gemma3_text", "num_hidden_layers": 6, "rope_parameters": {"rope_type": "default",
+                                                                                "rope_theta": 1e4}}, "one dict"),
+    ({"model_type": "gemma3_text", "num_hidden_layers": 2}, "no head_dim and no hidden_size and no num_attention"),
+])
+def test_page13_class_rope_defaults_refused_by_name(config, match) -> None:
+    from mlbook.transformer.hf import hf_rotary_dim
+
+    with pytest.raises(ValueError, match=match):
+        hf_rotary_dim(config)

@@ -205,7 +205,8 @@ BASE = {"hidden_size": 64, "num_attention_heads": 4, "num_hidden_layers": 2, "vo
     ({"attention_chunk_size": 8192}, r"attention_chunk_size"),
     ({"attn_temperature_tuning": True}, r"attn_temperature_tuning"),
     ({"head_dim": 8}, r"head_dim=8 times num_attention_heads"),
-    ({"model_type": "gemma2", "sliding_window": 16}, r"give layer_types"),
+    ({"model_type": "llama", "sliding_window": 16}, r"builds no sliding layer from it"),
+    ({"model_type": "cohere2_moe", "sliding_window": 16}, r"give layer_types"),
 ])
 def test_unread_or_unsupported_keys_are_refused(extra: dict, match: str) -> None:
     with pytest.raises((ValueError, TypeError), match=match):
@@ -230,6 +231,8 @@ def test_layer_settings_map_to_gpt_config() -> None:
     assert rope_options_from_hf(c)["partial_rotary_factor"] == 0.5
     mistral = gpt_config_from_hf({**BASE, "model_type": "mistral", "sliding_window": 16})
     assert mistral.layer_types == ("sliding_attention",) * 2 and mistral.sliding_window == 16
+    gemma2 = gpt_config_from_hf({**BASE, "model_type": "gemma2", "sliding_window": 16})  # Gemma2Config alternates
+    assert gemma2.layer_types == ("sliding_attention", "full_attention") and gemma2.sliding_window == 16
     qwen = gpt_config_from_hf({**BASE, "sliding_window": 16, "use_sliding_window": False})
     assert qwen.layer_types is None
     hybrid = gpt_config_from_hf({**BASE, "num_hidden_layers": 8, "no_rope_layer_interval": 4})

@@ -26,7 +26,15 @@ dropped silently.
     gpt_from_hf_llama(hf_model)       -> a GPT holding a LlamaForCausalLM's weights, logits equal to its own
     every_nth(n_layers, n, kind, other) -> per layer, `kind` at every n-th layer: the interval rule configs use
     hf_rotating_layers(config)        -> per layer, whether it rotates (False: a NoPE layer)
-    hf_layer_types(config)            -> per layer, its attention kind ("full_attention", "sliding_attention", ...)
+    hf_layer_types(config)            -> per layer, its attention kind ("full_attention", "sliding_attention", ...):
+                                         stated, else the pattern the family's config class builds (Gemma 3: 5
+                                         sliding : 1 full; gpt-oss: alternating; Cohere 2: 3 : 1), else refused
+    hf_sliding_window(config)         -> the sliding layers' window: stated, else the family's class default
+
+A Hub config.json often states only what differs from its class (google/gemma-3-4b-it's text_config names no
+layer pattern and no base): the class's layer pattern, window and RoPE defaults are applied as transformers 5.15's
+config classes apply them (tests/test_hf_layer_patterns.py builds every family's class from the same minimal dicts),
+or the config is refused by name where this module does not reproduce them. Heads and head_dim are not filled.
 
 How the scaling keys map (the same names in rope_scaling and rope_parameters):
 
@@ -73,6 +81,7 @@ from mlbook.transformer.validate import check_bool, check_choice, check_int
 
 __all__ = [
     "HF_ROPE_TYPES",
+    "ATTRIBUTE_ALIASES",
     "hf_layer_overrides",
     "HF_SCALING_KEYS",
     "LEGACY_ROPE_TYPES",
@@ -80,6 +89,15 @@ __all__ = [
     "MROPE_INTERLEAVED_FAMILIES",
     "PER_LAYER_TYPE_ROPE_FAMILIES",
     "SLIDE_EVERY_LAYER",
+    "EVERY_NTH_LAYER",
+    "FIRST_OF_N_LAYER",
+    "ONE_KIND_LAYERS",
+    "LAST_LAYER_FULL",
+    "WINDOW_SWITCH_FAMILIES",
+    "WINDOW_FROM_LAYER",
+    "HF_DEFAULT_SLIDING_WINDOW",
+    "UNREAD_LAYER_PATTERNS",
+    "hf_sliding_window",
     "TEXT_CONFIG_NAMES",
     "LEGACY_LAYER_TYPES",
     "DEFAULT_ROPE_THETA",
@@ -255,49 +273,207 @@ LEGACY_LAYER_TYPES: dict[str, str] = {"conv": "linear_attention", "mamba": "line
 # (Qwen3NextConfig, Qwen3_5TextConfig: interval 4 by default)
 LINEAR_INTERVAL_FAMILIES: tuple[str, ...] = ("qwen3_next", "qwen3_5")
 
+# --- The layer pattern a family's config class gives a config that lists no layer_types -------------------
+#
+# transformers 5.15 derives it per family, in each config class's __post_init__ (read, file by file:
+# configuration_gemma2.py, configuration_gemma3.py, configuration_cohere2.py, configuration_gpt_oss.py, ...);
+# tests/test_hf_layer_patterns.py builds every family's class from the same minimal dicts and compares.
+
+# (n, key, nth, other): layer i is `nth` where (i + 1) % n == 0, `other` elsewhere; n is the config's `key` where the
+# class reads one (Gemma3TextConfig and Cohere2Config: sliding_window_pattern; AfmoeConfig: global_attn_every_n_layers)
+EVERY_NTH_LAYER: dict[str, tuple[int, str | None, str, str]] = {
+    **{f: (2, None, "full_attention", "sliding_attention") for f in ("gemma2", "vaultgemma", "t5_gemma_module",
+                                                                     "gpt_oss")},
+    **{f: (6, "sliding_window_pattern", "full_attention", "sliding_attention") for f in ("gemma3_text", "t5gemma2_text",
+                                                                                         "t5gemma2_decoder")},
+    "gemma3n_text": (5, None, "full_attention", "sliding_attention"),
+    **{f: (6, None, "full_attention", "sliding_attention") for f in ("gemma4_text", "gemma4_unified_text",
+                                                                     "diffusion_gemma_text")},
+    **{f: (4, "sliding_window_pattern", "full_attention", "sliding_attention") for f in ("cohere2", "exaone4",
+                                                                                         "exaone_moe")},
+    "olmo3": (4, None, "full_attention", "sliding_attention"),
+    "afmoe": (4, "global_attn_every_n_layers", "full_attention", "sliding_attention"),
+    "minimax": (2, None, "linear_attention", "full_attention"),
+    "olmo_hybrid": (4, None, "full_attention", "linear_attention"),  # and the last layer full if none is
+}
+# (n, key): layer i is full where i % n == 0, sliding elsewhere (ModernBERT: global_attn_every_n_layers, 3)
+FIRST_OF_N_LAYER: dict[str, tuple[int, str | None]] = {
+    "cwm": (4, None), "granite_swa": (4, None), "granitemoe_swa": (4, None),
+    "modernbert": (3, "global_attn_every_n_layers"), "modernbert-decoder": (3, "global_attn_every_n_layers"),
+}
+# every layer of one kind. (DeepSeek-V3.2's, GLM-5's and A.X K2's classes name every layer
+# "deepseek_sparse_attention": the indexer picks keys from the whole cached context, one RoPE for every layer; this
+# module reads those layers as full_attention, the kind its callers price and rotate)
+ONE_KIND_LAYERS: dict[str, str] = {"muse_glimmer_assistant": "sliding_attention", "granitemoehybrid": "linear_attention"}
+# the class's name for a layer kind -> the kind this module reads it as (see above)
+SPARSE_AS_FULL: dict[str, str] = {"deepseek_sparse_attention": "full_attention"}
+# families whose config class forces the last layer to full attention, stated pattern or default (Gemma4TextConfig
+# warns "Last layer must use `full_attention`" and overwrites it)
+LAST_LAYER_FULL: tuple[str, ...] = ("gemma4_text", "gemma4_unified_text", "diffusion_gemma_text")
+# every layer slides when the config's window (stated, else the class default) is not null: the model code masks every
+# layer with it (create_sliding_window_causal_mask; MinistralConfig writes it as layer_types)
+SLIDE_EVERY_LAYER: tuple[str, ...] = ("mistral", "mixtral", "ministral", "ministral3", "starcoder2", "phi3", "phimoe",
+                                      "doge", "phi4_multimodal", "voxtral_realtime_text")
+# use_sliding_window (False by default) switches the window on, and then layer i slides from max_window_layers on (the
+# class default given here; None: Qwen3MoeConfig, which has no max_window_layers and masks every layer)
+WINDOW_SWITCH_FAMILIES: dict[str, int | None] = {
+    "qwen2": 28, "qwen3": 28, "qwen2_vl_text": 80, "qwen2_5_vl_text": 80, "qwen2_5_omni_text": 28,
+    "qwen2_5_omni_talker": 28, "deepseek_ocr2_encoder": 28, "qwen3_moe": None,
+}
+# layer i slides from max_window_layers on whenever the window is not null (no switch): Dots1Config
+WINDOW_FROM_LAYER: dict[str, int] = {"dots1": 62, "qwen3_omni_moe_talker_code_predictor": 28}
+# The window a config's sliding layers get when it states none: each class's sliding_window default (transformers
+# 5.15), for the families above; tests/test_hf_layer_patterns.py reads every class's default again
+HF_DEFAULT_SLIDING_WINDOW: dict[str, int | None] = {
+    "gemma2": 4096, "vaultgemma": 4096, "t5_gemma_module": 4096, "gpt_oss": 128, "gemma3_text": 4096,
+    "t5gemma2_text": 4096, "t5gemma2_decoder": 4096, "gemma3n_text": 512, "gemma4_text": 512, "gemma4_unified_text": 1024,
+    "diffusion_gemma_text": 512, "cohere2": 4096, "exaone4": 4096, "exaone_moe": 4096, "olmo3": 4096, "afmoe": 1024,
+    "cwm": 8192, "granite_swa": 128, "granitemoe_swa": 128, "modernbert": 64, "modernbert-decoder": 64,
+    "muse_glimmer_assistant": 2048, "ministral": 4096, "mistral": 4096, "mixtral": None, "ministral3": None,
+    "starcoder2": None, "phi3": None, "phimoe": None, "doge": None, "phi4_multimodal": None,
+    "voxtral_realtime_text": 4096, "qwen2": 4096, "qwen3": 4096, "qwen2_vl_text": 4096, "qwen2_5_vl_text": 4096,
+    "qwen2_5_omni_text": 32768, "qwen2_5_omni_talker": 32768, "deepseek_ocr2_encoder": 4096, "qwen3_moe": 4096,
+    "dots1": 4096, "qwen3_omni_moe_talker_code_predictor": None, "qwen2_moe": 4096, "smollm3": None,
+}
+# families whose class builds its default pattern from keys this module does not reproduce: a config of theirs that
+# lists no layer_types is refused by name
+UNREAD_LAYER_PATTERNS: dict[str, str] = {
+    "cohere2_moe": "Cohere2MoeConfig: first_k_dense_replace layers on prefix_dense_sliding_window_pattern, the rest "
+                   "on sliding_window_pattern",
+    "deepseek_v4": "DeepseekV4Config: compress_ratios, or heavily compressed and compressed sparse layers interleaved",
+    "mimo_v2_flash": "MiMoV2FlashConfig: layer 0 and every sixth layer full",
+    "falcon_h1": "FalconH1Config: hybrid layers (layers_block_type)", "zaya": "ZayaConfig: hybrid layers",
+    "nemotron_h": "NemotronHConfig: hybrid_override_pattern", "zamba2": "Zamba2Config: hybrid layers",
+    "muse_glimmer": "MuseGlimmerConfig: window layers with the last layer full",
+    "muse_glimmer_text": "MuseGlimmerTextConfig: full layers counted from the last one",
+    "muse_glimmer_vision": "MuseGlimmerVisionConfig: window layers with every fourth full",
+}
+
+
+def _stated(config: Any, key: str) -> bool:
+    """Whether the config states key, null included (a config object: holds the attribute)."""
+    return key in config if isinstance(config, Mapping) else hasattr(config, key)
+
+
+def hf_sliding_window(config: Any) -> int | None:
+    """The window transformers 5.15 gives the config's sliding layers: `sliding_window` as the config states it (null:
+    none), else its family's class default (`HF_DEFAULT_SLIDING_WINDOW`: Gemma 2 and 3 4096, gpt-oss 128, ...); for the
+    families whose use_sliding_window switch is off (Qwen2, Qwen3: off by default), None. A multimodal config: its
+    text config's."""
+    text = hf_text_config(config)
+    family = str(hf_get(text, "model_type", ""))
+    if _stated(text, "sliding_window"):
+        window = text["sliding_window"] if isinstance(text, Mapping) else getattr(text, "sliding_window")
+    else:
+        window = HF_DEFAULT_SLIDING_WINDOW.get(family)
+    if family in WINDOW_SWITCH_FAMILIES or family in ("qwen2_moe", "smollm3"):
+        if not check_bool("use_sliding_window", hf_get(text, "use_sliding_window", False)):
+            return None
+    return None if window is None else check_int("sliding_window", window, 1)
+
 
 def hf_layer_types(config: Any) -> tuple[str, ...]:
-    """Each layer's attention kind, as transformers derives it (a multimodal config: its text config's).
+    """Each layer's attention kind, as transformers 5.15 derives it (a multimodal config: its text config's).
 
     `layer_types` when the config lists it (gpt-oss, recent Gemma and Qwen saves; older names mapped as
     transformers 5 maps them: "mamba" and "conv" -> "linear_attention", "attention" -> "full_attention");
-    otherwise, by the key the family uses: Llama 4 (`hf_rotating_layers`: rotating layers chunked, NoPE
-    layers full); Qwen3-Next and Qwen3.5 `full_attention_interval` (4 by default: every 4th layer full,
-    the others linear attention); Gemma 3 and Cohere 2 `sliding_window_pattern` (layer i full when
-    (i + 1) % pattern == 0); Gemma 2 (sliding, full, alternating); Qwen2/Qwen3 `use_sliding_window` with
-    `max_window_layers`; a bare `sliding_window` (Mistral): every layer.
+    otherwise the pattern the family's config class builds (each class's __post_init__): Llama 4
+    (`hf_rotating_layers`: rotating layers chunked, NoPE layers full); Qwen3-Next and Qwen3.5
+    `full_attention_interval` (4 by default: every 4th layer full, the others linear attention); every n-th layer
+    full (`EVERY_NTH_LAYER`: Gemma 2 and gpt-oss alternate, Gemma 3 5 sliding : 1 full by its
+    `sliding_window_pattern`, 6 by default, Cohere 2 and OLMo 3 3 : 1); the first of every n (`FIRST_OF_N_LAYER`:
+    ModernBERT); every layer sliding where the model code masks every layer with the window (`SLIDE_EVERY_LAYER`:
+    Mistral, Mixtral, Phi-3, ...), the window being the stated one or the class default (`hf_sliding_window`);
+    Qwen2/Qwen3's `use_sliding_window` (off by default) with `max_window_layers`; otherwise every layer full.
+
+    Raises where a family's code builds no window from a sliding_window the config states (Llama, DeepSeek-V3, ...:
+    every layer would attend to the whole context while the config says otherwise), and for the families whose
+    default pattern this module does not reproduce (`UNREAD_LAYER_PATTERNS`). A config that names no model_type gives
+    no family: a sliding_window there is read as Mistral's, every layer.
     """
     config = hf_text_config(config)
     n = _n_layers(config)
     model_type = str(hf_get(config, "model_type", ""))
     kinds = hf_get(config, "layer_types")
+    if kinds is None and model_type == "granitemoehybrid":  # GraniteMoeHybridConfig.attribute_map
+        kinds = hf_get(config, "layers_block_type")
     if kinds is not None:
         if isinstance(kinds, (str, bytes)) or not isinstance(kinds, (list, tuple)):
             raise TypeError(f"layer_types must be a list of layer kinds, got {type(kinds).__name__} ({kinds!r})")
         kinds = tuple(LEGACY_LAYER_TYPES.get(k, k) for k in kinds)
         if len(kinds) != n:
             raise ValueError(f"layer_types has {len(kinds)} entries but num_hidden_layers is {n}")
+        if model_type in LAST_LAYER_FULL and kinds[-1] != "full_attention" and isinstance(config, Mapping):
+            raise ValueError(f"layer_types ends with {kinds[-1]!r}, but transformers 5.15's config class for "
+                             f"model_type={model_type!r} forces the last layer to full_attention (it warns and "
+                             "overwrites the stated list): state full_attention for the last layer")
         return kinds
-    if model_type.startswith("llama4"):
+    if model_type in ("llama4", "llama4_text"):
         return tuple("chunked_attention" if r else "full_attention" for r in hf_rotating_layers(config))
     interval = hf_get(config, "full_attention_interval")
     if interval is not None or model_type.startswith(LINEAR_INTERVAL_FAMILIES):
         every = check_int("full_attention_interval", 4 if interval is None else interval, 1)
         return every_nth(n, every, "full_attention", "linear_attention")
-    pattern = hf_get(config, "sliding_window_pattern", hf_get(config, "_sliding_window_pattern"))
-    if hf_get(config, "sliding_window") is None:
-        return ("full_attention",) * n
-    if pattern is not None:
-        return every_nth(n, check_int("sliding_window_pattern", pattern, 1), "full_attention", "sliding_attention")
-    if model_type == "gemma2":
-        return every_nth(n, 2, "full_attention", "sliding_attention")
-    use = config.get("use_sliding_window") if isinstance(config, Mapping) else getattr(config, "use_sliding_window", None)
-    if use is not None:
-        if not use:
+    if model_type in UNREAD_LAYER_PATTERNS:
+        raise ValueError(f"model_type={model_type!r} lists no layer_types, and its config class builds them from "
+                         f"keys this library does not reproduce ({UNREAD_LAYER_PATTERNS[model_type]}): give layer_types")
+    pattern_key = (EVERY_NTH_LAYER.get(model_type) or FIRST_OF_N_LAYER.get(model_type) or (None, None))[1]
+    for key in ("sliding_window_pattern", "global_attn_every_n_layers"):
+        if key != pattern_key and model_type and hf_get(config, key) is not None:
+            raise ValueError(f"{key}={hf_get(config, key)!r} is stated, but transformers 5.15's config class for "
+                             f"model_type={model_type!r} does not read it (its layer pattern is the class's own): "
+                             "remove it, or give layer_types")
+    if model_type in EVERY_NTH_LAYER or model_type in FIRST_OF_N_LAYER:
+        every, key, nth, other = EVERY_NTH_LAYER.get(model_type) or (*FIRST_OF_N_LAYER[model_type],
+                                                                     "full_attention", "sliding_attention")
+        stated = None if key is None else hf_get(config, key, hf_get(config, "_" + key))
+        if stated is not None and isinstance(stated, str):
+            raise ValueError(f"{key}={stated!r}: a pattern written as letters is not one transformers 5.15's "
+                             f"{model_type!r} class turns into layer types (it takes (i + 1) % pattern): give "
+                             "layer_types")
+        every = check_int(key or "pattern", every if stated is None else stated, 1)
+        if model_type in ("exaone4", "exaone_moe") and hf_sliding_window(config) is None:
+            raise ValueError(f"sliding_window is null for model_type={model_type!r}: its config class then sets "
+                             "sliding_window_pattern 0 and fails building layer_types; give layer_types")
+        out = list(every_nth(n, every, nth, other, first=model_type in FIRST_OF_N_LAYER))
+        if model_type in LAST_LAYER_FULL or (model_type == "olmo_hybrid" and "full_attention" not in out):
+            out[-1] = "full_attention"
+        return tuple(out)
+    if model_type in ONE_KIND_LAYERS:
+        return (ONE_KIND_LAYERS[model_type],) * n
+    if model_type == "lfm2":  # Lfm2Config: full at full_attn_idxs (every layer by default), convolutions elsewhere
+        full = hf_get(config, "full_attn_idxs", list(range(n)))
+        return tuple("full_attention" if i in full else "linear_attention" for i in range(n))
+    if model_type == "bamba":  # BambaConfig.layers_block_type: attention at attn_layer_indices, Mamba elsewhere
+        full = hf_get(config, "attn_layer_indices") or ()
+        return tuple("full_attention" if i in full else "linear_attention" for i in range(n))
+    if not model_type:  # no family named: the window every layer (Mistral's rule), or Qwen2's switch where stated
+        window, use = hf_get(config, "sliding_window"), hf_get(config, "use_sliding_window")
+        if window is None or (use is not None and not check_bool("use_sliding_window", use)):
             return ("full_attention",) * n
-        first = check_int("max_window_layers", hf_get(config, "max_window_layers", n), 0)
+        first = 0 if use is None else check_int("max_window_layers", hf_get(config, "max_window_layers", n), 0)
         return tuple("sliding_attention" if i >= first else "full_attention" for i in range(n))
-    return ("sliding_attention",) * n
+    window = hf_sliding_window(config)
+    if model_type in SLIDE_EVERY_LAYER:
+        return ("sliding_attention" if window is not None else "full_attention",) * n
+    if model_type in WINDOW_SWITCH_FAMILIES or model_type in WINDOW_FROM_LAYER:
+        default = WINDOW_SWITCH_FAMILIES.get(model_type, WINDOW_FROM_LAYER.get(model_type))
+        first = 0 if default is None else check_int("max_window_layers", hf_get(config, "max_window_layers", default), 0)
+        return tuple("sliding_attention" if window is not None and i >= first else "full_attention" for i in range(n))
+    if model_type == "qwen2_moe":  # Qwen2MoeConfig: odd-numbered layers below max_window_layers slide
+        first = check_int("max_window_layers", hf_get(config, "max_window_layers", 28), 0)
+        return tuple("sliding_attention" if window is not None and (i + 1) % 2 and i < first else "full_attention"
+                     for i in range(n))
+    if model_type == "smollm3":  # SmolLM3Config: with use_sliding_window, the NoPE layers slide
+        return tuple("sliding_attention" if window is not None and not r else "full_attention"
+                     for r in hf_rotating_layers(config))
+    stated = hf_get(config, "sliding_window")
+    if stated is not None and (hf_get(config, "use_sliding_window") is None or hf_get(config, "use_sliding_window")):
+        raise ValueError(f"sliding_window={stated!r} is stated, but transformers 5.15's code for model_type="
+                         f"{model_type!r} builds no sliding layer from it (its config class has no layer pattern and "
+                         "its model masks every layer causally): every layer attends to the whole context there. "
+                         "Remove it, or give layer_types if the checkpoint was trained with a window")
+    return ("full_attention",) * n
 
 
 def _has(config: Any, key: str) -> bool:
@@ -746,6 +922,84 @@ def _rotary_dim_read(text: Any, family: str, prefix: str) -> _RopeRead:
     return _RopeRead(f"none", {"full_attention": p}, None, False)
 
 
+# The RoPE a family's config class builds for a config.json that states no rope dict (no rope_scaling, no
+# rope_parameters), when it is not plain RoPE at the class's base (transformers 5.15, each class's __post_init__;
+# tests/test_hf_layer_patterns.py builds each class from minimal dicts and compares). gpt-oss's is filled: 4.57's
+# GptOssConfig has the same dict as its rope_scaling default. The others are refused by name.
+HF_CLASS_ROPE_DEFAULTS: dict[str, dict[str, Any]] = {
+    "gpt_oss": {"rope_type": "yarn", "factor": 32.0, "beta_fast": 32.0, "beta_slow": 1.0, "truncate": False,
+                "original_max_position_embeddings": 4096},
+}
+UNFILLED_CLASS_ROPE: dict[str, str] = {
+    **{f: "llama3 scaling" for f in ("apertus", "cwm", "higgs_audio_v2")},
+    **{f: "YaRN (factor, mscale pair and llama_4_scaling_beta)" for f in ("ministral3", "mistral4")},
+    "openai_privacy_filter": "YaRN factor 32",
+    **{f: "default RoPE at 10,000 on the sliding layers and proportional RoPE (a quarter of the pairs) at 1,000,000 "
+          "on the full ones" for f in ("gemma4_text", "gemma4_unified_text", "diffusion_gemma_text")},
+    **{f: "a dict per layer type with its own bases" for f in ("laguna", "mellum")},
+    "cosmos3_edge_text": "a dict with its M-RoPE sections at base 1e8",
+    "moonshine_streaming": "default RoPE with partial_rotary_factor 0.8, a factor it adds to no stated dict",
+}
+# families whose config class reads the RoPE keys in a way of its own, whatever the config states: refused outright
+UNREAD_ROPE_FAMILIES: dict[str, str] = {
+    "efficientloftr": "EfficientLoFTRConfig sets partial_rotary_factor 4 in every rope dict (a vision model's own use "
+                      "of the key, not a share of the head)",
+}
+# families whose config class does not read a top-level rope_theta (the 4.x layout's base): it builds its own dict, or
+# reads the base under another name (GPTNeoXConfig: rotary_emb_base; ModernBertConfig: global_rope_theta and
+# local_rope_theta), so the stated base is not the one the model rotates at
+STATED_THETA_UNREAD: dict[str, str] = {
+    "gpt_neox": "GPTNeoXConfig reads rotary_emb_base", "gpt_neox_japanese": "GPTNeoXJapaneseConfig reads rotary_emb_base",
+    "modernbert": "ModernBertConfig reads global_rope_theta and "
+    "local_rope_theta", "modernbert-decoder": "its config class reads global_rope_theta and local_rope_theta",
+    "moonshine_streaming": "its config class builds its own rope_parameters", "pe_audio_encoder": "its config class "
+    "builds its own rope_parameters", "gemma4_vision": "its config class builds its own rope_parameters", **{f: "its config class builds its own rope_parameters per layer type" for f in (
+        "cosmos3_edge_text", "gemma4_text", "gemma4_unified_text", "diffusion_gemma_text")},
+}
+# families whose config class, given a 4.x rope_scaling, keeps no base beside it (the model then has no rope_theta to
+# rotate at) or lays it over every layer type: transformers 5.15 does not read such a config as 4.57 did
+V4_SCALING_UNREAD: tuple[str, ...] = ("gemma4_text", "gemma4_unified_text", "diffusion_gemma_text", "laguna", "mellum",
+                                      "esm", "moshi_depth", "modernbert", "modernbert-decoder", "pe_audio_encoder")
+
+
+def _class_rope_check(text: Any, family: str, prefix: str) -> Any:
+    """Refuse, or fill, what a family's config class does to the RoPE of a config dict (`HF_CLASS_ROPE_DEFAULTS`,
+    `UNFILLED_CLASS_ROPE`, `STATED_THETA_UNREAD`, `V4_SCALING_UNREAD`); returns the config to read."""
+    if family in UNREAD_ROPE_FAMILIES:
+        raise ValueError(f"model_type={family!r}: {UNREAD_ROPE_FAMILIES[family]}; this library does not read its RoPE")
+    if not isinstance(text, Mapping):
+        return text  # a config object: its class has run
+    has_v5 = text.get("rope_parameters") is not None
+    has_v4 = text.get("rope_scaling") is not None
+    neox_base = text.get("rotary_emb_base", DEFAULT_ROPE_THETA) if family in ("gpt_neox", "gpt_neox_japanese") else None
+    if (family in STATED_THETA_UNREAD and text.get("rope_theta") is not None and not has_v5
+            and (neox_base is None or float(text["rope_theta"]) != float(neox_base))):
+        raise ValueError(f"{prefix}rope_theta={text['rope_theta']!r} for model_type={family!r}: transformers 5.15 "
+                         f"does not rotate at it ({STATED_THETA_UNREAD[family]}); give rope_parameters with the base")
+    if family in V4_SCALING_UNREAD and has_v4 and not has_v5:
+        raise ValueError(f"{prefix}rope_scaling for model_type={family!r}: transformers 5.15's config class does not "
+                         "read a 4.x rope_scaling as 4.57 did (it keeps no base beside it, or lays it over every layer "
+                         "type); give rope_parameters in transformers 5's layout")
+    if has_v5 or has_v4:
+        if family == "mistral4" and has_v5 and "partial_rotary_factor" not in text["rope_parameters"]:
+            raise ValueError(f"{prefix}rope_parameters for model_type='mistral4' states no partial_rotary_factor: "
+                             "Mistral4Config adds its default 0.5, over a latent-attention head this library has not "
+                             "checked; state it")
+        return text
+    if family in UNFILLED_CLASS_ROPE:
+        raise ValueError(f"model_type={family!r} states no rope_scaling or rope_parameters: transformers 5.15's config "
+                         f"class then builds its own ({UNFILLED_CLASS_ROPE[family]}), which this library does not fill "
+                         "in; state the RoPE dict the checkpoint was trained with")
+    if family in HF_CLASS_ROPE_DEFAULTS:
+        if "rope_scaling" in text or "rope_parameters" in text:  # stated null
+            raise ValueError(f"{prefix}rope_scaling is null for model_type={family!r}: transformers 4.57 then runs "
+                             f"unscaled, 5.15's config class fills its default {HF_CLASS_ROPE_DEFAULTS[family]}; the "
+                             "versions disagree, so this library does not pick one: state the dict, or "
+                             "{'rope_type': 'default'}")
+        return {**text, "rope_scaling": dict(HF_CLASS_ROPE_DEFAULTS[family])}
+    return text
+
+
 def _read_rope(config: Any) -> _RopeRead:
     text = hf_text_config(config)
     prefix = _text_prefix(config)
@@ -753,6 +1007,7 @@ def _read_rope(config: Any) -> _RopeRead:
     model_type = family or ""
     if family in ROTARY_DIM_FAMILIES:
         return _rotary_dim_read(text, family, prefix)
+    text = _class_rope_check(text, model_type, prefix)
     if family == "olmo_hybrid":
         _olmo_hybrid_check(text, prefix)
         if _stated_null(text, "rope_theta"):
@@ -803,6 +1058,11 @@ def _read_rope(config: Any) -> _RopeRead:
         if any(nested):
             raise ValueError(f"{where} mixes per-layer-type dicts and plain keys: {sorted(d)}; give one dict, or one "
                              "per layer type")
+        rotating = [t for t in types if t != "linear_attention"]
+        if where.endswith("rope_parameters") and model_type in PER_LAYER_TYPE_ROPE_FAMILIES and len(rotating) > 1:
+            raise ValueError(f"{where} is one dict, but model_type={model_type!r} rotates each layer type with its "
+                             f"own entry: transformers 5.15's config class keeps the flat keys and adds its default "
+                             f"entries for {rotating}, and the model reads those. Give one dict per layer type")
         one = _standard(d, where, model_type)
         return {t: dict(one) for t in types if t != "linear_attention"} or {"full_attention": one}
 
@@ -905,6 +1165,8 @@ HF_DEFAULT_PARTIAL_ROTARY: dict[str, float] = {
     "bamba": 0.5, "glm": 0.5, "glm4": 0.5, "glm4_moe": 0.5, "glm4v_moe_text": 0.5, "gpt_neox": 0.25, "nemotron": 0.5,
     "persimmon": 0.5, "phi": 0.5, "qwen3_5_moe_text": 0.25, "qwen3_5_text": 0.25, "qwen3_next": 0.25,
     "recurrent_gemma": 0.5, "stablelm": 0.25,
+    # speech encoders (MoonshineConfig, MoonshineStreamingEncoderConfig, GlmAsrEncoderConfig)
+    "glmasr_encoder": 0.5, "moonshine": 0.9,
 }
 
 # The families whose model code, in transformers 5.15, turns the whole head under default RoPE whatever
@@ -941,14 +1203,20 @@ DEFAULT_ROPE_THETA = 10000.0
 # The families whose config class gives another default base (transformers 5.15, each class's default_theta;
 # {"global": ..., "local": ...}: full-attention and sliding layers), for a config.json that states no base
 HF_DEFAULT_THETA: dict[str, float | dict[str, float]] = {
+    'EvollaModel': 500000.0,
     'apertus': 12000000.0,
     'bitnet': 500000.0,
     'blt': 500000.0,
+    'blt_global_transformer': 500000.0,
+    'blt_local_decoder': 500000.0,
+    'blt_local_encoder': 500000.0,
     'cohere': 500000.0,
     'cosmos3_edge_text': 100000000.0,
     'csm': 500000.0,
+    'csm_depth_decoder_model': 500000.0,
     'cwm': 1000000.0,
     'emu3_text_model': 1000000.0,
+    'eomt_dinov3': 100.0,
     'ernie4_5': 500000.0,
     'ernie4_5_moe': 500000.0,
     'ernie4_5_vl_moe_text': 500000.0,
@@ -957,9 +1225,11 @@ HF_DEFAULT_THETA: dict[str, float | dict[str, float]] = {
     'fuyu': 25000.0,
     'gemma3_text': {'global': 1000000.0, 'local': 10000.0},
     'gemma3n_text': {'global': 1000000.0, 'local': 10000.0},
+    'gemma4_vision': 100.0,
     'gpt_oss': 150000.0,
     'helium': 100000.0,
     'hy_v3': 11158840.0,
+    'jina_embeddings_v3': 20000.0,
     'lfm2': 1000000.0,
     'lfm2_moe': 1000000.0,
     'llama4_text': 500000.0,
@@ -971,9 +1241,14 @@ HF_DEFAULT_THETA: dict[str, float | dict[str, float]] = {
     'mllama_text_model': 500000.0,
     'modernbert': {'global': 160000.0, 'local': 10000.0},
     'modernbert-decoder': {'global': 160000.0, 'local': 10000.0},
+    'muse_glimmer_assistant': 500000.0,
+    'nomic_bert': 1000.0,
     'olmo3': 500000.0,
+    'openai_privacy_filter': 150000.0,
     'paddleocr_vl_text': 500000.0,
     'phimoe': 1000000.0,
+    'pe_audio_encoder': 20000.0,
+    'qwen2_5_omni_talker': 1000000.0,
     'qwen2_5_omni_text': 1000000.0,
     'qwen2_5_vl_text': 1000000.0,
     'qwen2_vl_text': 1000000.0,
@@ -1100,6 +1375,12 @@ def hf_head_dim(config: Any, layer_type: str | None = None) -> int:
         return check_int("global_head_dim", hf_get(text, "global_head_dim", 512), 2)
     if _has(text, "head_dim"):
         return check_int("head_dim", hf_get(text, "head_dim"), 1)
+    missing = [k for k in ("hidden_size", "num_attention_heads") if hf_get(text, k) is None]
+    if missing:
+        raise ValueError(f"the config states no head_dim and no {' and no '.join(missing)}: the head width is "
+                         "hidden_size // num_attention_heads, and transformers' config class for model_type "
+                         f"{model_type!r} fills what the file leaves out with its own defaults, which this library "
+                         "does not guess; state them (or load the file through the class first)")
     hidden = check_int("hidden_size", hf_get(text, "hidden_size"), 1)
     heads = check_int("num_attention_heads", hf_get(text, "num_attention_heads"), 1)
     return hidden // heads
@@ -1301,8 +1582,6 @@ def rope_options_from_hf(config: Any, pairing: str | None = None, layer_type: st
 
 
 _GPT_FIELDS = {f.name for f in fields(GPTConfig)}
-# families whose sliding_window, without layer_types, applies to every layer (transformers' Mistral and Mixtral)
-SLIDE_EVERY_LAYER: tuple[str, ...] = ("mistral", "mixtral")
 
 
 def _architecture_options(config: Any) -> dict[str, Any]:
@@ -1325,26 +1604,14 @@ def _architecture_options(config: Any) -> dict[str, Any]:
             refuse.append("no_rope_layers")
         else:
             out["nope_layers"] = tuple(i for i, r in enumerate(rotates) if not r)
-    layer_types = hf_get(config, "layer_types")
-    window = hf_get(config, "sliding_window")
-    uses_window = window is not None and hf_get(config, "use_sliding_window", True)
-    if layer_types and any(t != "full_attention" for t in layer_types):
+    kinds = hf_layer_types(config)  # stated, else the family's class pattern; refused where it cannot be read
+    if any(t != "full_attention" for t in kinds):
         if "layer_types" not in _GPT_FIELDS:
             refuse.append("layer_types")
         else:
-            out["layer_types"] = tuple(layer_types)
-            out["sliding_window"] = int(window)
-    elif uses_window and not layer_types:
-        if hf_get(config, "model_type") not in SLIDE_EVERY_LAYER:
-            raise ValueError(f"config sets sliding_window={window} but no layer_types, and model_type="
-                             f"{hf_get(config, 'model_type')!r} is not one whose every layer slides "
-                             f"({', '.join(SLIDE_EVERY_LAYER)}); transformers derives other families' patterns "
-                             "per family (Gemma 2 alternates, Gemma 3 uses sliding_window_pattern): give layer_types")
-        if "layer_types" not in _GPT_FIELDS:
-            refuse.append("sliding_window")
-        else:  # Mistral's layout: every layer slides
-            out["layer_types"] = hf_layer_types(config)
-            out["sliding_window"] = int(window)
+            out["layer_types"] = kinds
+            if "sliding_attention" in kinds:
+                out["sliding_window"] = hf_sliding_window(config)
     per = hf_rope_parameters(config)
     if ("sliding_attention" in out.get("layer_types", ()) and "full_attention" in per
             and per.get("sliding_attention") != per["full_attention"]):
