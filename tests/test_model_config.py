@@ -322,3 +322,29 @@ def test_an_override_without_rope_theta_is_refused_flat_or_per_layer_type() -> N
     with pytest.raises(ValueError, match="give rope_theta"):
         serving_override(load_config("gpt-oss-20b"), rope_scaling={"rope_type": "yarn", "factor": 2.0,
                                                                    "original_max_position_embeddings": 4096})
+
+
+def test_gptj_is_summarised_under_its_own_key_names() -> None:
+    """GPT-J states n_positions, n_head, n_embd and n_layer (GPTJConfig.attribute_map): the summary reads them, the
+    rotary width from rotary_dim."""
+    gptj = {"model_type": "gptj", "n_embd": 4096, "n_head": 16, "n_layer": 28, "n_positions": 2048, "rotary_dim": 64,
+            "vocab_size": 50400}
+    summary = summarize_config(gptj)
+    hf = transformers.GPTJConfig(**{k: v for k, v in gptj.items() if k != "model_type"})
+    assert summary.lengths.max_position_embeddings == hf.max_position_embeddings == 2048
+    assert summary.rotary_dim == hf.rotary_dim and summary.head_dim == hf.n_embd // hf.n_head
+    assert summary.kv_per_token == 2 * hf.n_layer * hf.n_embd * 2  # multi-head: K and V of every head, bf16
+
+
+@pytest.mark.parametrize("config, key, default", [
+    ({"model_type": "gemma3_text", "num_hidden_layers": 34, "hidden_size": 2560, "sliding_window": 1024,
+      "rope_scaling": {"rope_type": "linear", "factor": 8.0}}, "num_attention_heads", 8),
+    ({"model_type": "falcon", "num_hidden_layers": 2, "num_attention_heads": 4, "hidden_size": 64,
+      "rope_theta": 10000.0}, "max_position_embeddings", 2048),
+])
+def test_a_field_left_to_the_class_is_refused_by_name_with_the_class_default(config, key, default) -> None:
+    """The summary does not guess what a file leaves to its config class: it names the field and the class's value,
+    read from transformers' class itself."""
+    assert getattr(transformers.AutoConfig.for_model(**config), key) == default
+    with pytest.raises(ValueError, match=rf"states no {key}.*fills its default \({default}\)"):
+        summarize_config(config)

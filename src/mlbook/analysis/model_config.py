@@ -41,6 +41,7 @@ from mlbook.analysis.absolute import pair_wavelengths
 from mlbook.analysis.after_rope import llama4_attention_scale
 from mlbook.analysis.systems import format_bytes
 from mlbook.transformer.hf import (
+    ATTRIBUTE_ALIASES,
     HF_ROPE_TYPES,
     LEGACY_ROPE_TYPES,
     MROPE_BLOCK_FAMILIES,
@@ -57,6 +58,7 @@ from mlbook.transformer.hf import (
     hf_rope_type,
     hf_rotary_dim,
     hf_rotating_layers,
+    hf_sliding_window,
     hf_text_config,
     rope_scaling_from_hf,
 )
@@ -68,6 +70,7 @@ __all__ = [
     "VLLM_LENGTH_KEYS",
     "vllm_max_model_len",
     "SHIPPED_CONFIGS",
+    "PUBLISHED_CONFIGS",
     "load_config",
     "config_source",
     "rotary_width",
@@ -84,13 +87,20 @@ __all__ = [
 ]
 
 _CONFIG_DIR = resources.files("mlbook") / "data" / "configs"
-SHIPPED_CONFIGS: tuple[str, ...] = tuple(sorted(p.name[:-5] for p in _CONFIG_DIR.iterdir() if p.name.endswith(".json")))
+_ALL_CONFIGS = {p.name[:-5]: json.loads(p.read_text()) for p in _CONFIG_DIR.iterdir() if p.name.endswith(".json")}
+# the extracts: each model's positional fields, complete (what the published file leaves to its config class is
+# written in, from the class, and its _source says so)
+SHIPPED_CONFIGS: tuple[str, ...] = tuple(sorted(n for n, c in _ALL_CONFIGS.items() if not c.get("_published")))
+# published files kept in their minimal form (`"_published": true`): only what the model's config.json states, the
+# rest left to transformers' config class (Gemma 3 4B's Hub file names no heads, no base, no layer pattern)
+PUBLISHED_CONFIGS: tuple[str, ...] = tuple(sorted(n for n, c in _ALL_CONFIGS.items() if c.get("_published")))
 
 
 def load_config(name: str) -> dict[str, Any]:
-    """A shipped config.json as a dict (fields starting with "_" say where it was read and what it leaves out)."""
-    check_choice("config", name, SHIPPED_CONFIGS)
-    return json.loads((_CONFIG_DIR / f"{name}.json").read_text())
+    """A shipped config.json as a dict (`SHIPPED_CONFIGS` or `PUBLISHED_CONFIGS`; fields starting with "_" say where
+    it was read and what it leaves out)."""
+    check_choice("config", name, SHIPPED_CONFIGS + PUBLISHED_CONFIGS)
+    return copy.deepcopy(_ALL_CONFIGS[name])
 
 
 def config_source(config: Mapping[str, Any]) -> str:
@@ -172,7 +182,7 @@ def context_lengths(config: Mapping[str, Any]) -> ContextLengths:
     text = hf_text_config(_check_dict(config))
     p = hf_rope_parameters_for(text)
     kind = p["rope_type"]
-    max_pos = text.get("max_position_embeddings")
+    max_pos = hf_get(text, "max_position_embeddings")  # GPT-J, CodeGen: n_positions (their attribute_map)
     inner = p.get("original_max_position_embeddings") if kind in ("llama3", "yarn", "longrope") else None
     outer = text.get("original_max_position_embeddings")
     for name, value in (("max_position_embeddings", max_pos), ("original_max_position_embeddings", outer),
@@ -183,8 +193,8 @@ def context_lengths(config: Mapping[str, Any]) -> ContextLengths:
     found = inner or outer or text.get("initial_context_length") or max_pos
     stated = bool(inner or outer or text.get("initial_context_length"))
     if found is None:
-        raise ValueError("the config gives neither max_position_embeddings nor an original length "
-                         "(rope_scaling.original_max_position_embeddings, original_max_position_embeddings)")
+        raise _unstated(text, "max_position_embeddings", "nor an original length (rope_scaling's or the top level's "
+                        "original_max_position_embeddings)")
     if kind not in ("default", "proportional"):
         scaling = rope_scaling_from_hf(text)
         original = int(scaling.original_max_len or found)
@@ -215,6 +225,46 @@ def context_lengths(config: Mapping[str, Any]) -> ContextLengths:
         note = (f"max_position_embeddings {max_pos:,} is not past the anchor: the scaling is an opt-in for longer "
                 "inputs")
     return ContextLengths(original, max_pos, factor, note, stated)
+
+
+def _class_default(text: Mapping[str, Any], key: str) -> Any:
+    """The value transformers' config class for text's model_type gives key when a config leaves it out (for a
+    message only; None where transformers or the class is not at hand)."""
+    try:
+        import transformers
+
+        return getattr(transformers.AutoConfig.for_model(str(text.get("model_type"))), key, None)
+    except Exception:  # no transformers, an unknown model type, a class that needs more arguments
+        return None
+
+
+def _unstated(text: Mapping[str, Any], key: str, alternative: str = "") -> ValueError:
+    """The refusal for a field the summary needs and the config leaves to its class: named, with the class default."""
+    model_type = text.get("model_type")
+    default = _class_default(text, key)
+    filled = (f"transformers' config class for model_type {model_type!r} fills its default ({default!r}) when it "
+              "loads the file" if default is not None else "transformers fills a class default, if it has one")
+    return ValueError(f"the config states no {key}{' ' + alternative if alternative else ''}: {filled}, and this "
+                      "summary reads only what the file states (plus the RoPE and layer-pattern defaults "
+                      "transformer.hf reproduces). State it, or load the file through the class first "
+                      "(transformers.AutoConfig.for_model(**text_config).to_dict())")
+
+
+# the fields the summary and its KV cache read, where a config may leave them to its class (Gemma 3's Hub file states
+# no heads); GPT-J's and CodeGen's own names are read through hf_get
+_SUMMARY_FIELDS: tuple[str, ...] = ("num_hidden_layers", "num_attention_heads")
+
+
+def _standard_names(config: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of config whose text config also states, under the standard names, what GPT-J and CodeGen state under
+    their own (`transformer.hf.ATTRIBUTE_ALIASES`: n_head is num_attention_heads, ...), for readers that use the
+    standard names only."""
+    out = copy.deepcopy(dict(config))
+    text = hf_text_config(out)
+    for key in ATTRIBUTE_ALIASES.get(str(text.get("model_type", "")), {}):
+        if text.get(key) is None and hf_get(text, key) is not None:
+            text[key] = hf_get(text, key)
+    return out
 
 
 def _inv_freq(config: Mapping[str, Any], seq_len: int | None) -> tuple[torch.Tensor, float]:
@@ -305,7 +355,7 @@ def layer_plan(config: Mapping[str, Any]) -> LayerPlan:
     kinds = hf_layer_types(text)
     per = hf_rope_parameters(text)
     rotates = tuple(r and k in per for k, r in zip(kinds, hf_rotating_layers(text)))
-    caps = {"sliding_attention": text.get("sliding_window"), "chunked_attention": text.get("attention_chunk_size")}
+    caps = {"sliding_attention": hf_sliding_window(text), "chunked_attention": text.get("attention_chunk_size")}
     bases = tuple(float(per[k]["rope_theta"]) if r else None for k, r in zip(kinds, rotates))
     scaled = tuple(r and per[k]["rope_type"] != "default" for k, r in zip(kinds, rotates))
     return LayerPlan(kinds, tuple(caps.get(k) for k in kinds), rotates, bases, scaled)
@@ -438,19 +488,24 @@ def summarize_config(config: Mapping[str, Any], name: str | None = None) -> Conf
     name = name or str(config.get("_model", hf_text_config(config).get("model_type", config.get("model_type",
                                                                                                   "config"))))
     text = hf_text_config(config)
+    for key in _SUMMARY_FIELDS:
+        if hf_get(text, key) is None:
+            raise _unstated(text, key)
+    if hf_get(text, "head_dim") is None and hf_get(text, "hidden_size") is None and not text.get("kv_lora_rank"):
+        raise _unstated(text, "head_dim", "nor hidden_size")
     kind, note = _type_note(text)
     d = rotary_width(text)
     base = hf_rope_base(text)
     lengths = context_lengths(text)
     trained = frequency_ladder(d, base)
-    longest = int(text.get("max_position_embeddings") or lengths.original)
+    longest = int(hf_get(text, "max_position_embeddings") or lengths.original)
     scaled, attention = _inv_freq(text, longest)
     turning = scaled > 0  # a proportional layer holds its last pairs at frequency 0
     wl_t = (2 * math.pi / trained.double())
     wl_s = (2 * math.pi / scaled.double()[turning])
     from mlbook.analysis.production import config_kv_heads, config_kv_plan  # the KV calculator's module
 
-    plan = config_kv_plan(dict(config))
+    plan = config_kv_plan(_standard_names(config))
     latent = plan.latent
     heads = {p.values_per_token for p in plan.parts if p.kind != "linear_attention"}
     kv_note = ("latent attention: kv_lora_rank + qk_rope_head_dim values per layer" if latent else
@@ -476,7 +531,7 @@ def summarize_config(config: Mapping[str, Any], name: str | None = None) -> Conf
         wavelength_scaled=(float(wl_s.min()), float(wl_s.max())),
         pairs_without_a_turn=(_turns_short(trained, lengths.original), _turns_short(scaled, lengths.original)),
         attention_factor=float(attention), bands=scaling_bands(text), layers=layer_plan(text),
-        kv_per_token=plan.per_token, kv_at_max=plan.bytes(longest) if text.get("max_position_embeddings") else None,
+        kv_per_token=plan.per_token, kv_at_max=plan.bytes(longest) if hf_get(text, "max_position_embeddings") else None,
         kv_note=kv_note, temperature=temperature,
     )
 
@@ -647,7 +702,7 @@ def serving_override(
                           if dropped else ""))
     if max_model_len is not None:
         limit, why = vllm_max_model_len(new)
-        old_len = text.get("max_position_embeddings")
+        old_len = hf_get(text, "max_position_embeddings")
         if (rope_scaling is not None and dynamic and old_len is not None and max_model_len > old_len
                 and not allow_long_max_model_len):
             raise ValueError(f"max_model_len={max_model_len:,} with a dynamic override: vLLM accepts up to {limit:,} "

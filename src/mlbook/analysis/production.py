@@ -27,7 +27,7 @@ from typing import Any, Mapping
 from mlbook.analysis.systems import format_bytes
 from mlbook.data.model_families import ModelFamily
 from mlbook.transformer.hf import (
-    GLOBAL_HEAD_FAMILIES, hf_head_dim, hf_layer_overrides, hf_layer_types, hf_text_config,
+    GLOBAL_HEAD_FAMILIES, hf_get, hf_head_dim, hf_layer_overrides, hf_layer_types, hf_text_config,
 )
 from mlbook.transformer.latent import mha_cache_values, mla_cache_values
 from mlbook.transformer.validate import check_choice, check_int, check_positive_float
@@ -298,12 +298,24 @@ def config_layer_types(config: Mapping[str, Any]) -> tuple[str, ...]:
     return hf_layer_types(_text_config(config))
 
 
+def _stated(c: Mapping[str, Any], key: str) -> int:
+    """A positive int the config must state (under its family's own spelling too: GPT-J's n_head, `hf_get`);
+    a missing one is refused by name, never read as a bare None: a file that leaves it to its config class's
+    default (Google's Gemma 3 files) has to be loaded by that class, or the field written in."""
+    value = hf_get(c, key)
+    if value is None:
+        raise ValueError(f"the config states no {key} ({c.get('model_type', 'no model_type')}): this calculator "
+                         "does not fill transformers' class defaults for it; load the config with its transformers "
+                         f"config class (AutoConfig) and pass config.to_dict(), or write {key} into the dict")
+    return check_int(key, value, 1)
+
+
 def config_kv_heads(config: Mapping[str, Any]) -> int:
     """The KV heads a config states, under every spelling transformers reads: num_key_value_heads;
     Falcon's num_kv_heads with new_decoder_architecture, else 1 under multi_query (FalconConfig's default)
     or every head; GPT-BigCode's multi_query (1); otherwise num_attention_heads (multi-head)."""
     c = _text_config(config)
-    n_heads = check_int("num_attention_heads", c.get("num_attention_heads", c.get("n_head")), 1)
+    n_heads = _stated(c, "num_attention_heads")
     model_type = str(c.get("model_type", ""))
     if model_type == "falcon":
         if c.get("new_decoder_architecture"):
@@ -533,7 +545,7 @@ def _block_layers(c: Mapping[str, Any], n_heads: int) -> list[tuple[str, int, in
     """(kind, KV heads, window) per layer from block_configs: a no_op or replace_with_linear attention holds no
     cache; n_heads_in_group query heads share a KV head; window_length makes the layer slide."""
     blocks = c["block_configs"]
-    n = check_int("num_hidden_layers", c.get("num_hidden_layers"), 1)
+    n = _stated(c, "num_hidden_layers")
     if not isinstance(blocks, list) or len(blocks) != n:
         raise ValueError(f"block_configs must list one block per layer ({n}), got "
                          f"{len(blocks) if isinstance(blocks, list) else type(blocks).__name__}")
@@ -618,13 +630,13 @@ def _olmo_hybrid_linear_fields(c: Mapping[str, Any]) -> Mapping[str, Any]:
     if c.get("model_type") != "olmo_hybrid":
         return c
     filled = dict(c)
-    heads = check_int("num_attention_heads", c.get("num_attention_heads"), 1)
+    heads = _stated(c, "num_attention_heads")
     if filled.get("linear_num_key_heads") is None:
         filled["linear_num_key_heads"] = heads
     if filled.get("linear_num_value_heads") is None:
         filled["linear_num_value_heads"] = heads
     if filled.get("linear_key_head_dim") is None:
-        hidden = check_int("hidden_size", c.get("hidden_size"), 1)
+        hidden = _stated(c, "hidden_size")
         filled["linear_key_head_dim"] = int(0.75 * hidden / check_int("linear_num_key_heads",
                                                                       filled["linear_num_key_heads"], 1))
     if filled.get("linear_value_head_dim") is None:
@@ -681,7 +693,7 @@ def config_kv_plan(config: Mapping[str, Any], bytes_per_value: float = 2.0,
                          "layer_types to say where they are (Falcon-H1 runs one beside the attention in every layer; "
                          "Bamba without attn_layer_indices makes every layer Mamba): this calculator counts attention "
                          "caches and Gated DeltaNet states only, so it would miss their state")
-    n_heads = check_int("num_attention_heads", c.get("num_attention_heads"), 1)
+    n_heads = _stated(c, "num_attention_heads")
     latent = c.get("kv_lora_rank")
     if latent is not None:
         check_int("kv_lora_rank", latent, 1)
