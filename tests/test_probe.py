@@ -554,6 +554,7 @@ def test_an_mrope_default_dict_is_not_a_scaling():
     (lambda: P.load_probe_model(P.TINY_RANDOM, dtype="float32"), "floating-point torch.dtype"),
     (lambda: P.load_probe_model(P.TINY_RANDOM, seed=1.5), "seed must be an int"),
     (lambda: P.load_probe_model(P.TINY_RANDOM, seed=-1), "seed must be >= 0"),
+    (lambda: P.load_probe_model(P.TINY_RANDOM, attn_implementation="flash"), "attn_implementation"),
 ])
 def test_probe_bad_input_is_refused_by_name(call, match):
     with pytest.raises((TypeError, ValueError), match=match):
@@ -678,3 +679,9 @@ def test_half_precision_keeps_float32_frequencies_and_reads_its_own_rounding(dty
     assert next(probe.model.parameters()).dtype == dtype
     check = P.pairing_check(P.capture_rotary(probe.model, ids[:, :T_CAPTURE]), probe.config)
     assert check.right.bound < check.right.relative_error < below < check.wrong.relative_error
+
+
+def test_the_tiny_model_loads_eager_when_asked(ids):
+    probe = P.load_probe_model(P.TINY_RANDOM, attn_implementation="eager")
+    assert probe.model.config._attn_implementation == "eager"
+    assert P.pairing_check(P.capture_rotary(probe.model, ids[:, :T_CAPTURE]), probe.config).right.within_rounding

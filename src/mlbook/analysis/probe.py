@@ -196,8 +196,12 @@ def _cannot_run(name: str, missing: str, detail: str = "") -> ProbeUnavailable:
     )
 
 
+ATTN_IMPLEMENTATIONS = ("sdpa", "eager")
+
+
 def load_probe_model(
     name: str, *, device: str | torch.device | None = None, dtype: torch.dtype = torch.float32, seed: int = 0,
+    attn_implementation: str = "sdpa",
 ) -> ProbeModel:
     """Load `name` with transformers, or build the tiny random Llama for name="tiny-random".
 
@@ -212,7 +216,10 @@ def load_probe_model(
     k in that precision and the check's "model's layout" line reads its rounding, not float32's: about 1e-3 in
     float16 and 1e-2 in bfloat16 (9e-4 and 6e-3 measured at 512 tokens on a randomly initialised model of
     SmolLM2-135M's shape). A Colab T4 has no native bfloat16: float16 is its half precision.
-    seed: the tiny random model's initialisation (an int >= 0). Every argument is checked before any work.
+    seed: the tiny random model's initialisation (an int >= 0). attn_implementation: "sdpa" (the default: the
+    loss passes over 2L + 1 tokens need it) or "eager", for a model whose attention class is fixed when it is built
+    and cannot switch for the capture (Falcon; `capture_rotary` says when). Every argument is checked before any
+    work.
     """
     if not isinstance(name, str) or not name.strip():
         raise ValueError(f"name must be a model name such as {DEFAULT_MODEL!r} or {TINY_RANDOM!r}, got {name!r}")
@@ -225,12 +232,15 @@ def load_probe_model(
         raise TypeError(f"dtype must be a floating-point torch.dtype (torch.float32, the default; torch.bfloat16 or "
                         f"torch.float16 to halve the memory), got {dtype!r}")
     check_int("seed", seed, 0)
+    check_choice("attn_implementation", attn_implementation, ATTN_IMPLEMENTATIONS)
     if name == TINY_RANDOM:
         from transformers import LlamaForCausalLM
 
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
-            model = LlamaForCausalLM(tiny_random_config())
+            config = tiny_random_config()
+            config._attn_implementation = attn_implementation
+            model = LlamaForCausalLM(config)
         dev = torch.device(device or "cpu")
         # as from_pretrained(dtype=...) leaves them: the rotary frequencies stay float32 (.to(dtype) would round
         # inv_freq to 8 bits in bfloat16, an angle error of ~1 rad by position 500)
@@ -258,7 +268,7 @@ def load_probe_model(
         tokenizer = AutoTokenizer.from_pretrained(name)
         # transformers 4.56 renamed torch_dtype to dtype; Colab may have an older release
         key = "dtype" if _version_at_least(transformers.__version__, (4, 56)) else "torch_dtype"
-        model = AutoModelForCausalLM.from_pretrained(name, attn_implementation="sdpa", **{key: dtype})
+        model = AutoModelForCausalLM.from_pretrained(name, attn_implementation=attn_implementation, **{key: dtype})
     except (OSError, ValueError) as exc:  # no connection and not cached; or a name the Hub does not have
         raise _cannot_run(name, "its files could not be fetched (no network, or no such model on the Hugging "
                           "Face Hub) and they are not in the local cache", f"transformers said: {exc}") from exc
@@ -589,7 +599,7 @@ def capture_rotary(model: Any, input_ids: torch.Tensor) -> RotaryCapture:
         raise ValueError(f"layers {leaky} of {type(model).__name__} put up to {max(future[i] for i in leaky):.2f} of a "
                          "query's attention on later keys when switched to eager attention: their eager path does "
                          "not mask the way this model was loaded. Load it with attn_implementation='eager' "
-                         "(AutoModelForCausalLM.from_pretrained(name, attn_implementation='eager')) and capture again")
+                         "(load_probe_model(name, attn_implementation='eager')) and capture again")
     silent = [i for i in layers if i not in first_key]
     if silent:
         kind = type({m.layer_idx: m for m in mods}[silent[0]]).__name__
