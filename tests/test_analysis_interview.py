@@ -197,3 +197,83 @@ def test_interleaved_axes_match_transformers_apply_interleaved_mrope() -> None:
         I.interleaved_axes((24, 20, 20), 32)
     with pytest.raises(ValueError, match="section must be three pair counts"):
         I.interleaved_axes((24, 20), 44)
+
+
+def test_fp8_key_error_with_the_query_rounded_too() -> None:
+    # vLLM's query_quant: the query rounded to e4m3 as well. Two independent roundings of about the same
+    # relative size add in quadrature, so the score error grows by about sqrt(2); the keys are unchanged.
+    for scale in (None, 1.0):
+        keys = I.fp8_key_error(n_keys=512, d_head=64, shift=100, scale=scale)
+        both = I.fp8_key_error(n_keys=512, d_head=64, shift=100, scale=scale, quantise_query=True)
+        assert both.fresh == keys.fresh and both.moved == keys.moved and both.query and not keys.query
+        assert both.score_fresh == pytest.approx(math.hypot(keys.score_fresh, keys.fresh), rel=0.15)
+        assert both.score_fresh > 1.2 * keys.score_fresh
+        assert "query and keys" in repr(both) and "keys only" in repr(keys)
+    with pytest.raises(TypeError, match="quantise_query must be True or False"):
+        I.fp8_key_error(quantise_query="yes")
+
+
+def test_fp8_key_error_query_path_matches_a_direct_e4m3_product() -> None:
+    # Oracle: with a fixed scale of 1 the kernel's inputs are q.to(e4m3) and k.to(e4m3); the score error
+    # is that product against the exact one, for any queries and keys in e4m3's range.
+    g = torch.Generator().manual_seed(3)
+    q, k = torch.randn(64, 32, generator=g, dtype=torch.float64), torch.randn(256, 32, generator=g, dtype=torch.float64)
+    want = q @ k.T
+    got = q.to(torch.float8_e4m3fn).double() @ k.to(torch.float8_e4m3fn).double().T
+    direct = float((got - want).pow(2).mean().sqrt() / want.pow(2).mean().sqrt())
+    ours = I.fp8_key_error(n_keys=256, d_head=32, shift=7, scale=1.0, quantise_query=True)
+    assert ours.score_fresh == pytest.approx(direct, rel=0.2)  # same statistics, other random vectors
+
+
+def test_draft_rollback_check_llama_crop_restores_the_cache() -> None:
+    r = I.draft_rollback_check(I.tiny_causal_lm("llama"))
+    assert r.cache_layers == ("DynamicLayer", "DynamicLayer") and r.crop_refused is None
+    assert r.cropped < 1e-5 and r.never_fed < 1e-5  # cropping is the same as never having fed the drafts
+    assert r.not_cropped > 1e-2  # the next token lands after the rejected drafts and attends to them
+    with pytest.raises(ValueError, match="accepted \\(4\\) must be below n_draft \\(4\\)"):
+        I.draft_rollback_check(I.tiny_causal_lm("llama"), accepted=4)
+    with pytest.raises(ValueError, match="kind must be one of"):
+        I.tiny_causal_lm("mamba")
+
+
+@pytest.mark.skipif(int(transformers.__version__.split(".")[0]) < 5, reason="the linear-attention cache of 5.x")
+def test_draft_rollback_check_hybrid_crop_leaves_the_recurrent_state() -> None:
+    model = I.tiny_causal_lm("qwen3_next")
+    r = I.draft_rollback_check(model)
+    assert "LinearAttentionLayer" in r.cache_layers and "DynamicLayer" in r.cache_layers
+    assert r.never_fed < 1e-5  # the cache itself is exact when nothing is rejected
+    assert r.cropped > 1e-3  # crop trims the convolution window; the state still holds the rejected drafts
+    assert r.crop_refused is not None and "past states" in r.crop_refused
+    # The cause, read off the cache: after the crop the convolution window equals that of a cache that never
+    # saw the rejected drafts, and the recurrent state does not.
+    g = torch.Generator().manual_seed(1)
+    prompt, draft = torch.randint(0, 97, (1, 6), generator=g), torch.randint(0, 97, (1, 4), generator=g)
+    caches = []
+    with torch.no_grad():
+        for feed in (draft, draft[:, :2]):
+            cache = transformers.DynamicCache(config=model.config)
+            cache.activate_past_recording()
+            model(prompt, past_key_values=cache)
+            model(feed, past_key_values=cache)
+            cache.crop(-(feed.shape[1] - 2))
+            caches.append(cache.layers[0])
+    cropped, fresh = caches
+    torch.testing.assert_close(cropped.conv_states[0], fresh.conv_states[0])
+    assert (cropped.recurrent_states[0] - fresh.recurrent_states[0]).abs().max() > 1e-4
+
+
+def test_check_report_plain_text_and_collapsed_html(capsys: pytest.CaptureFixture[str]) -> None:
+    with I.check_report("Check: a < b"):
+        print("x = 1 < 2")
+        print("y = 3")
+    assert capsys.readouterr().out == "x = 1 < 2\ny = 3\n"  # outside IPython: the text itself
+    report = I.CheckReport("x = 1 < 2", "Check")
+    assert repr(report) == "x = 1 < 2"
+    assert report._repr_html_() == "<details><summary>Check</summary><pre>x = 1 &lt; 2</pre></details>"
+    with pytest.raises(ZeroDivisionError):
+        with I.check_report():
+            print("before the error")
+            1 / 0
+    assert capsys.readouterr().out == "before the error\n"  # what was printed is not lost
+    with pytest.raises(TypeError, match="summary"):
+        I.CheckReport("x", "")

@@ -17,7 +17,12 @@
     context_parallel_check scores of a sequence sharded over ranks, rotated with global or local
                            positions; causal pairs per rank (`context_parallel_positions`)
     stale_rotation_error   keys cached before dynamic NTK rescaled the frequencies, read after
-    fp8_key_error          rounding of RoPE keys stored in FP8, once and after a re-rotation
+    fp8_key_error          rounding of RoPE keys stored in FP8, once and after a re-rotation; optionally
+                           with the query rounded to FP8 too, as vLLM does on backends that take one
+    tiny_causal_lm         a tiny random Llama or hybrid Qwen3-Next (`transformers`), for the rollback check
+    draft_rollback_check   a rejected speculative draft rolled back with `crop`, against a full forward
+    CheckReport, check_report  a check cell's printed lines, shown as a collapsed HTML <details> (its plain
+                           text unchanged, for nbval)
     rope_tables            float64 cos and sin at any positions, in the library's half layout
     interleaved_axes       which M-RoPE axis (time, height, width) turns each pair in Qwen3-VL's
                            interleaved order
@@ -31,7 +36,13 @@ bias sizes and sink-cache positions are computed by the section modules that dev
 from __future__ import annotations
 
 import math
+import contextlib
+import html
+import io
+import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
@@ -69,6 +80,11 @@ __all__ = [
     "fp8_key_error",
     "rope_tables",
     "interleaved_axes",
+    "tiny_causal_lm",
+    "DraftRollback",
+    "draft_rollback_check",
+    "CheckReport",
+    "check_report",
 ]
 
 
@@ -472,8 +488,7 @@ class ContextParallelCheck:
 
     def __repr__(self) -> str:
         return (f"{self.T} tokens over {self.n_ranks} ranks (float64, scores up to {self.score_scale:.2f}):\n"
-                f"  rotated with global positions: max |score difference| "
-                f"{'below 1e-12' if self.global_error < 1e-12 else f'{self.global_error:.1e}'}\n"
+                f"  rotated with global positions: max |score difference| {self.global_error:.1e}\n"
                 f"  rotated with each rank's local positions: {self.local_error:.2f}\n"
                 f"  causal pairs per rank, contiguous chunks: {list(self.pairs_contiguous)}; "
                 f"load-balanced: {list(self.pairs_balanced)}")
@@ -567,15 +582,17 @@ class Fp8Keys:
     score_fresh: float  # rms error of q . k relative to the rms score, key quantised once
     score_moved: float  # the same, re-rotated key
     scale: float | None = None  # None: amax / 448 per stored tensor; else the fixed scale used
+    query: bool = False  # True: the queries are rounded to e4m3 too (with the same kind of scale)
 
     def __repr__(self) -> str:
         how = "per-tensor scale amax / 448" if self.scale is None else f"fixed scale {self.scale:g}"
-        return (f"FP8 e4m3 keys ({how}): rms error {self.fresh:.2%} of a key, scores {self.score_fresh:.2%}; "
+        what = "query and keys" if self.query else "keys only"
+        return (f"FP8 e4m3, {what} ({how}): rms error {self.fresh:.2%} of a key, scores {self.score_fresh:.2%}; "
                 f"re-rotated after storage and stored again: {self.moved:.2%}, scores {self.score_moved:.2%}")
 
 
 def fp8_key_error(n_keys: int = 4096, d_head: int = 128, shift: int = 2900, *, scale: float | None = None,
-                  seed: int = 0) -> Fp8Keys:
+                  quantise_query: bool = False, seed: int = 0) -> Fp8Keys:
     """Keys rotated at positions 0 .. n_keys - 1 in float64, then stored as float8_e4m3fn with one
     per-tensor scale and read back: the rounding every FP8 cache adds once, after RoPE. Re-positioning
     such a cache means dequantising, rotating by `shift` and quantising again: two roundings. Errors
@@ -586,33 +603,213 @@ def fp8_key_error(n_keys: int = 4096, d_head: int = 128, shift: int = 2900, *, s
     scale that keeps the keys inside its normal range rounds them by the same relative step; a fixed
     scale too small for the largest key is the failure, since no e4m3 value exceeds 448 (the keys
     here are unit-variance, so a scale of 1.0 keeps them in range).
+
+    quantise_query=True rounds the queries to e4m3 as well (same kind of scale), as vLLM's `Attention`
+    layer does for an fp8 or nvfp4 cache on a backend that takes an FP8 query (`query_quant`, a static
+    per-tensor scale, 1.0 without one from the checkpoint): the scores are then q8 . k8 against the
+    exact q . k. The key errors do not change; the score errors grow.
     """
     check_int("n_keys", n_keys, 2)
     check_even_d("d_head", d_head)
     check_int("shift", shift, 1)
     fixed = None if scale is None else check_positive_float("scale", scale)
+    if not isinstance(quantise_query, bool):
+        raise TypeError(f"quantise_query must be True or False, got {quantise_query!r}")
     g = torch.Generator().manual_seed(seed)
     k = torch.randn(n_keys, d_head, generator=g, dtype=torch.float64)  # (N, d)
     q = torch.randn(64, d_head, generator=g, dtype=torch.float64)  # (64, d)
     inv_freq = frequency_ladder(d_head)
     pos = torch.arange(n_keys)
 
-    def store(x: torch.Tensor) -> torch.Tensor:  # quantise to e4m3 with a per-tensor scale, read back
+    def store(x: torch.Tensor, what: str = "keys") -> torch.Tensor:  # quantise to e4m3 with one scale, read back
         s = x.abs().max() / 448.0 if fixed is None else torch.tensor(fixed, dtype=torch.float64)
         if fixed is not None and (x / s).abs().max() > 448.0:
-            raise ValueError(f"scale={fixed} puts keys up to {float((x / s).abs().max()):.1f} past e4m3's largest "
+            raise ValueError(f"scale={fixed} puts {what} up to {float((x / s).abs().max()):.1f} past e4m3's largest "
                              "value, 448: they would saturate; pass a larger scale or None (amax / 448)")
         return (x / s).to(torch.float8_e4m3fn).double() * s
 
     exact = _rotate64(k, pos + shift, inv_freq)  # (N, d) R_{n + shift} k
     fresh = store(exact)
     moved = store(_rotate64(store(_rotate64(k, pos, inv_freq)), torch.full((n_keys,), shift), inv_freq))
+    q_read = store(q, "queries") if quantise_query else q  # (64, d) what the kernel multiplies
+    want = q @ exact.T  # (64, N) exact scores
 
     def rms_rel(x: torch.Tensor) -> float:
         return float((x - exact).norm() / exact.norm())
 
     def score_rel(x: torch.Tensor) -> float:
-        want = q @ exact.T
-        return float((q @ x.T - want).pow(2).mean().sqrt() / want.pow(2).mean().sqrt())
+        return float((q_read @ x.T - want).pow(2).mean().sqrt() / want.pow(2).mean().sqrt())
 
-    return Fp8Keys(rms_rel(fresh), rms_rel(moved), score_rel(fresh), score_rel(moved), fixed)
+    return Fp8Keys(rms_rel(fresh), rms_rel(moved), score_rel(fresh), score_rel(moved), fixed, quantise_query)
+
+
+# ---------------------------------------------------------------------------
+# Speculative decoding: rolling a rejected draft back out of a transformers cache
+# ---------------------------------------------------------------------------
+
+
+def tiny_causal_lm(kind: str = "llama", *, seed: int = 0) -> Any:
+    """A tiny random `transformers` causal LM, in eval mode: kind "llama", a 2-layer Llama (4 heads of 16,
+    2 KV heads), or "qwen3_next", a 4-layer Qwen3-Next: 3 Gated DeltaNet layers (linear attention with a
+    recurrent state and a short convolution) and 1 attention layer, a small mixture of experts. The
+    weights come from `torch.manual_seed(seed)`; vocabulary 97.
+    """
+    kinds = ("llama", "qwen3_next")
+    if kind not in kinds:
+        raise ValueError(f"kind must be one of {list(kinds)}, got {kind!r}")
+    import transformers
+
+    shape = dict(vocab_size=97, hidden_size=64, intermediate_size=96, num_attention_heads=4, num_key_value_heads=2)
+    if kind == "llama":
+        config = transformers.LlamaConfig(**shape, num_hidden_layers=2)
+        cls = transformers.LlamaForCausalLM
+    else:
+        if not hasattr(transformers, "Qwen3NextConfig"):
+            raise ValueError(f"kind 'qwen3_next' needs a transformers with Qwen3-Next, got {transformers.__version__}")
+        config = transformers.Qwen3NextConfig(
+            **shape, head_dim=16, num_hidden_layers=4, linear_num_key_heads=2, linear_num_value_heads=4,
+            linear_key_head_dim=16, linear_value_head_dim=16, num_experts=4, num_experts_per_tok=2,
+            moe_intermediate_size=32, shared_expert_intermediate_size=32,
+            layer_types=["linear_attention"] * 3 + ["full_attention"])
+        cls = transformers.Qwen3NextForCausalLM
+    torch.manual_seed(check_int("seed", seed, 0))
+    return cls(config).eval()
+
+
+@dataclass(frozen=True)
+class DraftRollback:
+    """The next token's logits after a speculative step, against a full forward of the accepted text."""
+
+    model_type: str
+    cache_layers: tuple[str, ...]  # the cache's layer classes, one per decoder layer
+    n_prompt: int
+    n_draft: int
+    accepted: int
+    cropped: float  # max |logits - full forward|, cache cropped by the rejected drafts
+    not_cropped: float  # the same, the rejected drafts left in the cache
+    never_fed: float  # the same, a cache that only ever saw the accepted drafts
+    crop_refused: str | None  # the error crop raised without past recording, if it did
+
+    def __repr__(self) -> str:
+        def verdict(gap: float) -> str:
+            return "match the full forward (< 1e-5)" if gap < 1e-5 else f"off by {gap:.2g}"
+
+        kinds = ", ".join(f"{n} {name}" for name, n in
+                          ((c, self.cache_layers.count(c)) for c in dict.fromkeys(self.cache_layers)))
+        rejected = self.n_draft - self.accepted
+        refused = (f"\n  crop without past recording: refused ({self.crop_refused})" if self.crop_refused else "")
+        return (f"{self.model_type}, cache layers {kinds}:\n"
+                f"  {self.n_prompt} prompt tokens, {self.n_draft} drafts, {self.accepted} accepted; the next token's "
+                f"logits against a full forward\n"
+                f"  cache cropped by the {rejected} rejected (crop(-{rejected}), past recording on): "
+                f"{verdict(self.cropped)}\n"
+                f"  cache not rolled back: {verdict(self.not_cropped)}\n"
+                f"  a cache that only ever saw the accepted drafts: {verdict(self.never_fed)}{refused}")
+
+
+def draft_rollback_check(model: Any, *, n_prompt: int = 6, n_draft: int = 4, accepted: int = 2,
+                         seed: int = 1) -> DraftRollback:
+    """One speculative step on a `transformers` causal LM: a prompt of n_prompt random tokens, n_draft
+    drafts verified in one forward, `accepted` of them kept and the target's own token after them.
+    The cache is then rolled back as 5.15's assisted generation does (`_assisted_decoding` calls
+    `cache.activate_past_recording()` before the drafts and `crop(-rejected)` after), or left alone,
+    and the own token's logits are compared with a forward of the accepted text without a cache, and
+    with a cache that only ever saw the accepted drafts.
+
+    For attention layers `crop` drops the rejected keys and values. For linear-attention layers
+    (`LinearAttentionCacheLayerMixin.crop` in `cache_utils.py`) it trims only the convolution window:
+    the recurrent state has already folded the rejected drafts in, so a hybrid's logits are off.
+    Without past recording such a layer refuses the crop (`crop_refused`).
+    """
+    import transformers
+
+    for name, value in (("n_prompt", n_prompt), ("n_draft", n_draft)):
+        check_int(name, value, 1)
+    check_int("accepted", accepted, 0)
+    if accepted >= n_draft:
+        raise ValueError(f"accepted ({accepted}) must be below n_draft ({n_draft}): at least one draft is rejected")
+    if not hasattr(model, "config") or not hasattr(model, "forward"):
+        raise TypeError(f"model must be a transformers causal LM, got {type(model).__name__}")
+    vocab = model.config.get_text_config().vocab_size
+    g = torch.Generator().manual_seed(check_int("seed", seed, 0))
+    prompt = torch.randint(0, vocab, (1, n_prompt), generator=g)  # (1, n) positions 0 .. n - 1
+    draft = torch.randint(0, vocab, (1, n_draft), generator=g)  # (1, k) proposed for n .. n + k - 1
+    own = torch.randint(0, vocab, (1, 1), generator=g)  # (1, 1) the target's token at n + accepted
+    rejected = n_draft - accepted
+
+    def next_logits(*, crop: bool, record: bool = True, feed_all: bool = True) -> tuple[torch.Tensor, Any]:
+        cache = transformers.DynamicCache(config=model.config)
+        if record and hasattr(cache, "activate_past_recording"):
+            cache.activate_past_recording()
+        model(prompt, past_key_values=cache)
+        model(draft if feed_all else draft[:, :accepted], past_key_values=cache)  # verify in one forward
+        if crop:
+            cache.crop(-rejected)
+        return model(own, past_key_values=cache).logits[0, -1], cache  # (V,) placed at the cache's length
+
+    with torch.no_grad():
+        truth = model(torch.cat([prompt, draft[:, :accepted], own], dim=1), use_cache=False).logits[0, -1]  # (V,)
+        cropped, cache = next_logits(crop=True)
+        not_cropped, _ = next_logits(crop=False)
+        never_fed, _ = next_logits(crop=False, feed_all=False)
+        try:
+            next_logits(crop=True, record=False)
+            refused = None
+        except RuntimeError as err:
+            refused = str(err).split(". ")[0].replace("`", "")
+    layers = tuple(type(layer).__name__ for layer in getattr(cache, "layers", ()))
+    return DraftRollback(model.config.model_type, layers, n_prompt, n_draft, accepted,
+                         float((cropped - truth).abs().max()), float((not_cropped - truth).abs().max()),
+                         float((never_fed - truth).abs().max()), refused)
+
+
+# ---------------------------------------------------------------------------
+# Check cells: printed lines shown collapsed wherever the notebook is opened
+# ---------------------------------------------------------------------------
+
+
+class CheckReport:
+    """A check cell's printed text. Its plain-text repr is the text (what nbval compares); its HTML repr is
+    a collapsed `<details>` block, which Jupyter, Colab and the site all render closed until opened
+    (Colab and VS Code ignore a cell's `jupyter.outputs_hidden`)."""
+
+    def __init__(self, text: str, summary: str = "Check") -> None:
+        if not isinstance(text, str) or not isinstance(summary, str) or not summary:
+            raise TypeError(f"text and summary must be strings (summary not empty), got {text!r}, {summary!r}")
+        self.text, self.summary = text, summary
+
+    def __repr__(self) -> str:
+        return self.text
+
+    def _repr_html_(self) -> str:
+        return (f"<details><summary>{html.escape(self.summary)}</summary>"
+                f"<pre>{html.escape(self.text)}</pre></details>")
+
+
+@contextlib.contextmanager
+def check_report(summary: str = "Check") -> Iterator[None]:
+    """Collect what the block prints and show it as one `CheckReport` when the block ends: a collapsed
+    `<details>` in a notebook (through IPython's `display`), the plain text elsewhere. If the block
+    raises, what it printed so far goes to stdout before the error propagates."""
+    CheckReport("", summary)  # validates summary
+    buffer, saved = io.StringIO(), sys.stdout
+    sys.stdout = buffer
+    try:
+        yield
+    except BaseException:
+        sys.stdout = saved
+        saved.write(buffer.getvalue())
+        raise
+    sys.stdout = saved
+    report = CheckReport(buffer.getvalue().rstrip("\n"), summary)
+    shell = None
+    if "IPython" in sys.modules:
+        from IPython import get_ipython
+
+        shell = get_ipython()
+    if shell is None:
+        print(report.text)
+    else:
+        from IPython.display import display
+
+        display(report)
