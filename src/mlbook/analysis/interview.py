@@ -719,7 +719,9 @@ def draft_rollback_check(model: Any, *, n_prompt: int = 6, n_draft: int = 4, acc
     For attention layers `crop` drops the rejected keys and values. For linear-attention layers
     (`LinearAttentionCacheLayerMixin.crop` in `cache_utils.py`) it trims only the convolution window:
     the recurrent state has already folded the rejected drafts in, so a hybrid's logits are off.
-    Without past recording such a layer refuses the crop (`crop_refused`).
+    Without past recording such a layer refuses the crop (`crop_refused`). `generate` itself refuses assisted
+    decoding for such a target (`_is_stateful`, "assisted generation is not supported with stateful models"):
+    what this measures for a hybrid is a hand-written loop that calls `crop`.
     """
     import transformers
 
