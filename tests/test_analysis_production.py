@@ -655,7 +655,7 @@ def test_vllm_pads_the_state_to_the_attention_page_as_its_log_reports() -> None:
     small = {"model_type": "qwen3_5_text", "num_hidden_layers": 24, "hidden_size": 1024, "num_attention_heads": 8,
              "num_key_value_heads": 2, "head_dim": 256, "linear_num_key_heads": 16, "linear_num_value_heads": 16,
              "linear_key_head_dim": 128, "linear_value_head_dim": 128, "linear_conv_kernel_dim": 4,
-             "full_attention_interval": 4}
+             "full_attention_interval": 4, "mamba_ssm_dtype": "float32"}
     pages = P.vllm_hybrid_pages(small)
     assert pages.block_size == 544 and f"{100 * pages.padding:.2f}%" == "2.64%"
     assert pages.page >= pages.state_page > pages.page - 16 * pages.attention_bytes_per_token  # the least 16-multiple
@@ -738,3 +738,28 @@ def test_a_config_that_leaves_fields_to_its_class_is_refused_by_name() -> None:
         config_kv_plan(load_config("gemma-3-4b-it"))
     gptj = {"model_type": "gptj", "n_head": 16, "n_layer": 28, "n_embd": 4096, "n_positions": 2048, "rotary_dim": 64}
     assert config_kv_heads(gptj) == 16
+
+
+def test_vllm_keeps_a_gated_deltanet_state_in_the_dtype_its_default_picks() -> None:
+    """vLLM's mamba_ssm_cache_dtype 'auto': Qwen3.5's config class copies mamba_ssm_dtype (float32); Qwen3-Next's
+    config sets none, so the state is in the model's dtype (bf16). vllm_hybrid_pages reads that by default."""
+    from mlbook.analysis.model_config import load_config
+    from mlbook.analysis.production import vllm_hybrid_pages, vllm_state_bytes_per_value
+
+    qwen35 = load_config("qwen3.5-27b")
+    assert vllm_state_bytes_per_value(qwen35) == 4.0
+    assert vllm_hybrid_pages(qwen35).block_size == 784
+    assert vllm_state_bytes_per_value({"model_type": "qwen3_next", "torch_dtype": "bfloat16"}) == 2.0
+    assert vllm_state_bytes_per_value({"model_type": "qwen3_next", "torch_dtype": "bfloat16",
+                                       "mamba_ssm_dtype": "float32"}) == 2.0  # vLLM's Qwen3-Next class ignores it
+    with pytest.raises(ValueError, match="states no dtype"):
+        vllm_state_bytes_per_value({"model_type": "qwen3_next"})
+
+
+def test_values_of_their_own_width_are_refused_not_overcounted() -> None:
+    from mlbook.analysis.production import config_kv_plan
+
+    mimo_like = {"model_type": "llama", "num_hidden_layers": 4, "num_attention_heads": 8, "num_key_value_heads": 4,
+                 "hidden_size": 1536, "head_dim": 192, "v_head_dim": 128, "max_position_embeddings": 4096}
+    with pytest.raises(ValueError, match="v_head_dim=128"):
+        config_kv_plan(mimo_like)

@@ -218,3 +218,20 @@ def test_phi3_su_config_is_read_as_4_57_reads_it() -> None:
             Phi3Config(**fields)
     else:
         assert Phi3Config(**fields).rope_scaling["type"] == "longrope"
+
+
+def test_qwen3_next_vllm_state_in_bf16_from_its_published_config() -> None:
+    """Qwen3-Next's published config sets no mamba_ssm_dtype: vLLM pads its bf16 state into 544-token blocks,
+    76.50 MiB a sequence in align mode (75.38 MiB before padding)."""
+    import json
+
+    from mlbook.analysis.production import vllm_hybrid_pages
+
+    folder = os.environ.get("MLBOOK_REALCONFIGS")
+    path = Path(folder or "/nonexistent") / "qwen3-next-80b-a3b-thinking.json"
+    if not path.exists():
+        pytest.skip("MLBOOK_REALCONFIGS does not hold qwen3-next-80b-a3b-thinking.json")
+    pages = vllm_hybrid_pages(json.loads(path.read_text()))
+    assert pages.block_size == 544
+    assert pages.state_bytes() == pytest.approx(76.5 * 2**20)
+    assert pages.unpadded_state_bytes() == pytest.approx(75.375 * 2**20)

@@ -37,6 +37,7 @@ __all__ = [
     "vllm_linear_state_bytes",
     "VllmHybridPages",
     "vllm_hybrid_pages",
+    "vllm_state_bytes_per_value",
     "ACCELERATOR_BYTES",
     "VLLM_GPU_MEMORY_UTILIZATION",
     "kv_cache_bytes",
@@ -477,9 +478,34 @@ class VllmHybridPages:
         return batch * self.tensor_parallel * self.attention_layers * blocks * self.page
 
 
+# model types whose vLLM config class copies the checkpoint's mamba_ssm_dtype into mamba_ssm_cache_dtype
+# (Qwen3_5ForConditionalGenerationConfig in vllm/model_executor/models/config.py's MODELS_CONFIG_MAP)
+_VLLM_COPIES_SSM_DTYPE = ("qwen3_5", "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text")
+_DTYPE_BYTES = {"float32": 4.0, "float16": 2.0, "bfloat16": 2.0}
+
+
+def vllm_state_bytes_per_value(config: Mapping[str, Any]) -> float:
+    """Bytes per value of a Gated DeltaNet state as vLLM keeps it by default (mamba_ssm_cache_dtype "auto",
+    `MambaStateDtypeCalculator.gated_delta_net_state_dtype`): the checkpoint's mamba_ssm_dtype where vLLM's config
+    class for the model copies it (Qwen3.5: float32), else the model's dtype (Qwen3-Next: bfloat16, its config sets
+    no mamba_ssm_dtype). A config that states neither is refused: pass state_bytes_per_value yourself."""
+    c = _text_config(config)
+    outer = config if isinstance(config, Mapping) else {}
+    if str(c.get("model_type", "")) in _VLLM_COPIES_SSM_DTYPE and c.get("mamba_ssm_dtype") is not None:
+        name = c["mamba_ssm_dtype"]
+    else:
+        name = c.get("dtype") or c.get("torch_dtype") or outer.get("dtype") or outer.get("torch_dtype")
+    if name is None:
+        raise ValueError("the config states no dtype (nor a mamba_ssm_dtype vLLM copies): vLLM would keep the state in "
+                         "the dtype the model is served in; pass state_bytes_per_value (2 for bf16, 4 for float32)")
+    if str(name) not in _DTYPE_BYTES:
+        raise ValueError(f"the state's dtype {name!r} is not one of {sorted(_DTYPE_BYTES)}")
+    return _DTYPE_BYTES[str(name)]
+
+
 def vllm_hybrid_pages(config: Mapping[str, Any], num_speculative_tokens: int = 0, *, tensor_parallel: int = 1,
                       mamba_cache_mode: str = "align", kv_bytes_per_value: float = 2.0,
-                      state_bytes_per_value: float = 4.0, conv_bytes_per_value: float = 2.0,
+                      state_bytes_per_value: float | None = None, conv_bytes_per_value: float = 2.0,
                       kernel_block_alignment: int = 16, max_model_len: int | None = None,
                       mamba_block_size: int | None = None, prefill_checkpoint_blocks: int = 0) -> VllmHybridPages:
     """The blocks and pages vLLM gives a model whose layers are full attention and Gated DeltaNet (Qwen3-Next,
@@ -494,7 +520,8 @@ def vllm_hybrid_pages(config: Mapping[str, Any], num_speculative_tokens: int = 0
     state's block. Every state block is then padded to that page (`mamba_page_size_padded`), and a sequence's
     full-attention tokens are held in whole blocks of it. Qwen3.5-27B at TP 1: a = 4,096 bytes, s = 3,207,168, a
     784-token block, 0.13% padding. prefill_checkpoint_blocks: newer vLLM's extra "align" blocks (0 for Gated
-    DeltaNet by default)."""
+    DeltaNet by default). state_bytes_per_value: None reads vLLM's default from the config
+    (`vllm_state_bytes_per_value`: Qwen3.5 float32, Qwen3-Next bf16)."""
     c = _text_config(config)
     tp = check_int("tensor_parallel", tensor_parallel, 1)
     n = check_int("num_speculative_tokens", num_speculative_tokens, 0)
@@ -514,7 +541,8 @@ def vllm_hybrid_pages(config: Mapping[str, Any], num_speculative_tokens: int = 0
         raise ValueError(f"max_model_len and mamba_block_size size the 'all' mode only, got mamba_cache_mode="
                          f"{mamba_cache_mode!r}")
     kv_bytes_per_value = check_positive_float("kv_bytes_per_value", kv_bytes_per_value)
-    state_bytes_per_value = check_positive_float("state_bytes_per_value", state_bytes_per_value)
+    if state_bytes_per_value is not None:
+        state_bytes_per_value = check_positive_float("state_bytes_per_value", state_bytes_per_value)
     conv_bytes_per_value = check_positive_float("conv_bytes_per_value", conv_bytes_per_value)
     plan = config_kv_plan(c)  # refuses what the calculator does not model, before anything below
     kinds = {p.kind for p in plan.parts}
@@ -527,6 +555,8 @@ def vllm_hybrid_pages(config: Mapping[str, Any], num_speculative_tokens: int = 0
     if full.values_per_token != 2 * n_kv * d_head:
         raise ValueError("the full-attention layers' heads differ from num_key_value_heads x head_dim: not laid out")
     per_token = int(round(2 * max(1, n_kv // tp) * d_head * kv_bytes_per_value))  # vLLM's get_num_kv_heads
+    if state_bytes_per_value is None:  # vLLM's default for this model (Qwen3.5: float32, Qwen3-Next: bf16)
+        state_bytes_per_value = vllm_state_bytes_per_value(config)
     state = _gdn_page(c, n, tp, state_bytes_per_value, conv_bytes_per_value)
     if mamba_cache_mode == "all":
         unit = math.lcm(mamba_block_size, align)  # type: ignore[arg-type]
@@ -711,6 +741,11 @@ def config_kv_plan(config: Mapping[str, Any], bytes_per_value: float = 2.0,
             raise ValueError(f"layer_types has {unknown} layers, whose cache this calculator does not model (it "
                              f"counts {', '.join(LAYER_KINDS)} and linear_attention)")
         n_kv = config_kv_heads(c)
+        v_width = c.get("v_head_dim")
+        if latent is None and v_width is not None and v_width != hf_head_dim(c):
+            raise ValueError(f"the config gives values their own width (v_head_dim={v_width!r}, head_dim="
+                             f"{hf_head_dim(c)}; MiMo-V2-Flash caches 192-wide keys and 128-wide values): this "
+                             "calculator counts a key and a value of one width, so it refuses rather than overcount")
         caps = {"full_attention": None, "sliding_attention": c.get("sliding_window"),
                 "chunked_attention": c.get("attention_chunk_size"), "linear_attention": None}
         for kind, key in (("sliding_attention", "sliding_window"), ("chunked_attention", "attention_chunk_size")):
