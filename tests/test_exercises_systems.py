@@ -95,6 +95,9 @@ def test_llama3_kv_cache_right_numbers_pass(capsys):
     (2**34, 2**34, "16 bits kept for a cache of 8"),
     (16, 8, "a size in GiB"),
     (2**34 / 32, 2**33, "one layer's cache"),
+    (2**34 / 128, 2**33, "d_head is missing"),
+    (2**34 / 131_072, 2**33, "one token's cache"),
+    (2**33, 2**34, "swapped"),
     ("16 GiB", 2**33, "a number of bytes"),
 ])
 def test_llama3_kv_cache_mistakes_are_named_without_the_answer(bf16, int8, says, capsys):

@@ -122,8 +122,18 @@ def check_llama3_kv_cache(bf16_bytes: object, int8_bytes: object) -> bool:
         print(f"Not answered yet: the {' and the '.join(missing)} answer {'is' if len(missing) == 1 else 'are'} None. "
               "Give the bytes your my_kv_cache_bytes returns for Llama 3 8B at 131,072 tokens, one sequence.")
         return False
+    values = []
+    for label, answer, _ in answers:
+        value, problem = number_answer(answer, f"the {label} answer", "a number of bytes (an int or a float)")
+        if problem is not None:
+            return verdict(False, problem)
+        values.append(float(value))
+    right = [kv_cache_bytes(_LLAMA3["n_layers"], _LLAMA3["n_kv_heads"], _LLAMA3["d_head"], per_value,
+                            _LLAMA3["context_len"]) for _, _, per_value in answers]
+    if values == right[::-1]:
+        return verdict(False, "The two answers are swapped: the bf16 cache is the larger, twice the 8-bit one.")
     for label, answer, per_value in answers:
-        value, problem = number_answer(answer, f"Your {label} answer", "a number of bytes (an int or a float)")
+        value, problem = number_answer(answer, f"the {label} answer", "a number of bytes (an int or a float)")
         if problem is not None:
             return verdict(False, problem)
         want = kv_cache_bytes(_LLAMA3["n_layers"], _LLAMA3["n_kv_heads"], _LLAMA3["d_head"], per_value,
@@ -133,8 +143,8 @@ def check_llama3_kv_cache(bf16_bytes: object, int8_bytes: object) -> bool:
         for unit, size in (("GiB", 2**30), ("GB", 1e9), ("MiB", 2**20), ("MB", 1e6)):
             if abs(float(value) * size - want) <= rtol_for(torch.float32) * want:
                 return verdict(False, f"Your {label} answer is {value:g}: a size in {unit}. Give it in bytes.")
-        r = _ratio(float(value), want)
-        hint = _LLAMA3_FACTORS.get(r) if r is not None else None
+        r = Fraction(float(value) / want).limit_denominator(1 << 20)  # exact: 1/131,072 must be reachable
+        hint = _LLAMA3_FACTORS.get(r) if abs(float(r) - float(value) / want) <= 1e-9 * float(value) / want else None
         return verdict(False, f"Your {label} answer, {float(value):,.0f} bytes, is not the cache's size. "
                               + (hint or "Per token it is 2 x n_layers x n_kv_heads x d_head x bytes per value."))
     return verdict(True, "128 KiB a token: 16 GiB at 131,072 tokens in bf16 and 8 GiB with an 8-bit cache, a "
