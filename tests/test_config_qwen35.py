@@ -158,7 +158,8 @@ def test_the_cards_yarn_recipe_reads_as_transformers_builds_it_and_scales_only_t
     from mlbook.analysis.model_config import serving_override
     from mlbook.transformer.rope_scaling import yarn_attention_factor
 
-    served, changes = serving_override(load_config(NAME), rope_scaling=RECIPE, max_model_len=1010000)
+    served, changes = serving_override(load_config(NAME), rope_scaling=RECIPE, max_model_len=1010000,
+                                       allow_long_max_model_len=True)  # the card's VLLM_ALLOW_LONG_MAX_MODEL_LEN=1
     assert "rope_parameters" not in served and served["text_config"]["rope_parameters"] == RECIPE
     assert changes[0].startswith("text_config.rope_parameters")
     text = served["text_config"]

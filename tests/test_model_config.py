@@ -220,15 +220,83 @@ def test_an_override_vllm_would_read_by_key_without_its_original_length_is_refus
 
 
 def test_vllm_max_model_len_follows_vllm_s_rule() -> None:
-    """vLLM's derived limit: the length key, times the factor for every type but llama3 and longrope, from
-    original_max_position_embeddings for yarn (vllm/config/model.py)."""
-    assert vllm_max_model_len(load_config("gpt-oss-20b"))[0] == 4096 * 32
-    assert vllm_max_model_len(load_config("deepseek-v3"))[0] == 4096 * 40
+    """vLLM's derived limit since vllm#56446: the length key, times the factor for linear and dynamic only; a YaRN
+    config's max_position_embeddings is taken as already scaled; llama3, longrope and Gemma 3 are not multiplied."""
+    assert vllm_max_model_len(load_config("gpt-oss-20b"))[0] == 131072  # max_position_embeddings, = 4,096 x 32
+    assert vllm_max_model_len(load_config("deepseek-v3"))[0] == 163840
     assert vllm_max_model_len(load_config("llama-3.1-8b"))[0] == 131072  # llama3: max_position_embeddings as stated
     assert vllm_max_model_len(load_config("gemma-3-4b"))[0] == 131072  # Gemma 3's length is already scaled
     recipe = {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 262144}
     served, _ = serving_override(load_config("qwen3.5-27b"), recipe)
-    assert vllm_max_model_len(served)[0] == 4 * 262144
+    assert vllm_max_model_len(served) == (262144, "max_position_embeddings 262,144, not multiplied by the YaRN "
+                                                  "factor since vllm#56446")
+    linear = {"max_position_embeddings": 4096, "rope_scaling": {"rope_type": "linear", "factor": 4.0}}
+    assert vllm_max_model_len(linear)[0] == 16384  # linear still multiplies
+    dynamic = {"max_position_embeddings": 4096, "rope_scaling": {"rope_type": "dynamic", "factor": 2.0}}
+    assert vllm_max_model_len(dynamic)[0] == 8192
+
+
+def test_vllm_max_model_len_before_56446_reset_yarn_to_its_anchor_times_the_factor() -> None:
+    """Before vllm#56446: every type but llama3 and longrope multiplied, and "yarn" counted from
+    original_max_position_embeddings. Hand-derived: Qwen3.5's recipe 262,144 x 4 = 1,048,576 (now 262,144);
+    Qwen3 with Qwen's YaRN 4 from 32,768: 131,072 (now its max_position_embeddings, 40,960); gpt-oss with factor 2
+    from 4,096: 8,192 (now 131,072)."""
+    recipe = {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 262144}
+    served, _ = serving_override(load_config("qwen3.5-27b"), recipe)
+    assert vllm_max_model_len(served, rule="before-56446") == (1048576, "original_max_position_embeddings 262,144 x "
+                                                                        "factor 4")
+    qwen3 = {"model_type": "qwen3", "max_position_embeddings": 40960,
+             "rope_parameters": {"rope_type": "yarn", "rope_theta": 1000000.0, "factor": 4.0,
+                                 "original_max_position_embeddings": 32768}}
+    assert vllm_max_model_len(qwen3, rule="before-56446")[0] == 131072
+    assert vllm_max_model_len(qwen3)[0] == 40960
+    gpt_oss = load_config("gpt-oss-20b")
+    gpt_oss["rope_scaling"] = {**gpt_oss["rope_scaling"], "factor": 2.0}
+    assert vllm_max_model_len(gpt_oss, rule="before-56446")[0] == 8192
+    assert vllm_max_model_len(gpt_oss)[0] == 131072
+    for name in ("llama-3.1-8b", "gemma-3-4b", "smollm3-3b"):  # no YaRN: the two rules agree
+        assert vllm_max_model_len(load_config(name)) == vllm_max_model_len(load_config(name), rule="before-56446")
+
+
+def test_vllm_max_model_len_gives_the_after_column_of_56446_s_table() -> None:
+    """vllm#56446's table: TeleChat3-36B-Thinking (max_position_embeddings 32,768, YaRN 4 from 8,192, vllm#55116)
+    32,768 after; sarvam-105b 131,072 after (5,242,880 = 131,072 x 40 before). Their vendor type names
+    (telechat3-yarn, deepseek_yarn) are not transformers', and #56446 reads TeleChat3's as plain YaRN: given as
+    "yarn" here. Before the PR, plain "yarn" was already reset to its anchor: TeleChat3 as "yarn" gave 32,768."""
+    telechat3 = {"max_position_embeddings": 32768,
+                 "rope_scaling": {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 8192}}
+    assert vllm_max_model_len(telechat3)[0] == 32768
+    assert vllm_max_model_len(telechat3, rule="before-56446")[0] == 8192 * 4
+    sarvam = {"max_position_embeddings": 131072, "rope_scaling": {"rope_type": "yarn", "factor": 40.0}}
+    assert vllm_max_model_len(sarvam)[0] == 131072
+
+
+@pytest.mark.parametrize("bad", ["old", "v0.29.0", None, 56446])
+def test_vllm_max_model_len_rule_is_validated(bad) -> None:
+    with pytest.raises((ValueError, TypeError), match="rule"):
+        vllm_max_model_len(load_config("gpt-oss-20b"), rule=bad)
+    with pytest.raises((ValueError, TypeError), match="vllm_rule"):
+        serving_override(load_config("gpt-oss-20b"), max_model_len=4096, vllm_rule=bad)
+
+
+def test_the_qwen35_recipe_needs_max_position_embeddings_or_the_variable_since_56446() -> None:
+    """The card's override leaves max_position_embeddings at 262,144: since #56446 --max-model-len 1010000 is refused
+    unless the same override raises it (1,048,576 = 262,144 x 4) or VLLM_ALLOW_LONG_MAX_MODEL_LEN=1; before it, the
+    derived 1,048,576 let it pass. With max_position_embeddings raised, both rules accept it."""
+    recipe = {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 262144}
+    qwen = load_config("qwen3.5-27b")
+    with pytest.raises(ValueError, match=r"1,010,000 is past .* 262,144 .*raise max_position_embeddings"):
+        serving_override(qwen, recipe, 1010000)
+    serving_override(qwen, recipe, 1010000, allow_long_max_model_len=True)
+    serving_override(qwen, recipe, 1010000, vllm_rule="before-56446")
+    for rule in ("current", "before-56446"):
+        served, changes = serving_override(qwen, recipe, 1010000, max_position_embeddings=1048576, vllm_rule=rule)
+        assert served["text_config"]["max_position_embeddings"] == 1048576 and "max_position_embeddings" not in served
+        assert changes[0] == ("text_config.max_position_embeddings 262144 -> 1048576 (set by the same override: the "
+                              "length vLLM builds its limit from)")
+        assert "vLLM's own limit here is 1,048,576" in changes[-1]
+    with pytest.raises(ValueError, match="max_position_embeddings"):
+        serving_override(qwen, recipe, max_position_embeddings=0)
 
 
 def test_a_max_model_len_vllm_refuses_is_refused_unless_allowed() -> None:

@@ -68,6 +68,7 @@ from mlbook.transformer.validate import check_choice, check_int
 
 __all__ = [
     "VLLM_LENGTH_KEYS",
+    "VLLM_LENGTH_RULES",
     "vllm_max_model_len",
     "SHIPPED_CONFIGS",
     "PUBLISHED_CONFIGS",
@@ -540,19 +541,35 @@ def summarize_config(config: Mapping[str, Any], name: str | None = None) -> Conf
 VLLM_LENGTH_KEYS: tuple[str, ...] = ("max_position_embeddings", "n_positions", "max_seq_len", "seq_length",
                                      "model_max_length", "max_target_positions", "max_sequence_length",
                                      "max_seq_length", "seq_len")
+# the two rules vLLM has derived its length by: "current" since vllm#56446 (merged 2026-09-11, commit c191787), and
+# "before-56446", the code of the stored vllm/config/model.py (0052a5b, 18ec662)
+VLLM_LENGTH_RULES: tuple[str, ...] = ("current", "before-56446")
+# the rope types whose factor vLLM does not multiply the derived length by, per rule (transformers' names; vLLM's
+# own "su", "deepseek_yarn" and "deepseek_llama_scaling" are not types transformers or this library reads)
+_VLLM_UNSCALED_TYPES = {"current": ("longrope", "llama3", "yarn"), "before-56446": ("longrope", "llama3")}
 # the scalings vLLM reads by key in get_rope, where transformers would fill original_max_position_embeddings
 # from max_position_embeddings (standardize_rope_params)
 _VLLM_NEEDS_ORIGINAL = ("yarn", "llama3", "longrope")
 
 
-def vllm_max_model_len(config: Mapping[str, Any]) -> tuple[int, str]:
+def vllm_max_model_len(config: Mapping[str, Any], *, rule: str = "current") -> tuple[int, str]:
     """The longest --max-model-len vLLM accepts for config without VLLM_ALLOW_LONG_MAX_MODEL_LEN=1, and why.
 
-    vLLM's rule (vllm/config/model.py, _get_and_verify_max_len): the smallest of the length keys the
-    config states (model_max_length, where stated, wins), then, unless the model type is a Gemma 3 one,
-    times the RoPE factor for every type but llama3 and longrope, from original_max_position_embeddings
-    for yarn. A request past it is refused at start-up.
+    vLLM's rule (vllm/config/model.py, _get_and_verify_max_len): the smallest of the length keys the config
+    states (model_max_length, where stated, wins), then, unless the model type is a Gemma 3 one, times the RoPE
+    factor of the types it scales by. `rule` picks which vLLM:
+
+        "current"       since vllm#56446 (merged 2026-09-11): linear and dynamic multiply by the factor;
+                        yarn, llama3 and longrope do not (a YaRN config's max_position_embeddings is taken as
+                        already scaled, as transformers takes it)
+        "before-56446"  the code before it: every type but llama3 and longrope multiplies, and for the exact
+                        string "yarn" the length is original_max_position_embeddings x factor
+
+    The current rule is the one #56446's description states (its TeleChat3 and Sarvam rows: 32,768 and 131,072,
+    their max_position_embeddings); the stored model.py is the older code. A request past the limit is refused
+    at start-up.
     """
+    check_choice("rule", rule, VLLM_LENGTH_RULES)
     text = hf_text_config(_check_dict(config))
     found = {k: text[k] for k in VLLM_LENGTH_KEYS if text.get(k) is not None}
     if not found:
@@ -565,21 +582,23 @@ def vllm_max_model_len(config: Mapping[str, Any]) -> tuple[int, str]:
     if "gemma3" not in str(text.get("model_type", "")):
         factor = 1.0
         for p in per.values():
-            if p["rope_type"] not in ("longrope", "llama3") and p.get("factor") is not None:
+            if p["rope_type"] not in _VLLM_UNSCALED_TYPES[rule] and p.get("factor") is not None:
                 factor = float(p["factor"])
-                if p["rope_type"] == "yarn":
+                if p["rope_type"] == "yarn":  # before-56446 only: the reset to the anchor
                     derived = float(p.get("original_max_position_embeddings", found.get(
                         "max_position_embeddings", derived)))  # transformers fills it so before vLLM reads it
                     why = f"original_max_position_embeddings {int(derived):,}"
         if factor != 1.0:
             derived *= factor
             why += f" x factor {factor:g}"
+        elif rule == "current" and any(p["rope_type"] == "yarn" for p in per.values()):
+            why += ", not multiplied by the YaRN factor since vllm#56446"
     return int(derived), why
 
 
 def serving_override(
     config: Mapping[str, Any], rope_scaling: Mapping[str, Any] | None = None, max_model_len: int | None = None,
-    *, allow_long_max_model_len: bool = False,
+    *, allow_long_max_model_len: bool = False, max_position_embeddings: int | None = None, vllm_rule: str = "current",
 ) -> tuple[dict[str, Any], list[str]]:
     """The config a serving engine runs after a RoPE / max-model-len override, and what changed.
 
@@ -597,6 +616,12 @@ def serving_override(
     (`_update_nested`), so the keys it leaves out stay (a rope_parameters at the wrapper's top level would be
     read by nothing). This function changes a multimodal config in its text config, merged.
 
+    max_position_embeddings sets that key in the same override (in the text config of a multimodal one, as
+    {"text_config": {"max_position_embeddings": ...}} does in --hf-overrides): since vllm#56446 vLLM's limit for a
+    YaRN config is max_position_embeddings itself, so a YaRN override that serves past the shipped length raises
+    it too (or sets VLLM_ALLOW_LONG_MAX_MODEL_LEN=1). vllm_rule picks the vLLM whose limit is checked
+    (`vllm_max_model_len`'s rule: "current" or "before-56446").
+
     Refused, as vLLM refuses or fails: a yarn, llama3 or longrope dict without original_max_position_embeddings
     (get_rope reads it by key; transformers would fill it), and a max_model_len past `vllm_max_model_len`
     unless allow_long_max_model_len (vLLM's VLLM_ALLOW_LONG_MAX_MODEL_LEN=1). Returns (new config, one
@@ -610,11 +635,22 @@ def serving_override(
         check_int("max_model_len", max_model_len, 1)
     if not isinstance(allow_long_max_model_len, bool):
         raise TypeError(f"allow_long_max_model_len must be True or False, got {allow_long_max_model_len!r}")
+    if max_position_embeddings is not None:
+        check_int("max_position_embeddings", max_position_embeddings, 1)
+    check_choice("vllm_rule", vllm_rule, VLLM_LENGTH_RULES)
     new = copy.deepcopy(dict(config))
     text = hf_text_config(config)
     nested = next((k for k in TEXT_CONFIG_NAMES if config.get(k) is not None and config.get(k) is text), None)
     new_text = new[nested] if nested else new
     changes: list[str] = []
+    if max_position_embeddings is not None:
+        # GPT-J and CodeGen keep it as n_positions (their attribute_map): set the key the config states
+        length_key = ATTRIBUTE_ALIASES.get(str(text.get("model_type", "")), {}).get(
+            "max_position_embeddings", "max_position_embeddings")
+        old_max = text.get(length_key)
+        new_text[length_key] = max_position_embeddings
+        changes.append(f"{nested + '.' if nested else ''}{length_key} {old_max} -> {max_position_embeddings} (set by "
+                       "the same override: the length vLLM builds its limit from)")
     if rope_scaling is not None:
         kind = read_rope_type(rope_scaling, str(text.get("model_type", "")))[0]  # refuses an unknown type first
         v5 = hf_rope_layout(text).startswith("transformers 5")
@@ -701,20 +737,28 @@ def serving_override(
                        + (f"; the override drops {dropped}, which the engine then takes at its defaults or misses"
                           if dropped else ""))
     if max_model_len is not None:
-        limit, why = vllm_max_model_len(new)
+        limit, why = vllm_max_model_len(new, rule=vllm_rule)
         old_len = hf_get(text, "max_position_embeddings")
-        if (rope_scaling is not None and dynamic and old_len is not None and max_model_len > old_len
+        table_len = hf_get(hf_text_config(new), "max_position_embeddings")  # the override's, where it sets one
+        if (rope_scaling is not None and dynamic and table_len is not None and max_model_len > table_len
                 and not allow_long_max_model_len):
             raise ValueError(f"max_model_len={max_model_len:,} with a dynamic override: vLLM accepts up to {limit:,} "
                              f"at start-up ({why}), but its dynamic NTK table stops at max_position_embeddings "
-                             f"({old_len:,}), and a longer request fails (vllm#55910, open); serve at most {old_len:,} "
-                             "or use a static scaling (allow_long_max_model_len=True to model it anyway)")
+                             f"({table_len:,}), and a longer request fails (vllm#55910, open); serve at most "
+                             f"{table_len:,} or use a static scaling (allow_long_max_model_len=True to model it "
+                             "anyway)")
+        yarn = any(p["rope_type"] == "yarn" for p in hf_rope_parameters(hf_text_config(new)).values())
         if max_model_len > limit and not allow_long_max_model_len:
+            fix = (f"raise max_position_embeddings to {max_model_len:,} or more in the same override "
+                   "(max_position_embeddings= here; since vllm#56446 vLLM's limit for YaRN is max_position_embeddings "
+                   "itself), or serve less" if yarn and vllm_rule == "current"
+                   else "add the scaling that reaches it, or serve less")
             raise ValueError(f"max_model_len={max_model_len:,} is past what vLLM derives from this config, {limit:,} "
                              f"({why}), and vLLM refuses it at start-up unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 "
-                             "(allow_long_max_model_len=True here); add the scaling that reaches it, or serve less")
+                             f"(allow_long_max_model_len=True here); {fix}")
+        unchanged = "unchanged" if max_position_embeddings is None else f"{max_position_embeddings}, as overridden"
         changes.append(f"serving length {old_len} -> {max_model_len} (max_position_embeddings in the config is "
-                       f"unchanged; the engine caps requests at max_model_len; vLLM's own limit here is {limit:,}, "
+                       f"{unchanged}; the engine caps requests at max_model_len; vLLM's own limit here is {limit:,}, "
                        f"{why}" + (", passed with VLLM_ALLOW_LONG_MAX_MODEL_LEN=1)" if max_model_len > limit else ")"))
         new["_max_model_len"] = max_model_len
     return new, changes
