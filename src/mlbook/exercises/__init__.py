@@ -8,10 +8,13 @@ runs. One module per section; everything is re-exported here, so notebooks write
 `from mlbook.exercises import check_...`.
 """
 
-from mlbook.exercises import absolute, after_rope, alibi, drills, extension, learned, relative, rope, sinks, systems
+from mlbook.exercises import (
+    absolute, after_rope, alibi, configs, drills, extension, learned, relative, rope, sinks, systems,
+)
 from mlbook.exercises.absolute import *  # noqa: F401,F403
 from mlbook.exercises.after_rope import *  # noqa: F401,F403
 from mlbook.exercises.alibi import *  # noqa: F401,F403
+from mlbook.exercises.configs import *  # noqa: F401,F403
 from mlbook.exercises.drills import *  # noqa: F401,F403
 from mlbook.exercises.extension import *  # noqa: F401,F403
 from mlbook.exercises.learned import *  # noqa: F401,F403
@@ -22,6 +25,6 @@ from mlbook.exercises.systems import *  # noqa: F401,F403
 
 __all__ = [
     name
-    for module in (absolute, learned, relative, rope, alibi, extension, sinks, after_rope, drills, systems)
+    for module in (absolute, learned, relative, rope, alibi, extension, sinks, after_rope, drills, systems, configs)
     for name in module.__all__
 ]
