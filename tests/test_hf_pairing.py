@@ -266,3 +266,22 @@ def test_gptj_and_codegen_rotate_rotary_dim_in_adjacent_pairs(model_type: str) -
     assert torch.allclose(_our_scores(qh, kh, 16, 1e4, "interleaved"), expect, atol=1e-4)
     assert not torch.allclose(_our_scores(qh, kh, 16, 1e4, "half"), expect, atol=1e-2)
     assert not torch.allclose(_our_scores(qh, kh, d, 1e4, "interleaved"), expect, atol=1e-2)  # the whole head: wrong
+
+
+@pytest.mark.parametrize("model_type, types, window, rotates", [
+    ("cohere2", ["sliding_attention", "sliding_attention", "sliding_attention", "full_attention"], 4096,
+     (True, True, True, False)),
+    ("afmoe", ["sliding_attention", "sliding_attention", "sliding_attention", "full_attention"], 1024,
+     (True, True, True, False)),
+    ("exaone4", ["sliding_attention", "sliding_attention", "sliding_attention", "full_attention"], 4096,
+     (True, True, True, False)),
+    ("exaone4", ["full_attention"] * 4, None, (True,) * 4),
+])
+def test_global_nope_families_rotate_only_their_sliding_layers(model_type, types, window, rotates):
+    """Cohere 2 (`if self.sliding_window is not None`), AFMoE (`if self.is_local_attention`) and a windowed
+    EXAONE 4 (`if self.sliding_window is None or self.is_sliding`) apply RoPE in their sliding layers only."""
+    from mlbook.transformer.hf import hf_rotating_layers
+
+    config = {"model_type": model_type, "num_hidden_layers": 4, "layer_types": types, "sliding_window": window,
+              "num_attention_heads": 4, "hidden_size": 64}
+    assert hf_rotating_layers(config) == rotates

@@ -241,7 +241,8 @@ def _n_layers(config: Any) -> int:
 def hf_rotating_layers(config: Any) -> tuple[bool, ...]:
     """Per layer, whether it rotates its queries and keys, as transformers derives it.
 
-    `mla_use_nope` (Kimi Linear, Kimi K3): no layer rotates; `no_rope_layers` when the config lists it
+    `mla_use_nope` (Kimi Linear, Kimi K3): no layer rotates; Cohere 2, Arcee's AFMoE and a windowed EXAONE 4 rotate
+    only their sliding layers (global NoPE, in their model code); `no_rope_layers` when the config lists it
     (1 = the layer rotates, 0 = NoPE); otherwise, with
     `no_rope_layer_interval` (or a Llama 4 / SmolLM3 config, whose default interval is 4), layer i is
     NoPE when (i + 1) % interval == 0; otherwise every layer rotates. A multimodal config is read
@@ -253,6 +254,14 @@ def hf_rotating_layers(config: Any) -> tuple[bool, ...]:
         return (False,) * n  # Kimi Linear: its latent-attention layers rotate nothing (vLLM's kimi_linear.py)
     if hf_get(config, "model_type") == "olmo_hybrid" and _stated_null(config, "rope_theta"):
         return (False,) * n  # OlmoHybridModel builds no rotary module without a rope_theta
+    model_type = str(hf_get(config, "model_type", ""))
+    window = hf_get(config, "sliding_window")
+    if model_type == "cohere2":  # Cohere2Attention rotates only where its layer has a window (modeling_cohere2.py)
+        return tuple(t == "sliding_attention" and window is not None for t in hf_layer_types(config))
+    if model_type == "afmoe":  # AfmoeAttention rotates only `if self.is_local_attention` (modeling_afmoe.py)
+        return tuple(t == "sliding_attention" for t in hf_layer_types(config))
+    if model_type == "exaone4" and window is not None:  # "global NoPE for hybrid attention" (modeling_exaone4.py)
+        return tuple(t == "sliding_attention" for t in hf_layer_types(config))
     no_rope = hf_get(config, "no_rope_layers")
     if no_rope:
         if len(no_rope) != n:
