@@ -169,7 +169,8 @@ $(COLAB_STAMP): tools/colab/requirements.txt tools/colab/requirements-nodeps.txt
 
 # Colab exactly: its Python (tools/colab/python-version, 3.13) and every pin of tools/colab/requirements*.txt,
 # torch 2.11.0 included (PyPI's build, 4.5 GB with CUDA libraries), with experiment records of its own.
-# Not in `make test` (it cannot share records with the site build); 2026-12-03: the check passed on all 22 notebooks.
+# Not in `make test` (it cannot share records with the site build); 2026-12-03: the check passed on all 22 notebooks;
+# 2026-12-04: pages 12-15 again after their rewrite (64 passed in 47 s).
 COLAB_EXACT_VENV  := _build/colab-exact-venv
 COLAB_EXACT_STAMP := $(COLAB_EXACT_VENV)/.mlbook-colab-installed
 $(COLAB_EXACT_STAMP): tools/colab/requirements.txt tools/colab/requirements-nodeps.txt tools/colab/python-version
