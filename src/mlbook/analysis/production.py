@@ -393,7 +393,7 @@ def _state_blocks(mode: str, n: int, max_model_len: int | None, block_size: int 
 
 def vllm_linear_state_bytes(linear: Mapping[str, Any], layers: int, num_speculative_tokens: int = 0, *,
                             mamba_cache_mode: str = "align", max_model_len: int | None = None,
-                            mamba_block_size: int | None = None, state_bytes_per_value: float = 4.0,
+                            mamba_block_size: int | None = None, state_bytes_per_value: float | None = None,
                             conv_bytes_per_value: float = 2.0) -> int:
     """Bytes of the state vLLM keeps per sequence for `layers` Gated DeltaNet layers whose shape `linear` gives (the
     config's linear_* fields), under its `mamba_cache_mode`, before vLLM pads each block to the attention page
@@ -401,8 +401,8 @@ def vllm_linear_state_bytes(linear: Mapping[str, Any], layers: int, num_speculat
 
     One block of one layer (`MambaStateShapeCalculator.gated_delta_net_state_shape`,
     vllm/model_executor/layers/mamba/mamba_utils.py) holds the recurrent state, linear_num_value_heads x
-    linear_key_head_dim x linear_value_head_dim values at state_bytes_per_value (vLLM's mamba_ssm_cache_dtype:
-    float32 for Qwen3.5), and kernel - 1 + n of the convolution's inputs at conv_bytes_per_value, n the speculative
+    linear_key_head_dim x linear_value_head_dim values at state_bytes_per_value (None: vLLM's default for the
+    config, `vllm_state_bytes_per_value`: float32 for Qwen3.5, bf16 for Qwen3-Next), and kernel - 1 + n of the convolution's inputs at conv_bytes_per_value, n the speculative
     tokens. `MambaSpec.max_memory_usage_bytes` (vllm/v1/kv_cache_interface.py) charges a sequence, per layer:
 
         "none"   1 + n blocks                                      (prefix caching off)
@@ -430,6 +430,9 @@ def vllm_linear_state_bytes(linear: Mapping[str, Any], layers: int, num_speculat
         raise ValueError(f"max_model_len and mamba_block_size size the 'all' mode only; mamba_cache_mode="
                          f"{mamba_cache_mode!r} keeps {'2' if mamba_cache_mode == 'align' else '1'} + n blocks "
                          "whatever the length")
+    if state_bytes_per_value is None:  # vLLM's default for this model (Qwen3.5: float32, Qwen3-Next: bf16)
+        _linear_state_values(linear)  # the layer's shape first: a missing width is the error to report
+        state_bytes_per_value = vllm_state_bytes_per_value(linear)
     state_bytes_per_value = check_positive_float("state_bytes_per_value", state_bytes_per_value)
     conv_bytes_per_value = check_positive_float("conv_bytes_per_value", conv_bytes_per_value)
     block = _gdn_page(linear, n, 1, state_bytes_per_value, conv_bytes_per_value)
@@ -700,6 +703,10 @@ def config_kv_plan(config: Mapping[str, Any], bytes_per_value: float = 2.0,
     if model_type in ("modernbert", "bert", "t5"):
         raise ValueError(f"model_type {c.get('model_type')!r} is not a decoder-only model: it keeps no KV cache")
     _refuse_compressed_attention(c)
+    if c.get("sparse_attention_config") is not None:  # MiniMax-M3's published form
+        raise ValueError("the config has a sparse_attention_config (MiniMax-M3's Lightning Indexer): its sparse layers "
+                         "also cache an indexer key per token (MiniMaxM3VLSparseCacheLayer.idx_keys), which this "
+                         "calculator does not model, so it refuses the config rather than price it as full attention")
     if model_type == "olmo_hybrid" and c.get("layer_types") is None:
         raise ValueError("model_type='olmo_hybrid' with no layer_types: OlmoHybridConfig fills them in itself (every "
                          "4th layer full attention, the last one where none is), a rule this calculator does not "
