@@ -102,7 +102,8 @@ _LLAMA3 = {"n_layers": 32, "n_heads": 32, "n_kv_heads": 8, "d_head": 128, "conte
 _LLAMA3_FACTORS = {  # the reader's number / the right one, for Llama 3 8B's shape, and what it means
     Fraction(4): "That is 32 KV heads' worth: only the 8 KV heads are cached, each serving 4 query heads.",
     Fraction(1, 2): "That counts only the keys (or only the values): the cache holds both.",
-    Fraction(2): "That is twice the cache: keys and values counted twice, or 16 bits kept for a cache of 8.",
+    Fraction(2): "That is twice the cache: keys and values counted twice, 4 bytes a value where bf16 takes 2, "
+                 "or 16 bits kept for a cache of 8.",
     Fraction(8): "That is in bits: a value of b bits takes b / 8 bytes.",
     Fraction(1, 32): "That is one layer's cache: each of the 32 layers caches its own.",
     Fraction(1, 128): "d_head is missing: each key and value is 128 numbers per KV head.",
