@@ -73,3 +73,17 @@ def test_the_checker_does_not_change_the_answer_or_the_file() -> None:
     before, file_before = repr(answer), repr(GEMMA3_MINIMAL_FILE)
     check_gemma3_minimal_file(answer)
     assert repr(answer) == before and repr(GEMMA3_MINIMAL_FILE) == file_before
+
+
+def test_a_partly_filled_answer_is_not_yet_answered_and_numpy_indices_are_read(capsys) -> None:
+    import numpy as np
+
+    from mlbook.exercises import check_gemma3_minimal_file
+    from mlbook.exercises.configs import ANSWER_KEYS
+
+    assert not check_gemma3_minimal_file({"full_layers": [5], "full_base": None, "sliding_base": None,
+                                          "full_scaling": None})
+    out = capsys.readouterr().out
+    assert "Not answered yet" in out and "full_scaling" in out and "return statement" not in out
+    assert not check_gemma3_minimal_file({k: ([np.int64(3)] if k == "full_layers" else 1.0) for k in ANSWER_KEYS})
+    assert "should be a list of layer indices" not in capsys.readouterr().out

@@ -11,6 +11,7 @@ and the sliding layers' base; the checker compares with the library's readers of
 from __future__ import annotations
 
 import copy
+import numbers
 from typing import Any
 
 from mlbook.exercises.common import as_float, describe, guarded, verdict
@@ -68,16 +69,18 @@ def check_gemma3_minimal_file(answer: object) -> bool:
         return False
     if not isinstance(answer, dict):
         return verdict(False, f"Give a dict with the keys {', '.join(ANSWER_KEYS)}; got {describe(answer)}.")
-    missing = [k for k in ANSWER_KEYS if answer.get(k) is None or answer.get(k) == []]
-    if missing == list(ANSWER_KEYS):
-        print(f"Not answered yet: {', '.join(missing)} are still empty.")
+    missing = [k for k in ANSWER_KEYS if answer.get(k) is None]  # [] is an answer: no full layers
+    if missing:
+        print(f"Not answered yet: {', '.join(missing)} {'is' if len(missing) == 1 else 'are'} still empty.")
         return False
     answer = copy.deepcopy(answer)
     want = _truth()
     n = GEMMA3_MINIMAL_FILE["num_hidden_layers"]
     got_layers = answer.get("full_layers")
-    if not isinstance(got_layers, (list, tuple)) or not all(isinstance(i, int) for i in got_layers):
+    if not isinstance(got_layers, (list, tuple)) or not all(
+            isinstance(i, numbers.Integral) and not isinstance(i, bool) for i in got_layers):
         return verdict(False, f"full_layers should be a list of layer indices (ints); got {describe(got_layers)}.")
+    got_layers = [int(i) for i in got_layers]  # numpy integers too
     if sorted(got_layers) != want["full_layers"]:
         return verdict(False, _layers_mistake(sorted(got_layers), want["full_layers"], n))
     full_base, sliding_base = as_float(answer.get("full_base")), as_float(answer.get("sliding_base"))
@@ -86,7 +89,7 @@ def check_gemma3_minimal_file(answer: object) -> bool:
     if (full_base, sliding_base) == (want["sliding_base"], want["full_base"]):
         return verdict(False, "full_base and sliding_base are swapped: the global (full) layers take the larger base.")
     if full_base != want["full_base"]:
-        hint = (" 10,000 is RoPE's generic base, which the class gives only to the sliding layers (its local base)."
+        hint = (" 10,000 is RoPE's generic base; the class gives its global layers a base of their own."
                 if full_base == 10_000.0 else "")
         return verdict(False, f"full_base is not the base Gemma3TextConfig gives the full layers.{hint}")
     if sliding_base != want["sliding_base"]:
