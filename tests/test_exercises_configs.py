@@ -87,3 +87,16 @@ def test_a_partly_filled_answer_is_not_yet_answered_and_numpy_indices_are_read(c
     assert "Not answered yet" in out and "full_scaling" in out and "return statement" not in out
     assert not check_gemma3_minimal_file({k: ([np.int64(3)] if k == "full_layers" else 1.0) for k in ANSWER_KEYS})
     assert "should be a list of layer indices" not in capsys.readouterr().out
+
+
+def test_an_array_of_indices_is_read_and_a_repeated_layer_named(capsys) -> None:
+    import numpy as np
+
+    from mlbook.exercises import check_gemma3_minimal_file
+
+    right = {"full_layers": np.array([5, 11, 17, 23]), "full_base": 1e6, "sliding_base": 1e4,
+             "full_scaling": ("default", None)}
+    assert check_gemma3_minimal_file(right)
+    capsys.readouterr()
+    assert not check_gemma3_minimal_file({**right, "full_layers": [5, 5, 11, 17, 23]})
+    assert "lists a layer twice" in capsys.readouterr().out

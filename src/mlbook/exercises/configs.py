@@ -77,10 +77,14 @@ def check_gemma3_minimal_file(answer: object) -> bool:
     want = _truth()
     n = GEMMA3_MINIMAL_FILE["num_hidden_layers"]
     got_layers = answer.get("full_layers")
+    if hasattr(got_layers, "tolist") and getattr(got_layers, "ndim", 0) == 1:  # a numpy array or a tensor of indices
+        got_layers = got_layers.tolist()
     if not isinstance(got_layers, (list, tuple)) or not all(
             isinstance(i, numbers.Integral) and not isinstance(i, bool) for i in got_layers):
         return verdict(False, f"full_layers should be a list of layer indices (ints); got {describe(got_layers)}.")
     got_layers = [int(i) for i in got_layers]  # numpy integers too
+    if len(set(got_layers)) != len(got_layers):
+        return verdict(False, "full_layers lists a layer twice: give each full-attention layer's index once.")
     if sorted(got_layers) != want["full_layers"]:
         return verdict(False, _layers_mistake(sorted(got_layers), want["full_layers"], n))
     full_base, sliding_base = as_float(answer.get("full_base")), as_float(answer.get("sliding_base"))
