@@ -36,11 +36,6 @@ bias sizes and sink-cache positions are computed by the section modules that dev
 from __future__ import annotations
 
 import math
-import contextlib
-import html
-import io
-import sys
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -51,6 +46,7 @@ from mlbook.analysis.after_rope import llama4_attention_scale
 from mlbook.analysis.production import kv_cache_bytes
 from mlbook.analysis.rope import rotate_at
 from mlbook.analysis.systems import format_bytes
+from mlbook.analysis.report import CheckReport, check_report  # re-exported: page 6's check cells use them
 from mlbook.transformer.positional import frequency_ladder, rotate_half, sinusoidal_positional_encoding
 from mlbook.transformer.rope_scaling import RopeScaling, ntk_base
 from mlbook.transformer.validate import check_even_d, check_int, check_positive_float
@@ -763,55 +759,3 @@ def draft_rollback_check(model: Any, *, n_prompt: int = 6, n_draft: int = 4, acc
     return DraftRollback(model.config.model_type, layers, n_prompt, n_draft, accepted,
                          float((cropped - truth).abs().max()), float((not_cropped - truth).abs().max()),
                          float((never_fed - truth).abs().max()), refused)
-
-
-# ---------------------------------------------------------------------------
-# Check cells: printed lines shown collapsed wherever the notebook is opened
-# ---------------------------------------------------------------------------
-
-
-class CheckReport:
-    """A check cell's printed text. Its plain-text repr is the text (what nbval compares); its HTML repr is
-    a collapsed `<details>` block, which Jupyter, Colab and the site all render closed until opened
-    (Colab and VS Code ignore a cell's `jupyter.outputs_hidden`)."""
-
-    def __init__(self, text: str, summary: str = "Check") -> None:
-        if not isinstance(text, str) or not isinstance(summary, str) or not summary:
-            raise TypeError(f"text and summary must be strings (summary not empty), got {text!r}, {summary!r}")
-        self.text, self.summary = text, summary
-
-    def __repr__(self) -> str:
-        return self.text
-
-    def _repr_html_(self) -> str:
-        return (f"<details><summary>{html.escape(self.summary)}</summary>"
-                f"<pre>{html.escape(self.text)}</pre></details>")
-
-
-@contextlib.contextmanager
-def check_report(summary: str = "Check") -> Iterator[None]:
-    """Collect what the block prints and show it as one `CheckReport` when the block ends: a collapsed
-    `<details>` in a notebook (through IPython's `display`), the plain text elsewhere. If the block
-    raises, what it printed so far goes to stdout before the error propagates."""
-    CheckReport("", summary)  # validates summary
-    buffer, saved = io.StringIO(), sys.stdout
-    sys.stdout = buffer
-    try:
-        yield
-    except BaseException:
-        sys.stdout = saved
-        saved.write(buffer.getvalue())
-        raise
-    sys.stdout = saved
-    report = CheckReport(buffer.getvalue().rstrip("\n"), summary)
-    shell = None
-    if "IPython" in sys.modules:
-        from IPython import get_ipython
-
-        shell = get_ipython()
-    if shell is None:
-        print(report.text)
-    else:
-        from IPython.display import display
-
-        display(report)
