@@ -391,6 +391,20 @@ def _state_blocks(mode: str, n: int, max_model_len: int | None, block_size: int 
     return (2 + n + prefill_checkpoint_blocks) if mode == "align" else 1 + n
 
 
+def _check_cache_mode_lengths(mode: str, max_model_len: int | None, mamba_block_size: int | None) -> None:
+    """max_model_len and mamba_block_size: both required by mamba_cache_mode 'all' (a state at every block
+    boundary of the longest sequence), refused by the other modes, whose block count does not depend on them."""
+    if mode == "all":
+        if max_model_len is None or mamba_block_size is None:
+            raise ValueError("mamba_cache_mode='all' keeps a state per block of the longest sequence: give "
+                             f"max_model_len and mamba_block_size (got {max_model_len!r} and {mamba_block_size!r})")
+        check_int("max_model_len", max_model_len, 1)
+        check_int("mamba_block_size", mamba_block_size, 1)
+    elif max_model_len is not None or mamba_block_size is not None:
+        raise ValueError(f"max_model_len and mamba_block_size size the 'all' mode only; mamba_cache_mode={mode!r} "
+                         f"keeps {'2' if mode == 'align' else '1'} + n blocks whatever the length")
+
+
 def vllm_linear_state_bytes(linear: Mapping[str, Any], layers: int, num_speculative_tokens: int = 0, *,
                             mamba_cache_mode: str = "align", max_model_len: int | None = None,
                             mamba_block_size: int | None = None, state_bytes_per_value: float | None = None,
@@ -420,16 +434,7 @@ def vllm_linear_state_bytes(linear: Mapping[str, Any], layers: int, num_speculat
     layers = check_int("layers", layers, 1)
     n = check_int("num_speculative_tokens", num_speculative_tokens, 0)
     check_choice("mamba_cache_mode", mamba_cache_mode, MAMBA_CACHE_MODES)
-    if mamba_cache_mode == "all":
-        if max_model_len is None or mamba_block_size is None:
-            raise ValueError("mamba_cache_mode='all' keeps a state per block of the longest sequence: give "
-                             f"max_model_len and mamba_block_size (got {max_model_len!r} and {mamba_block_size!r})")
-        check_int("max_model_len", max_model_len, 1)
-        check_int("mamba_block_size", mamba_block_size, 1)
-    elif max_model_len is not None or mamba_block_size is not None:
-        raise ValueError(f"max_model_len and mamba_block_size size the 'all' mode only; mamba_cache_mode="
-                         f"{mamba_cache_mode!r} keeps {'2' if mamba_cache_mode == 'align' else '1'} + n blocks "
-                         "whatever the length")
+    _check_cache_mode_lengths(mamba_cache_mode, max_model_len, mamba_block_size)
     if state_bytes_per_value is None:  # vLLM's default for this model (Qwen3.5: float32, Qwen3-Next: bf16)
         _linear_state_values(linear)  # the layer's shape first: a missing width is the error to report
         state_bytes_per_value = vllm_state_bytes_per_value(linear)
@@ -534,15 +539,7 @@ def vllm_hybrid_pages(config: Mapping[str, Any], num_speculative_tokens: int = 0
     if prefill_checkpoint_blocks and mamba_cache_mode != "align":
         raise ValueError(f"prefill_checkpoint_blocks={prefill_checkpoint_blocks} counts in mamba_cache_mode 'align' "
                          f"only, got {mamba_cache_mode!r}")
-    if mamba_cache_mode == "all":
-        if max_model_len is None or mamba_block_size is None:
-            raise ValueError("mamba_cache_mode='all' keeps a state per block of the longest sequence: give "
-                             f"max_model_len and mamba_block_size (got {max_model_len!r} and {mamba_block_size!r})")
-        check_int("max_model_len", max_model_len, 1)
-        check_int("mamba_block_size", mamba_block_size, 1)
-    elif max_model_len is not None or mamba_block_size is not None:
-        raise ValueError(f"max_model_len and mamba_block_size size the 'all' mode only, got mamba_cache_mode="
-                         f"{mamba_cache_mode!r}")
+    _check_cache_mode_lengths(mamba_cache_mode, max_model_len, mamba_block_size)
     kv_bytes_per_value = check_positive_float("kv_bytes_per_value", kv_bytes_per_value)
     if state_bytes_per_value is not None:
         state_bytes_per_value = check_positive_float("state_bytes_per_value", state_bytes_per_value)
