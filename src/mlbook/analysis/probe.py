@@ -446,7 +446,7 @@ def rotary_from_config(config: Any, *, pairing: str | None = None, layer_type: s
     if pairing is not None:
         check_choice("pairing", pairing, ROPE_PAIRINGS)
     per_type = hf_rope_parameters(config)
-    if layer_type is None and len({repr(sorted(p.items())) for p in per_type.values()}) > 1:
+    if layer_type is None and _rotates_differently(config):
         raise ValueError(f"this config's layer types rotate differently ({per_type}): one RotaryEmbedding cannot "
                          "reproduce every layer, so a check against it would report the model's own layout as wrong; "
                          f"pass layer_type (one of {sorted(per_type)}) and compare only that type's layers")
