@@ -1,4 +1,4 @@
-"""Tests for section 2.7's numbers (mlbook.analysis.after_rope) and figures (mlbook.viz.after_rope).
+"""Tests for section 2.8's numbers (mlbook.analysis.after_rope) and figures (mlbook.viz.after_rope).
 
 Numbers are checked against independent computations (the closed form, transformers' code, the
 library's model), figures for distinct slider frames equal to the analysis and a live redraw.

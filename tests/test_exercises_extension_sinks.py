@@ -1,4 +1,4 @@
-"""Tests for the section 2.6 exercise checkers (mlbook.exercises.extension and .sinks).
+"""Tests for the sections 2.6 and 2.7 exercise checkers (mlbook.exercises.extension and .sinks).
 
 For each checker: the reference solution passes, every planted mistake is diagnosed with its
 specific message, broken answers (exceptions, wrong types) get a verdict instead of a crash, and

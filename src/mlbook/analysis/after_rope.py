@@ -1,4 +1,4 @@
-"""Numbers for section 2.7, what came after RoPE: NoPE, hybrid and local/global stacks, partial rotary
+"""Numbers for section 2.8, what came after RoPE: NoPE, hybrid and local/global stacks, partial rotary
 and p-RoPE, latent attention's cache, M-RoPE, and context extension as shipped.
 
 Each function computes what the page prints or draws, from the library (`mlbook.transformer`) and from

@@ -1,4 +1,4 @@
-"""Numbers for section 2.6, attention sinks and streaming: where softmax parks its mass, what each cache holds.
+"""Numbers for section 2.7, attention sinks and streaming: where softmax parks its mass, what each cache holds.
 
     softmax_parking     a hand-built attention row with a sink token: the weights and the head's
                         output with the sink kept and with it evicted

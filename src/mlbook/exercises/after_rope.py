@@ -1,4 +1,4 @@
-"""Checkers for section 2.7's exercises: M-RoPE position ids and the KV cache of a local/global stack.
+"""Checkers for section 2.8's exercises: M-RoPE position ids and the KV cache of a local/global stack.
 
 Each compares the reader's function with the library (`transformer.multimodal.mrope_position_ids`,
 `analysis.after_rope.windowed_kv_bytes`) on small cases and, when they disagree, names the usual

@@ -1,4 +1,4 @@
-"""Exercise checkers for section 2.6: attention sinks and streaming caches.
+"""Exercise checkers for section 2.7: attention sinks and streaming caches.
 
 The reference is the library's `SinkCache`, read through `mlbook.analysis.sinks.cache_contents`.
 Each checker names the usual mistake (the sinks evicted, text positions where slots belong, a

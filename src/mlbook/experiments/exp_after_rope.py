@@ -314,7 +314,7 @@ def verdict_line(record: dict[str, Any]) -> str:
     return "Loss against RoPE on the same seeds and text, " + "; ".join(parts) + "."
 
 
-# Claims the book makes in section 2.7, each decided against RoPE on one metric.
+# Claims the book makes in section 2.8, each decided against RoPE on one metric.
 _CLAIMS: tuple[tuple[str, str, str, str], ...] = (
     ("nope", "in_range", "a causal decoder without positions still learns, at some cost in range", "higher"),
     ("hybrid", "in_range", "one NoPE layer in four costs nothing in range (Llama 4, SmolLM3)", "indistinguishable"),

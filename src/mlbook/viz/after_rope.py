@@ -1,4 +1,4 @@
-"""Figures for section 2.7, what came after RoPE.
+"""Figures for section 2.8, what came after RoPE.
 
 One private build function per figure (one set of knob values, one figure) behind two public forms,
 as in the other section modules:

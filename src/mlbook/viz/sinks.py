@@ -1,4 +1,4 @@
-"""Figures for section 2.6, attention sinks and streaming caches.
+"""Figures for section 2.7, attention sinks and streaming caches.
 
     fig_softmax_parking / live_softmax_parking   one hand-built attention row: where the mass goes
                                                  with the sink kept and with it evicted; slider over
