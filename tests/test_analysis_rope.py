@@ -8,6 +8,8 @@ form. No expected number is typed in except where it is a definition (2 pi, bflo
 from __future__ import annotations
 
 import math
+import os
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -354,3 +356,81 @@ def test_porting_layers_is_the_one_set_up_of_both_porting_checks():
     assert not torch.equal(port.k_proj.weight, ref.k_proj.weight)
     with pytest.raises(ValueError, match="even d_head"):
         R.porting_layers(30, 2)
+
+
+# ---------------------------------------------------------------------------
+# Which bfloat16 rounding breaks relativity; the bases released models ship
+# ---------------------------------------------------------------------------
+
+
+def test_a_bf16_ladder_used_everywhere_stays_relative_and_rounded_positions_do_not():
+    rel = R.precision_relativity(d_head=64, base=10000.0, shift=3000, distance=1000)
+    assert rel.shifted["bfloat16_inv_freq"] < 1e-12  # another ladder: (m - n) theta~ exactly
+    assert rel.shifted["float32"] < 1e-5  # float32 rounding of m theta and n theta separately
+    assert rel.shifted["bfloat16"] > 1e-3  # 3,000 -> 3,008: the distance itself changed
+    assert all(e == 0.0 for e in rel.mismatch["float32"])
+    assert rel.mismatch["bfloat16_inv_freq"][0] < rel.mismatch["bfloat16_inv_freq"][-1]
+
+
+@pytest.mark.parametrize("pair", [1, 8, 20])
+def test_a_mismatched_ladder_errs_by_distance_times_the_frequency_error(pair):
+    theta = R._rope(64, 10000.0, "half").inv_freq[pair].double()
+    step = abs(float(theta.float().bfloat16().double() - theta))  # |theta~ - theta|
+    D = torch.tensor([1, 100, 1000, 3000])
+    got = R.angle_error(D, 64, 10000.0, "bfloat16_inv_freq", pair=pair)
+    want = np.remainder(D.double().numpy() * step + math.pi, 2 * math.pi) - math.pi
+    np.testing.assert_allclose(got.numpy(), np.abs(want), rtol=1e-5, atol=1e-9)
+
+
+REAL = Path(os.environ.get("MLBOOK_REALCONFIGS", Path(__file__).resolve().parents[2] / "shared" / "realconfigs"
+                           / "configs"))
+# family -> (published config in ../shared/realconfigs, base key path, local-base key path)
+_PUBLISHED = {
+    "Llama 2": ("llama-2-7b-hf.json", None, None),  # no rope_theta key: LlamaConfig's default 10,000
+    "Llama 3": ("meta-llama-3-8b-instruct.json", ("rope_theta",), None),
+    "Qwen2.5": ("qwen2.5-7b.json", ("rope_theta",), None),
+    "Qwen3": ("qwen3-0.6b.json", ("rope_theta",), None),
+    "Qwen3-Next": ("qwen3-next-80b-a3b-thinking.json", ("rope_theta",), None),
+    "Qwen3.5": ("qwen3.5-27b.json", ("text_config", "rope_parameters", "rope_theta"), None),
+    "Gemma 3": ("medgemma-27b-it.json", ("text_config", "rope_theta"), ("text_config", "rope_local_base_freq")),
+    "gpt-oss": ("gpt-oss-120b.json", ("rope_theta",), None),
+    "DeepSeek-V3": ("deepseek-r1.json", ("rope_theta",), None),  # DeepSeek-R1 is DeepSeek-V3's architecture
+}
+
+
+def _get(cfg: dict, path: tuple[str, ...]):
+    for key in path:
+        cfg = cfg[key]
+    return cfg
+
+
+@pytest.mark.parametrize("name", sorted(_PUBLISHED))
+def test_shipped_bases_equal_the_published_configs(name):
+    import json
+
+    file, base_key, local_key = _PUBLISHED[name]
+    if not (REAL / file).exists():
+        pytest.skip(f"{REAL / file} not here (set MLBOOK_REALCONFIGS to ../shared/realconfigs/configs)")
+    cfg = json.loads((REAL / file).read_text())
+    row = next(r for r in R.shipped_bases() if r.name == name)
+    want = 10000.0 if base_key is None else float(_get(cfg, base_key))
+    assert row.base == want
+    if local_key is not None:
+        assert row.local_base == float(_get(cfg, local_key))
+    if name == "DeepSeek-V3":
+        assert row.rotated == cfg["qk_rope_head_dim"] == 64 and row.pairing == "interleaved"
+    if name in ("Qwen3-Next",):
+        assert row.rotated == round(cfg["partial_rotary_factor"] * cfg["head_dim"])
+
+
+def test_shipped_bases_deepseek_v3_rotates_interleaved_in_transformers():
+    transformers = pytest.importorskip("transformers")
+    cfg = transformers.DeepseekV3Config()
+    assert getattr(cfg, "rope_interleave", None) is True
+    assert cfg.qk_rope_head_dim == 64
+
+
+def test_shipped_bases_wavelength_is_the_slowest_pair_of_the_rotated_channels():
+    for row in R.shipped_bases():
+        theta = R._rope(row.rotated, row.base, "half").inv_freq[-1].double()
+        assert row.slowest_wavelength == pytest.approx(2 * math.pi / float(theta), rel=1e-6)

@@ -12,6 +12,8 @@ check shows what the library computes, not a second implementation of it:
     pairing_permutation, pairing_equivalence_error, porting_bug   the two layouts and the porting bug
     relative_check, decay_curve   score(3,1) = score(103,101) != score(3,2); mean score against distance
     angle_error                   angles in bfloat16 against float32
+    precision_relativity          which bfloat16 rounding keeps the score relative, and which breaks it
+    shipped_bases                 the bases released models ship, read from mlbook.data.model_families
     cached_decode_error, fused_attention_error   the KV cache and fused attention with RoPE
 
 Positions are integers >= 0 (the library's tables start at position 0). Public functions
@@ -26,6 +28,7 @@ from typing import Sequence
 
 import torch
 
+from mlbook.data.model_families import family
 from mlbook.transformer.attention import MultiHeadAttention
 from mlbook.transformer.models import GPT, GPTConfig
 from mlbook.transformer.positional import ROPE_PAIRINGS, RotaryEmbedding, convert_rotary_weights
@@ -57,6 +60,10 @@ __all__ = [
     "DecayCurve",
     "decay_curve",
     "angle_error",
+    "PrecisionRelativity",
+    "precision_relativity",
+    "ShippedBase",
+    "shipped_bases",
     "cached_decode_error",
     "fused_attention_error",
 ]
@@ -651,6 +658,127 @@ def angle_error(
     diff = got.double() - exact  # (T, d/2)
     err = torch.remainder(diff + math.pi, 2 * math.pi).sub(math.pi).abs()  # (T, d/2) in [0, pi]
     return err if pair is None else err[:, 0]
+
+
+def _angles_at(m: torch.Tensor, inv_freq: torch.Tensor, precision: str) -> torch.Tensor:
+    """The angles m theta_i as a model computing at `precision` gets them, in float64: (T, d/2)."""
+    if precision == "float32":
+        return torch.outer(m.float(), inv_freq.float()).double()
+    if precision == "bfloat16_inv_freq":
+        return torch.outer(m.float(), inv_freq.bfloat16().float()).double()
+    return torch.outer(m.bfloat16(), inv_freq.bfloat16()).double()  # positions, inv_freq, product in bf16
+
+
+@dataclass(frozen=True)
+class PrecisionRelativity:
+    """Scores of one random q and k whose angles are computed at each precision.
+
+    shifted[p]: |score(D + c, c) - score(D, 0)| / (|q| |k|), the same distance D at two absolute
+    positions: 0 (to float32 rounding) iff the recipe keeps the score a function of n - m.
+    mismatch[p][j]: |score_p(D_j, 0) - score_float32(D_j, 0)| / (|q| |k|), a model trained with the
+    float32 ladder and run with recipe p: the phase error of pair i is D |theta~_i - theta_i|.
+    """
+
+    d_head: int
+    base: float
+    shift: int
+    distance: int
+    distances: tuple[int, ...]
+    shifted: dict[str, float]
+    mismatch: dict[str, tuple[float, ...]]
+
+    def __repr__(self) -> str:
+        lines = [f"d_head = {self.d_head}, base = {self.base:,.0f}, one random q and k; score differences / (|q| |k|)",
+                 f"same distance, two places: score({self.distance:,} + {self.shift:,}, {self.shift:,}) "
+                 f"vs score({self.distance:,}, 0)"]
+        lines += [f"  {p:19s}{self.shifted[p]:9.1e}" for p in PRECISIONS]
+        lines.append("against the float32 ladder a model was trained with, score(D, 0) at D ="
+                     + "".join(f"{d:>9,}" for d in self.distances))
+        lines += [f"  {p:19s}" + "".join(f"{e:9.1e}" for e in self.mismatch[p]) for p in PRECISIONS]
+        return "\n".join(lines)
+
+
+def precision_relativity(
+    d_head: int = 64, base: float = 10000.0, *, shift: int = 3000, distance: int = 1000,
+    distances: Sequence[int] = (16, 1000, 10000), seed: int = 0,
+) -> PrecisionRelativity:
+    """Which low-precision recipe keeps RoPE relative (see `PrecisionRelativity`), in float64 scores.
+
+    The score is computed in the complex view, Re sum_i q_i conj(k_i) e^{i (a_m - a_n)}, with the
+    angles a_m = m theta_i rounded as the recipe rounds them (`angle_error`'s precisions). A ladder
+    rounded to bfloat16 and used at every position is still a ladder: a_m - a_n = (m - n) theta~_i.
+    Rounding the positions or the products makes a_m - a_n depend on m and n themselves.
+    """
+    check_even_d("d_head", d_head)
+    check_int("shift", shift, 0)
+    check_int("distance", distance, 0)
+    for d in distances:
+        check_int("distances", d, 0)
+    gen = torch.Generator().manual_seed(seed)
+    q = torch.randn(d_head, generator=gen, dtype=torch.float64)  # (d_head,)
+    k = torch.randn(d_head, generator=gen, dtype=torch.float64)  # (d_head,)
+    qk = as_complex(q) * as_complex(k).conj()  # (d/2,) q_i conj(k_i)
+    norm = float(q.norm() * k.norm())
+    inv_freq = _rope(d_head, base, "half").inv_freq  # (d/2,) float32
+
+    def score(m: int, n: int, precision: str) -> float:
+        a = _angles_at(torch.tensor([m, n]), inv_freq, precision)  # (2, d/2)
+        return float((qk * torch.polar(torch.ones_like(a[0]), a[0] - a[1])).real.sum()) / norm
+
+    shifted = {p: abs(score(distance + shift, shift, p) - score(distance, 0, p)) for p in PRECISIONS}
+    mismatch = {p: tuple(abs(score(d, 0, p) - score(d, 0, "float32")) for d in distances) for p in PRECISIONS}
+    return PrecisionRelativity(d_head, float(base), shift, distance, tuple(int(d) for d in distances), shifted,
+                               mismatch)
+
+
+# ---------------------------------------------------------------------------
+# The bases released models ship
+# ---------------------------------------------------------------------------
+
+# (row in mlbook.data.model_families, the name the table prints); rows are read, not copied.
+_SHIPPED_ROWS: tuple[tuple[str, str], ...] = (
+    ("LLaMA 1", "LLaMA"), ("Llama 2", "Llama 2"), ("Llama 3", "Llama 3"), ("Qwen2", "Qwen2"),
+    ("Qwen2.5", "Qwen2.5"), ("Qwen3", "Qwen3"), ("Qwen3-Next", "Qwen3-Next"), ("Qwen3.5", "Qwen3.5"),
+    ("Gemma 3", "Gemma 3"), ("gpt-oss", "gpt-oss"), ("DeepSeek-V3", "DeepSeek-V3"),
+)
+
+
+@dataclass(frozen=True)
+class ShippedBase:
+    """One released model's RoPE: base of the full layers (and of the local ones), channels rotated per
+    head, the head width, pairing, and the slowest pair's wavelength 2 pi base^((r - 2)/r) in tokens."""
+
+    name: str
+    checkpoint: str
+    base: float
+    local_base: float | None
+    rotated: int
+    d_head: int
+    pairing: str
+    source: str  # a citation key in book/references.bib, or the row's config URL
+
+    @property
+    def slowest_wavelength(self) -> float:
+        """2 pi / theta_last, theta_last = base^(-(r - 2)/r) the slowest of the r/2 rotated pairs (float64)."""
+        return 2 * math.pi * self.base ** ((self.rotated - 2) / self.rotated)
+
+
+def shipped_bases() -> tuple[ShippedBase, ...]:
+    """The RoPE bases of released models, in release order, from `mlbook.data.model_families` rows.
+
+    Code Llama has no row there: its base, raised from Llama 2's 10,000 to 1,000,000 for long-context
+    fine-tuning, is the paper's (roziere2023codellama, section 2.4), on Llama 2's 128-wide heads.
+    """
+    rows = []
+    for key, name in _SHIPPED_ROWS:
+        row = family(key)
+        rotated, width = row.global_rotation
+        rows.append(ShippedBase(name, row.checkpoint, float(row.rope_base), row.rope_local_base, rotated, width,
+                                row.rope_pairing, next((u for u in row.urls if u.endswith("config.json")), row.urls[-1])))
+        if key == "Llama 2":
+            rows.append(ShippedBase("Code Llama", "CodeLlama-7b", 1000000.0, None, 128, 128, "half",
+                                    "roziere2023codellama"))
+    return tuple(rows)
 
 
 # ---------------------------------------------------------------------------
