@@ -540,7 +540,7 @@ def live_decay(d_head: int, base: float, max_distance: int, n_samples: int) -> g
 
 _PRECISION_NAMES = {
     "float32": "float32 positions × float32 inv_freq (the library)",
-    "bfloat16_inv_freq": "inv_freq rounded to bfloat16",
+    "bfloat16_inv_freq": "inv_freq in bf16 vs the float32 it was trained with (x = distance |n − m|)",
     "bfloat16": "positions, inv_freq and product in bfloat16",
 }
 _PRECISION_STYLES = {"float32": (LINE_COLORS[0], "solid"), "bfloat16_inv_freq": (LINE_COLORS[1], "dash"),
@@ -568,14 +568,16 @@ def _angle_error(pair: int, d_head: int = 64, base: float = 10000.0, max_positio
         data.append(dict(
             type="scatter", x=last.tolist(), y=[float(f"{max(v, floor):.3g}") for v in worst], mode="lines+markers",
             line=dict(color=color, dash=dash, width=2), marker=dict(size=4), name=_PRECISION_NAMES[precision],
-            hovertemplate="positions 0..%{x:,}<br>largest angle error %{y:.2e} rad<extra></extra>",
+            hovertemplate=("distances 0..%{x:,}" if precision == "bfloat16_inv_freq" else "positions 0..%{x:,}")
+            + "<br>largest angle error %{y:.2e} rad<extra></extra>",
         ))
     layout = dict(
         title=_title(f"Angle error of pair {pair} (θ = {theta:.3g} rad/token)<br>d_head = {d_head}, "
                      f"base = {format_base(base)}"),
         height=520, margin=dict(t=140, b=60, l=80, r=20),
         legend=dict(orientation="h", x=0, y=1.02, yanchor="bottom", font_size=11),
-        xaxis=dict(title="position m (tokens, log scale)", type="log", range=[0, math.log10(max_position)]),
+        xaxis=dict(title="position m, or distance |n − m| for the mismatch curve (tokens, log scale)", type="log",
+                   range=[0, math.log10(max_position)]),
         yaxis=dict(title="largest |angle error| at positions ≤ m (rad)", type="log", range=[math.log10(floor), 1],
                    exponentformat="power"),
         shapes=[dict(type="line", xref="paper", x0=0, x1=1, y0=math.pi, y1=math.pi,
