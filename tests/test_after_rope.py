@@ -172,10 +172,74 @@ def test_shipped_scaling_bands():
     for row in A.SHIPPED_SCALINGS:
         _, r = A.scaled_frequency_ratio(row)
         s = row.rope_scaling().factor
-        assert r.max() == pytest.approx(1.0) and r.min() == pytest.approx(1 / s, rel=1e-5)
+        top = 1 / s if row.scaling == "linear" else 1.0  # linear interpolation divides every pair
+        assert r.max() == pytest.approx(top, rel=1e-5) and r.min() == pytest.approx(1 / s, rel=1e-5)
     assert A.shipped_scaling("DeepSeek-V3").max_len == 163840 == 40 * 4096
     with pytest.raises(ValueError, match="no shipped scaling"):
         A.shipped_scaling("Mistral")
+
+
+def test_gemma3_shipped_linear_matches_transformers():
+    """Gemma 3's global layers: linear x8 on its 32k pretraining length, every pair divided by 8, as
+    transformers' linear init computes it."""
+    transformers = pytest.importorskip("transformers")
+    from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
+    row = A.shipped_scaling("Gemma 3")
+    assert (row.scaling, row.factor, row.original_len, row.max_len, row.d_head) == ("linear", 8.0, 32768, 131072, 256)
+    cfg = transformers.Gemma3TextConfig(head_dim=256, rope_parameters={
+        "full_attention": {"rope_type": "linear", "factor": 8.0, "rope_theta": 1e6},
+        "sliding_attention": {"rope_type": "default", "rope_theta": 1e4}})
+    hf, _ = ROPE_INIT_FUNCTIONS["linear"](cfg, "cpu", layer_type="full_attention")  # (d/2,)
+    scaled, _ = row.rope_scaling().frequencies(row.d_head, row.base)
+    assert torch.allclose(scaled.double(), hf.double(), rtol=1e-6)
+
+
+def test_pairs_slower_than_closed_form_and_shipped_windows():
+    # pair i is slower than L tokens when 2i/d > ln(L / 2 pi) / ln(base): count the i that pass
+    for d, base, L in ((256, 1e4, 1024), (64, 1e4, 128), (64, 1e4, 64), (128, 5e5, 8192)):
+        want = sum(2 * i / d > math.log(L / (2 * math.pi)) / math.log(base) for i in range(d // 2))
+        assert A.pairs_slower_than(d, base, L) == want
+    g3, mb = A.local_window_fit("Gemma 3"), A.local_window_fit("ModernBERT")
+    assert (g3.slower_than_window, g3.pairs, g3.longest_offset) == (57, 128, 1023)
+    assert (mb.slower_than_window, mb.slower_than_offset, mb.pairs, mb.longest_offset) == (21, 23, 32, 64)
+    # the fitted base's slowest pair turns exactly once over the window
+    b = A.window_fitted_base(1024, 256)
+    assert 2 * math.pi * b ** (254 / 256) == pytest.approx(1024, rel=1e-9)
+    assert A.pairs_slower_than(256, b, 1024 * (1 + 1e-9)) == 0
+    with pytest.raises(ValueError, match="no sliding window"):
+        A.local_window_fit("Llama 3.1")
+    with pytest.raises(ValueError, match="length"):
+        A.pairs_slower_than(64, 1e4, 0)
+
+
+def test_mla_softmax_scale_matches_deepseek_v3_attention():
+    transformers = pytest.importorskip("transformers")
+    from transformers.models.deepseek_v3.modeling_deepseek_v3 import DeepseekV3Attention
+    row = A.shipped_scaling("DeepSeek-V3")
+    rope_scaling = {"type": "yarn", "factor": row.factor, **{k: v for k, v in row.params if k != "factor"}}
+    rope_scaling["original_max_position_embeddings"] = rope_scaling.pop("original_max_len")
+    cfg = transformers.DeepseekV3Config(hidden_size=64, num_attention_heads=2, num_key_value_heads=2,
+                                        q_lora_rank=None, kv_lora_rank=16, qk_rope_head_dim=64, qk_nope_head_dim=128,
+                                        v_head_dim=16, num_hidden_layers=1, rope_scaling=rope_scaling,
+                                        max_position_embeddings=row.max_len)
+    got = A.mla_softmax_scale("DeepSeek-V3")
+    assert got.d_qk == 192 and got.plain == pytest.approx(192 ** -0.5)
+    assert got.released == pytest.approx(DeepseekV3Attention(cfg, 0).scaling, rel=1e-12)
+    assert got.temperature == pytest.approx((0.1 * math.log(40) + 1) ** 2, rel=1e-12)
+    assert got.cos_sin_factor == 1.0  # mscale = mscale_all_dim: nothing on cos and sin
+    with pytest.raises(ValueError, match="latent attention"):
+        A.mla_softmax_scale("Llama 3.1")
+
+
+def test_xpos_zeta_matches_reference_and_damps_fast_pairs():
+    d = 64
+    ref = (torch.arange(0, d, 2).double() + 0.4 * d) / (1.4 * d)  # torchscale's XPOS scale buffer
+    z = A.xpos_zeta(d)
+    assert torch.allclose(z, ref)
+    assert z[0] == pytest.approx(0.4 / 1.4) and z[-1] > 0.97  # fastest pair decays most, slowest barely
+    assert torch.all(z[1:] > z[:-1])
+    with pytest.raises(ValueError, match="even"):
+        A.xpos_zeta(63)
 
 
 def test_deepseek_row_matches_transformers_defaults():

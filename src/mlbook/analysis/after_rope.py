@@ -21,7 +21,7 @@ from mlbook.transformer.hf import every_nth
 from mlbook.transformer.latent import mha_cache_values, mla_cache_values
 from mlbook.transformer.multimodal import apply_mrope, mrope_position_ids
 from mlbook.transformer.positional import RotaryEmbedding, frequency_ladder
-from mlbook.transformer.rope_scaling import RopeScaling
+from mlbook.transformer.rope_scaling import RopeScaling, yarn_mscale, yarn_scaling_attention_factor
 from mlbook.transformer.validate import check_int, check_positive_float, check_real
 
 __all__ = [
@@ -34,6 +34,11 @@ __all__ = [
     "LOCAL_GLOBAL_MODELS",
     "local_global",
     "layer_types",
+    "pairs_slower_than",
+    "window_fitted_base",
+    "WindowFit",
+    "LOCAL_BASE_FAMILIES",
+    "local_window_fit",
     "windowed_kv_bytes",
     "model_kv_bytes",
     "pair_frequencies",
@@ -41,12 +46,15 @@ __all__ = [
     "rotation_summary",
     "MLACacheRow",
     "mla_cache_rows",
+    "MLASoftmaxScale",
+    "mla_softmax_scale",
     "mrope_score_map",
     "ShippedScaling",
     "SHIPPED_FAMILIES",
     "SHIPPED_SCALINGS",
     "shipped_scaling",
     "scaled_frequency_ratio",
+    "xpos_zeta",
 ]
 
 
@@ -186,6 +194,62 @@ def layer_types(n_layers: int, local_per_global: int) -> tuple[str, ...]:
     return every_nth(n_layers, local_per_global + 1, "full_attention", "sliding_attention")
 
 
+def pairs_slower_than(d_head: int, base: float, length: float) -> int:
+    """How many pairs of the ladder theta_i = base^(-2i/d_head) have a wavelength 2 pi / theta_i longer than
+    `length` tokens: pairs that turn less than one full turn over offsets up to `length`.
+
+    Pair i is slower exactly when 2i/d_head > ln(length / 2 pi) / ln(base). From the library's
+    `frequency_ladder`, so the count is the ladder's, not a formula typed twice.
+    """
+    check_int("d_head", d_head, 2)
+    base = check_positive_float("base", base)
+    length = check_positive_float("length", length)
+    wavelengths = 2 * math.pi / frequency_ladder(d_head, base).double()  # (d_head/2,)
+    return int((wavelengths > length).sum())
+
+
+def window_fitted_base(window: float, d_head: int) -> float:
+    """The base whose slowest pair turns exactly once over `window` tokens: 2 pi base^((d-2)/d) = W, so
+    base = (W / 2 pi)^(d / (d - 2)). A base that spent the whole head on wavelengths within the window."""
+    window = check_positive_float("window", window)
+    d = check_int("d_head", d_head, 4)
+    return (window / (2 * math.pi)) ** (d / (d - 2))
+
+
+class WindowFit(NamedTuple):
+    """How a released model's local-layer base sits against the offsets its local layers see."""
+
+    name: str
+    d_head: int
+    local_base: float
+    window: int  # the config's window (ModernBERT: local_attention, 64 tokens each side)
+    longest_offset: int  # the largest |i - j| a local layer sees: W - 1 causal, W // 2 for a bidirectional window
+    pairs: int  # d_head / 2
+    slower_than_window: int  # pairs whose wavelength exceeds the window
+    slower_than_offset: int  # pairs that do not complete one turn over the offsets the layer sees
+    fitted_base: float  # window_fitted_base(window, d_head): the base a window-sized ladder would have
+
+
+LOCAL_BASE_FAMILIES: tuple[str, ...] = ("Gemma 3", "ModernBERT")  # stacks whose local layers have a base of their own
+
+
+def local_window_fit(name: str) -> WindowFit:
+    """`WindowFit` of a `data.model_families` row with a sliding window and a local base (Gemma 3, ModernBERT).
+
+    A causal sliding layer (Hugging Face: key j visible when i - W < j <= i) sees offsets 0..W-1; ModernBERT's
+    bidirectional local layers see W // 2 tokens on each side (`local_attention // 2`).
+    """
+    row = family(name)
+    if row.window is None or row.rope_local_base is None:
+        raise ValueError(f"{row.name} has no sliding window with a base of its own; choose one of "
+                         f"{list(LOCAL_BASE_FAMILIES)}")
+    longest = row.window // 2 if row.encoder else row.window - 1
+    base = float(row.rope_local_base)
+    return WindowFit(row.name, row.d_head, base, row.window, longest, row.d_head // 2,
+                     pairs_slower_than(row.d_head, base, row.window), pairs_slower_than(row.d_head, base, longest),
+                     window_fitted_base(row.window, row.d_head))
+
+
 def windowed_kv_bytes(types: Sequence[str], window: int | None, context_len: int, n_kv_heads: int, d_head: int,
                       bytes_per_value: float = 2.0) -> int:
     """KV-cache bytes of a stack after `context_len` tokens: a global layer keeps every token, a local one
@@ -282,6 +346,39 @@ def mla_cache_rows(model: str = "DeepSeek-V3", v_head_dim: int = 128, gqa_groups
     return tuple(MLACacheRow(name, v, 2 * v) for name, v in rows)
 
 
+class MLASoftmaxScale(NamedTuple):
+    """The softmax scale of an MLA model's score, before and after its shipped YaRN."""
+
+    d_qk: int  # qk_nope_head_dim + qk_rope_head_dim: the width of the whole score
+    plain: float  # 1 / sqrt(d_qk), the scale without context extension
+    temperature: float  # yarn_mscale(s, mscale_all_dim)^2, the factor on the softmax scale of the whole score
+    released: float  # plain * temperature, what the released model uses
+    cos_sin_factor: float  # YaRN's factor on cos and sin of the rotary part: mscale / mscale_all_dim terms
+
+
+def mla_softmax_scale(model: str = "DeepSeek-V3") -> MLASoftmaxScale:
+    """Softmax scale of an MLA model under its shipped YaRN, as Hugging Face's `DeepseekV3Attention` sets it.
+
+    transformers 5, models/deepseek_v3/modeling_deepseek_v3.py: `self.scaling = yarn_apply_mscale(
+    config.rope_parameters, qk_head_dim ** -0.5)`, which multiplies 1/sqrt(d_qk) by
+    yarn_get_mscale(factor, mscale_all_dim)^2 = (0.1 mscale_all_dim ln s + 1)^2; DeepSeek's own inference
+    code does the same. The factor on cos and sin is `yarn_scaling_attention_factor`, 1 when mscale =
+    mscale_all_dim, as DeepSeek-V3's config ships them. So the frequencies change only on the rotary part,
+    while the temperature multiplies the score of all d_qk dimensions.
+    """
+    row = family(model)
+    if row.qk_rope_head_dim is None or row.qk_nope_head_dim is None:
+        raise ValueError(f"{row.name} does not use multi-head latent attention (no qk_rope_head_dim in its row)")
+    if row.scaling != "yarn":
+        raise ValueError(f"{row.name} ships no YaRN scaling (scaling={row.scaling!r})")
+    d_qk = row.qk_nope_head_dim + row.qk_rope_head_dim
+    mscale_all_dim = float(row.scaling_params.get("mscale_all_dim") or 0.0)
+    temperature = yarn_mscale(float(row.scaling_factor), mscale_all_dim) ** 2 if mscale_all_dim else 1.0
+    plain = 1.0 / math.sqrt(d_qk)
+    return MLASoftmaxScale(d_qk, plain, temperature, plain * temperature,
+                           yarn_scaling_attention_factor(_shipped(row).rope_scaling()))
+
+
 # ---------------------------------------------------------------------------
 # M-RoPE and 2-D RoPE: a patch's score against every other patch
 # ---------------------------------------------------------------------------
@@ -328,20 +425,23 @@ class ShippedScaling:
     max_len: int  # the context the release supports: config max_position_embeddings, or the model card's
     # when the scaling is added by hand (Qwen2.5: config 32,768, card 131,072 with YaRN)
     source: str
+    original: int = 0  # the pretraining length the factor stretches; 0: the params' original_max_len
 
     def rope_scaling(self) -> RopeScaling:
         return RopeScaling(self.scaling, **dict(self.params))
 
     @property
     def original_len(self) -> int:
-        return int(dict(self.params)["original_max_len"])
+        """The length the factor stretches: the config's original_max_position_embeddings, or, for linear
+        scaling, which has no such key (Gemma 3), the pretraining length of the model's row."""
+        return self.original or int(dict(self.params)["original_max_len"])
 
     @property
     def factor(self) -> float:
         return float(dict(self.params)["factor"])
 
 
-SHIPPED_FAMILIES: tuple[str, ...] = ("Llama 3.1", "Qwen2.5", "DeepSeek-V3", "gpt-oss")
+SHIPPED_FAMILIES: tuple[str, ...] = ("Llama 3.1", "Qwen2.5", "DeepSeek-V3", "gpt-oss", "Gemma 3")
 _PARAM_NAMES = {"original_max_position_embeddings": "original_max_len"}  # config key -> RopeScaling argument
 
 
@@ -350,8 +450,9 @@ def _shipped(row: ModelFamily) -> ShippedScaling:
     params.update({_PARAM_NAMES.get(k, k): v for k, v in row.scaling_params.items()})
     name = row.name if row.scaling_in_config else f"{row.name} (YaRN as its card says to add)"
     d_rot = row.qk_rope_head_dim or row.d_head  # MLA scales only its rotary part
+    original = 0 if "original_max_len" in params else int(row.original_len)  # linear (Gemma 3): no such key
     return ShippedScaling(name, d_rot, float(row.rope_base), row.scaling, tuple(params.items()), int(row.max_len),
-                          row.urls[-1] if row.urls else row.checkpoint)
+                          row.urls[-1] if row.urls else row.checkpoint, original)
 
 
 SHIPPED_SCALINGS: tuple[ShippedScaling, ...] = tuple(_shipped(family(n)) for n in SHIPPED_FAMILIES)
@@ -373,3 +474,22 @@ def scaled_frequency_ratio(row: ShippedScaling | str) -> tuple[torch.Tensor, tor
     theta = frequency_ladder(r.d_head, r.base).double()  # (d/2,)
     scaled, _ = r.rope_scaling().frequencies(r.d_head, r.base)  # (d/2,)
     return 2 * math.pi / theta, scaled.double() / theta
+
+
+# ---------------------------------------------------------------------------
+# Other proposals: xPos
+# ---------------------------------------------------------------------------
+
+
+def xpos_zeta(d_head: int = 64) -> torch.Tensor:
+    """(d_head/2,) xPos's per-pair decay base zeta_i = (2i/d + 0.4) / 1.4 (Sun et al., 2023).
+
+    As the reference implementation (torchscale's `XPOS`) builds it: `scale = (arange(0, d, 2) + 0.4 d) /
+    (1.4 d)`. The query at m is scaled by zeta^(m/gamma) and the key at n by zeta^(-n/gamma) (gamma = 512),
+    so the score of pair i is multiplied by zeta_i^((m - n)/gamma): 0.4/1.4 = 0.29 per gamma tokens for the
+    fastest pair (i = 0), close to 1 for the slowest. The decay damps the fast, oscillating pairs.
+    """
+    d = check_int("d_head", d_head, 2)
+    if d % 2:
+        raise ValueError(f"d_head must be even (pairs of channels), got {d}")
+    return (torch.arange(0, d, 2, dtype=torch.float64) / d + 0.4) / 1.4  # (d/2,)
