@@ -132,7 +132,58 @@ def test_extension_plan_follows_the_procedure() -> None:
         assert "retrieval probes" in plan.evaluate and "not perplexity" in plan.evaluate
         assert "short-context benchmarks" in plan.evaluate
     assert "s = 32" in repr(far)
+    assert any("about 2x" in r and "raised base" in r and "4x" in r for r in stop.reasons)  # 2x and 4x reconciled
+    qwen = S.extension_plan(32768, 131072, can_finetune=False, base_raised_in_pretraining=True)
+    assert qwen.factor == 4 and qwen.method.startswith("static YaRN") and "without fine-tuning" in qwen.method
+    assert any("Qwen2.5 and Qwen3" in r for r in qwen.reasons)
+    beyond = S.extension_plan(32768, 262144, can_finetune=False, base_raised_in_pretraining=True)
+    assert beyond.method.startswith("no reliable zero-shot option")
+    assert S.extension_plan(32768, 131072, can_finetune=False).method.startswith("no reliable zero-shot option")
     with pytest.raises(TypeError, match="can_finetune and local_resolution_matters must be True or False"):
         S.extension_plan(4096, 8192, can_finetune="yes")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="base_raised_in_pretraining must be True or False"):
+        S.extension_plan(4096, 8192, can_finetune=False, base_raised_in_pretraining=1)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="target_len must be >= 1"):
         S.extension_plan(4096, 0, can_finetune=True)
+
+
+# ---------------------------------------------------------------------------
+# RoPE in a serving engine
+# ---------------------------------------------------------------------------
+
+
+def test_cos_sin_cache_bytes_counts_one_row_per_position() -> None:
+    # the oracle: the table itself, built as vLLM lays it out (cos then sin, rotary_dim / 2 each)
+    T, r = 37, 16
+    inv_freq = 10000.0 ** (-torch.arange(0, r, 2, dtype=torch.float64) / r)
+    angles = torch.outer(torch.arange(T, dtype=torch.float64), inv_freq)  # (T, r/2)
+    table = torch.cat([angles.cos(), angles.sin()], dim=-1).to(torch.bfloat16)  # (T, r)
+    assert S.cos_sin_cache_bytes(T, r, 2) == table.numel() * table.element_size()
+    assert S.cos_sin_cache_bytes(T, r, 4) == 2 * S.cos_sin_cache_bytes(T, r, 2)
+    with pytest.raises(ValueError, match="rotary_dim must be even"):
+        S.cos_sin_cache_bytes(8, 7)
+    with pytest.raises(ValueError, match="max_positions must be >= 1"):
+        S.cos_sin_cache_bytes(0, 8)
+
+
+def test_rope_serving_cost_counts_the_bytes_it_names() -> None:
+    B, T_ctx, H, H_kv, d = 3, 50, 8, 2, 16
+    cost = S.rope_serving_cost(B, T_ctx, H, H_kv, d, bytes_per_value=2.0, table_bytes_per_value=4.0, bandwidth=1e9)
+    q = torch.zeros(B, H, d, dtype=torch.bfloat16)  # the new tokens' q, k, read and written back
+    k = torch.zeros(B, H_kv, d, dtype=torch.bfloat16)
+    rows = torch.zeros(B, d, dtype=torch.float32)  # one float32 cos/sin row per token
+    cache = torch.zeros(2, T_ctx, H_kv, d, dtype=torch.bfloat16)  # keys and values each new token reads
+    qk = (q.numel() + k.numel()) * q.element_size()
+    assert cost.rope_bytes == 2 * qk + rows.numel() * rows.element_size()
+    assert cost.kv_read_bytes == B * cache.numel() * cache.element_size()
+    assert cost.rope_seconds == pytest.approx(cost.rope_bytes / 1e9)
+    partial = S.rope_serving_cost(B, T_ctx, H, H_kv, d, rotary_dim=4)  # only the rotated channels move
+    assert partial.rope_bytes < cost.rope_bytes and partial.kv_read_bytes == cost.kv_read_bytes
+    # at long context the cache read dwarfs RoPE by about context * H_kv / (H + H_kv)
+    long = S.rope_serving_cost(1, 131072, 32, 8, 128)
+    assert long.rope_bytes / long.kv_read_bytes < 1e-4
+    assert "RoPE / KV read" in repr(long)
+    with pytest.raises(ValueError, match=r"n_heads \(8\) must be divisible by n_kv_heads \(3\)"):
+        S.rope_serving_cost(1, 8, 8, 3, 16)
+    with pytest.raises(ValueError, match="rotary_dim must be even and at most head_dim"):
+        S.rope_serving_cost(1, 8, 8, 2, 16, rotary_dim=32)

@@ -27,6 +27,10 @@ __all__ = [
     "bias_memory",
     "ExtensionPlan",
     "extension_plan",
+    "H200_HBM_BYTES_PER_S",
+    "cos_sin_cache_bytes",
+    "RopeServingCost",
+    "rope_serving_cost",
 ]
 
 
@@ -216,16 +220,21 @@ class ExtensionPlan:
 
 
 MODEST_FACTOR = 2.0  # without fine-tuning, NTK-aware scaling is usually usable up to about this factor
+ZERO_SHOT_YARN_FACTOR = 4.0  # static YaRN without fine-tuning, on a model pretrained long with a raised base
 LONG_DOCS_FACTOR = 8.0  # past about this factor, fine-tuning needs long documents, not only more steps
 
 
 def extension_plan(
-    trained_len: int, target_len: int, *, can_finetune: bool, local_resolution_matters: bool = True
+    trained_len: int, target_len: int, *, can_finetune: bool, local_resolution_matters: bool = True,
+    base_raised_in_pretraining: bool = False,
 ) -> ExtensionPlan:
     """Section 2.6's procedure for a RoPE model trained at L = trained_len, needed at L' = target_len.
 
     s = L' / L. s <= 1: nothing to do. No fine-tuning budget: NTK-aware scaling for s <= 2, and
-    beyond that only zero-shot stopgaps. With a budget and s <= 8: position interpolation and a few
+    beyond that only zero-shot stopgaps, except for a model whose pretraining already reached L
+    with a raised base (`base_raised_in_pretraining`, ABF): static YaRN up to s = 4 without
+    fine-tuning, the recipe Qwen2.5 and Qwen3 ship (32,768 -> 131,072 at inference; Qwen2.5
+    report, arXiv 2412.15115; Qwen3 report, arXiv 2505.09388). With a budget and s <= 8: position interpolation and a few
     hundred steps on long documents, or YaRN when local resolution matters; raising the base for
     the fine-tune (ABF, Xiong et al. 2023, arXiv 2309.16039) is the other documented route. With a
     budget and s > 8: the production recipe, a raised base (or frequency-band scaling) with
@@ -237,6 +246,8 @@ def extension_plan(
     check_int("target_len", target_len, 1)
     if not isinstance(can_finetune, bool) or not isinstance(local_resolution_matters, bool):
         raise TypeError("can_finetune and local_resolution_matters must be True or False")
+    if not isinstance(base_raised_in_pretraining, bool):
+        raise TypeError(f"base_raised_in_pretraining must be True or False, got {base_raised_in_pretraining!r}")
     s = target_len / trained_len
     probe = (f"retrieval probes (passkey, needle-in-a-haystack) at {target_len:,} tokens, not perplexity: "
              "perplexity is dominated by local context and stays flat while long-range use collapses; "
@@ -250,10 +261,23 @@ def extension_plan(
             method = "NTK-aware scaling (base * s^(d/(d-2))), or its dynamic form, without fine-tuning"
             reasons.append(f"a modest factor (s <= {MODEST_FACTOR:g}) with no fine-tuning budget: raising the base "
                            "stretches the slow pairs and leaves the fast pairs that order neighbours untouched")
+        elif base_raised_in_pretraining and s <= ZERO_SHOT_YARN_FACTOR:
+            method = "static YaRN (factor s) without fine-tuning, set only when long inputs are expected"
+            reasons.append(f"pretraining already reached {trained_len:,} tokens with a raised base (ABF), so up to "
+                           f"s = {ZERO_SHOT_YARN_FACTOR:g} YaRN is used zero-shot: Qwen2.5 and Qwen3 ship this "
+                           "recipe, 32,768 -> 131,072 tokens at inference; a static scaling also changes short "
+                           "inputs, so Qwen's guides add it only when long inputs are expected")
         else:
             method = "no reliable zero-shot option: NTK-aware or YaRN scaling as a stopgap, then fine-tune"
-            reasons.append(f"s = {s:g} is beyond what scaling alone usually survives (about {MODEST_FACTOR:g}x); "
-                           "expect long-range quality to drop until the model is fine-tuned")
+            if base_raised_in_pretraining:
+                reasons.append(f"s = {s:g} is past the about {ZERO_SHOT_YARN_FACTOR:g}x that zero-shot YaRN is "
+                               "shipped for, even after long pretraining with a raised base (Qwen2.5, Qwen3)")
+            else:
+                reasons.append(f"s = {s:g} is beyond what scaling alone usually survives (about {MODEST_FACTOR:g}x) "
+                               "on a model trained at one length with its original base; a model pretrained long "
+                               f"with a raised base (ABF) takes about {ZERO_SHOT_YARN_FACTOR:g}x zero-shot "
+                               "(Qwen2.5 and Qwen3 ship static YaRN x4); expect long-range quality to drop until "
+                               "the model is fine-tuned")
     elif s > LONG_DOCS_FACTOR:
         method = ("raise the RoPE base (ABF) or scale the slow frequencies (YaRN, 'llama3'), and continue "
                   "pretraining on long documents, lengthening the context in stages")
@@ -275,3 +299,82 @@ def extension_plan(
         reasons.append(f"s = {s:g} > {LONG_DOCS_FACTOR:g}: fine-tune on documents close to {target_len:,} tokens, not "
                        "only for more steps; the model has to learn to use the new distances, not only tolerate them")
     return ExtensionPlan(trained_len, target_len, s, method, tuple(reasons), probe)
+
+
+# ---------------------------------------------------------------------------
+# RoPE in a serving engine: bytes, not FLOPs
+# ---------------------------------------------------------------------------
+
+H200_HBM_BYTES_PER_S = 4.8e12  # NVIDIA H200 datasheet: 4.8 TB/s of HBM3e bandwidth
+
+
+def cos_sin_cache_bytes(max_positions: int, rotary_dim: int, bytes_per_value: float = 2.0) -> int:
+    """Bytes of a precomputed RoPE table covering positions 0 .. max_positions - 1.
+
+    The layout of vLLM's `RotaryEmbedding.cos_sin_cache`: one row per position, rotary_dim / 2
+    cosines then rotary_dim / 2 sines, so max_positions * rotary_dim values, in the model's dtype
+    (bytes_per_value 2) in vLLM and in float32 (4) in SGLang's and FlashInfer's kernels.
+    """
+    check_int("max_positions", max_positions, 1)
+    check_int("rotary_dim", rotary_dim, 2)
+    if rotary_dim % 2:
+        raise ValueError(f"rotary_dim must be even (channels rotate in pairs), got {rotary_dim}")
+    bytes_per_value = check_positive_float("bytes_per_value", bytes_per_value)
+    return int(round(max_positions * rotary_dim * bytes_per_value))
+
+
+@dataclass(frozen=True)
+class RopeServingCost:
+    """Bytes one layer moves for RoPE and for reading the KV cache, for `tokens` decoded at `context`."""
+
+    tokens: int
+    context: int
+    rope_bytes: int  # q and k rotated in place (read and written) plus one cos/sin row per token
+    kv_read_bytes: int  # attention reading every cached key and value once per new token
+    bandwidth: float  # bytes per second
+
+    @property
+    def rope_seconds(self) -> float:
+        return self.rope_bytes / self.bandwidth
+
+    @property
+    def kv_read_seconds(self) -> float:
+        return self.kv_read_bytes / self.bandwidth
+
+    def __repr__(self) -> str:
+        return (f"{self.tokens:,} new tokens at context {self.context:,}, one layer, at "
+                f"{self.bandwidth / 1e12:g} TB/s:\n"
+                f"    RoPE in place   {format_bytes(self.rope_bytes):>22}  {self.rope_seconds * 1e6:10.3f} us\n"
+                f"    KV-cache read   {format_bytes(self.kv_read_bytes):>22}  {self.kv_read_seconds * 1e6:10.3f} us\n"
+                f"    RoPE / KV read  {self.rope_bytes / self.kv_read_bytes:.2e}")
+
+
+def rope_serving_cost(
+    tokens: int, context: int, n_heads: int, n_kv_heads: int, head_dim: int, *, rotary_dim: int | None = None,
+    bytes_per_value: float = 2.0, table_bytes_per_value: float = 2.0, bandwidth: float = H200_HBM_BYTES_PER_S,
+) -> RopeServingCost:
+    """A roofline estimate of RoPE against attention's cache read, per layer: arithmetic, not a measurement.
+
+    RoPE, as serving engines apply it (in place on the new tokens' q and k before the KV write):
+        rope_bytes    = tokens * (2 (H + H_kv) r bytes_per_value + r table_bytes_per_value),
+    each rotated channel read and written once, r = rotary_dim (head_dim unless partial), one
+    cos/sin row per token. Decode attention reads every cached key and value for each new token:
+        kv_read_bytes = tokens * context * 2 H_kv head_dim bytes_per_value.
+    Both are memory-bound on a GPU, so time = bytes / bandwidth (default: an H200's 4.8 TB/s).
+    """
+    check_int("tokens", tokens, 1)
+    check_int("context", context, 1)
+    check_int("n_heads", n_heads, 1)
+    check_int("n_kv_heads", n_kv_heads, 1)
+    check_int("head_dim", head_dim, 2)
+    if n_heads % n_kv_heads:
+        raise ValueError(f"n_heads ({n_heads}) must be divisible by n_kv_heads ({n_kv_heads})")
+    r = head_dim if rotary_dim is None else check_int("rotary_dim", rotary_dim, 2)
+    if r > head_dim or r % 2:
+        raise ValueError(f"rotary_dim must be even and at most head_dim ({head_dim}), got {r}")
+    bytes_per_value = check_positive_float("bytes_per_value", bytes_per_value)
+    table_bytes_per_value = check_positive_float("table_bytes_per_value", table_bytes_per_value)
+    bandwidth = check_positive_float("bandwidth", bandwidth)
+    rope = tokens * (2 * (n_heads + n_kv_heads) * r * bytes_per_value + r * table_bytes_per_value)
+    kv = tokens * context * 2 * n_kv_heads * head_dim * bytes_per_value
+    return RopeServingCost(tokens, context, int(round(rope)), int(round(kv)), bandwidth)
