@@ -218,7 +218,7 @@ ROPE_PAIRINGS: tuple[str, ...] = ("half", "interleaved")
 
 
 def rotate_half(x: torch.Tensor) -> torch.Tensor:
-    """Half layout (GPT-NeoX, LLaMA): [x1, x2] -> [-x2, x1], x1 and x2 the two halves of the last dim."""
+    """Half layout (GPT-NeoX, Hugging Face's Llama port): [x1, x2] -> [-x2, x1], x1 and x2 the two halves of the last dim."""
     half = x.shape[-1] // 2
     x1, x2 = x[..., :half], x[..., half:]  # (..., d/2) each
     return torch.cat([-x2, x1], dim=-1)  # (..., d)
