@@ -277,3 +277,51 @@ def test_check_report_plain_text_and_collapsed_html(capsys: pytest.CaptureFixtur
     assert capsys.readouterr().out == "before the error\n"  # what was printed is not lost
     with pytest.raises(TypeError, match="summary"):
         I.CheckReport("x", "")
+
+
+def _passkey_record(zero_far: list[float], tuned_far: list[float]) -> dict:
+    """A two-length, two-depth passkey record: accuracy[length][depth] per seed; depth 0 varies, depth 1 is 1."""
+    def seeds(far: list[float]) -> list[dict]:
+        return [{"seed": s, "accuracy": [[1.0, 1.0], [a, 1.0]], "loss": [1.0, 1.1]} for s, a in enumerate(far)]
+    return {"results": {"methods": ["alibi"], "phases": ["zero_shot", "finetuned"], "lengths": [128, 512],
+                        "depths": [0.0, 1.0], "labels": {"alibi": "ALiBi"},
+                        "results": {"zero_shot": {"alibi": seeds(zero_far)}, "finetuned": {"alibi": seeds(tuned_far)}}}}
+
+
+def test_passkey_reading_names_the_seeds_whose_farthest_key_is_lost() -> None:
+    record = _passkey_record([1.0, 0.0, 1.0, 0.25, 1.0], [1.0] * 5)
+    reading = I.passkey_reading(record, "alibi")
+    assert reading.per_seed["zero_shot"] == [1.0, 0.5, 1.0, 0.625, 1.0]  # the mean of the two depths
+    assert reading.far_lost("zero_shot") == [1, 3] and reading.far_lost("finetuned") == []
+    assert reading.change["zero_shot"]["mean"] == pytest.approx((0.0 - 0.5 + 0.0 - 0.375 + 0.0) / 5)
+    verdict = reading.verdict()
+    assert verdict.startswith("ALiBi at 4x its training length")
+    assert "zero-shot: not lower on average at 5 seeds, the farthest key lost on seeds 1 and 3" in verdict
+    assert "after the fine-tune: not lower on average at 5 seeds, the farthest key kept on every seed" in verdict
+    assert "-0.00" not in repr(reading) and "+0.00" not in repr(reading)
+
+
+def test_passkey_reading_says_lower_when_every_seed_drops() -> None:
+    reading = I.passkey_reading(_passkey_record([0.0, 0.1, 0.0, 0.2, 0.05], [1.0] * 5))
+    assert reading.change["zero_shot"]["verdict"] == "lower"
+    assert "zero-shot: lower on average, the farthest key lost on seeds 0, 1, 2, 3 and 4" in reading.verdict()
+
+
+def test_passkey_reading_refuses_an_unknown_method_and_a_non_record() -> None:
+    with pytest.raises(ValueError, match="method must be one of"):
+        I.passkey_reading(_passkey_record([1.0] * 5, [1.0] * 5), "t5")
+    with pytest.raises(ValueError, match="record must be a passkey record"):
+        I.passkey_reading({"name": "passkey"})
+
+
+def test_rotation_precision_bf16_angles_match_the_angle_error_they_imply() -> None:
+    from mlbook.analysis.rope import angle_error
+
+    p = I.rotation_precision(n_keys=2048, d_head=64)
+    # a pair turned by a wrong angle e moves by 2 sin(e / 2) of its length: the rms over pairs and positions
+    err = angle_error(torch.arange(2048), 64, 10000.0, "bfloat16")  # (T, d/2), wrapped to [0, pi]
+    implied = float((4 * torch.sin(err / 2) ** 2).mean().sqrt())
+    assert p.angles_bf16 == pytest.approx(implied, rel=0.05)
+    # a bf16 table rounds cos and sin by at most 2^-9 relative: well under a percent, far under the angle error
+    assert 0 < p.table_bf16 < 2 ** -8 < p.angles_bf16 / 10
+    assert p.table_bf16 < p.output_bf16 < 2 ** -7

@@ -26,6 +26,9 @@
     rope_tables            float64 cos and sin at any positions, in the library's half layout
     interleaved_axes       which M-RoPE axis (time, height, width) turns each pair in Qwen3-VL's
                            interleaved order
+    passkey_reading        one method's passkey retrieval at the longest length of Experiment 6's record,
+                           per seed, zero-shot and after the fine-tune, on average and for the farthest key
+    rotation_precision     RoPE keys rotated with a bf16 cos/sin table (float32 angles), and with bf16 angles
 
 KV-cache sizes come from `mlbook.analysis.production.kv_cache_bytes` and wavelengths from
 `mlbook.analysis.absolute.pair_wavelengths`; angle ranges, NTK bases, YaRN bands, ALiBi penalties,
@@ -47,6 +50,7 @@ from mlbook.analysis.production import kv_cache_bytes
 from mlbook.analysis.rope import rotate_at
 from mlbook.analysis.systems import format_bytes
 from mlbook.analysis.report import CheckReport, check_report  # re-exported: page 6's check cells use them
+from mlbook.experiments.exp_passkey import RETRIEVES, accuracy_per_seed, length_change
 from mlbook.transformer.positional import frequency_ladder, rotate_half, sinusoidal_positional_encoding
 from mlbook.transformer.rope_scaling import RopeScaling, ntk_base
 from mlbook.transformer.validate import check_even_d, check_int, check_positive_float
@@ -81,6 +85,10 @@ __all__ = [
     "draft_rollback_check",
     "CheckReport",
     "check_report",
+    "PasskeyReading",
+    "passkey_reading",
+    "RotationPrecision",
+    "rotation_precision",
 ]
 
 
@@ -759,3 +767,145 @@ def draft_rollback_check(model: Any, *, n_prompt: int = 6, n_draft: int = 4, acc
     return DraftRollback(model.config.model_type, layers, n_prompt, n_draft, accepted,
                          float((cropped - truth).abs().max()), float((not_cropped - truth).abs().max()),
                          float((never_fed - truth).abs().max()), refused)
+
+
+# ---------------------------------------------------------------------------
+# Passkey retrieval past the trained length, read from Experiment 6's record
+# ---------------------------------------------------------------------------
+
+_PHASE_NAMES = {"zero_shot": "zero-shot", "finetuned": "after the fine-tune"}
+
+
+def _two(x: float, sign: bool = False) -> str:
+    """x to 2 decimals, never '-0.00' (nor '+0.00' with sign)."""
+    text = f"{x:+.2f}" if sign else f"{x:.2f}"
+    return text[1:] if text[0] in "+-" and float(text) == 0.0 else text
+
+
+def _seed_list(seeds: list[int]) -> str:
+    """'seed 2', 'seeds 2 and 3', 'seeds 0, 1 and 4'."""
+    if len(seeds) == 1:
+        return f"seed {seeds[0]}"
+    return "seeds " + ", ".join(str(s) for s in seeds[:-1]) + f" and {seeds[-1]}"
+
+
+@dataclass(frozen=True)
+class PasskeyReading:
+    """One method's passkey retrieval at the record's longest length, per phase (zero-shot, after the fine-tune):
+    the all-digits accuracy averaged over key depths, per seed; its paired change from the trained length
+    (`exp_passkey.length_change`: mean, 95% interval, verdict); and the accuracy of a key at the first depth
+    (depth 0, the farthest from the question), per seed. A seed "retrieves" at accuracy >= RETRIEVES."""
+
+    method: str
+    train_len: int
+    length: int
+    seeds: tuple[int, ...]
+    per_seed: dict[str, list[float]]  # phase -> (S,) depth-averaged accuracy at `length`
+    change: dict[str, dict[str, Any]]  # phase -> common.paired dict, at `length` minus at `train_len`
+    far: dict[str, list[float]]  # phase -> (S,) accuracy of a key at depth 0 at `length`
+
+    def far_lost(self, phase: str) -> list[int]:
+        """The seeds on which the farthest key is not retrieved at `length` in `phase`."""
+        return [s for s, a in zip(self.seeds, self.far[phase]) if a < RETRIEVES]
+
+    def lines(self) -> list[str]:
+        out = []
+        for phase, acc in self.per_seed.items():
+            d = self.change[phase]
+            lost = self.far_lost(phase)
+            far = (f"not retrieved on {_seed_list(lost)} of {len(self.seeds)}" if lost
+                   else f"retrieved on every seed of {len(self.seeds)}")
+            out.append(f"{self.method} at {self.length}, {_PHASE_NAMES.get(phase, phase)}: depth-averaged accuracy "
+                       f"per seed {', '.join(f'{a:.2f}' for a in acc)} (mean {sum(acc) / len(acc):.2f}); "
+                       f"{self.length} - {self.train_len}: {_two(d['mean'], True)} "
+                       f"[{_two(d['ci95'][0])}, {_two(d['ci95'][1])}] "
+                       f"({d['verdict']}); a key at depth 0, the farthest from the question, {far}")
+        return out
+
+    def verdict(self) -> str:
+        """Per phase: whether the average falls from the trained length, and where the farthest key is lost."""
+        parts = []
+        for phase in self.per_seed:
+            avg = ("lower on average" if self.change[phase]["verdict"] == "lower"
+                   else f"not lower on average at {len(self.seeds)} seeds")
+            lost = self.far_lost(phase)
+            far = f"the farthest key lost on {_seed_list(lost)}" if lost else "the farthest key kept on every seed"
+            parts.append(f"{_PHASE_NAMES.get(phase, phase)}: {avg}, {far}")
+        return f"{self.method} at {self.length // self.train_len}x its training length: " + "; ".join(parts)
+
+    def __repr__(self) -> str:
+        return "\n".join(self.lines() + [self.verdict()])
+
+
+def passkey_reading(record: dict[str, Any], method: str = "alibi", label: str | None = None) -> PasskeyReading:
+    """`method`'s retrieval at the longest length of a passkey record (`load_result("passkey", ...)`),
+    zero-shot and after the record's fine-tune, from its own numbers: nothing typed by hand."""
+    if not isinstance(record, dict) or "results" not in record or "results" not in record["results"]:
+        raise ValueError("record must be a passkey record, as load_result('passkey', 'full') returns")
+    r = record["results"]
+    if method not in r["methods"]:
+        raise ValueError(f"method must be one of {list(r['methods'])}, got {method!r}")
+    phases = [p for p in r["phases"] if method in r["results"][p]]
+    if float(r["depths"][0]) != 0.0:
+        raise ValueError("the record's first key depth must be 0 (the farthest from the question), "
+                         f"got {r['depths'][0]}")
+    seeds = tuple(s["seed"] for s in r["results"][phases[0]][method])
+    return PasskeyReading(
+        method=label or r.get("labels", {}).get(method, method), train_len=int(r["lengths"][0]),
+        length=int(r["lengths"][-1]), seeds=seeds,
+        per_seed={p: accuracy_per_seed(record, p, method, -1) for p in phases},
+        change={p: length_change(record, p, method)["accuracy"] for p in phases},
+        far={p: [float(s["accuracy"][-1][0]) for s in r["results"][p][method]] for p in phases})
+
+
+# ---------------------------------------------------------------------------
+# Rotation precision: what must be float32 before a cache is quantised
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RotationPrecision:
+    """rms error, relative to the exact keys, of keys rotated at positions 0 .. n - 1 (float64 reference)."""
+
+    n_keys: int
+    d_head: int
+    table_bf16: float  # angles in float32, cos and sin rounded to bfloat16 (Hugging Face, vLLM in a bf16 model)
+    output_bf16: float  # the same, and the rotated key rounded to bfloat16, as a bf16 model stores it
+    angles_bf16: float  # positions, inv_freq and their product in bfloat16: the angle itself rounded
+
+    def __repr__(self) -> str:
+        return (f"RoPE keys at positions 0 to {self.n_keys - 1:,}, d_head {self.d_head}: rms error "
+                f"{self.table_bf16:.2%} with a bf16 cos/sin table (float32 angles), {self.output_bf16:.2%} with the "
+                f"rotated key stored in bf16 too; angles computed in bf16: {self.angles_bf16:.0%}")
+
+
+def rotation_precision(n_keys: int = 4096, d_head: int = 128, base: float = 10000.0, *, seed: int = 0
+                       ) -> RotationPrecision:
+    """Keys rotated three ways against the float64 rotation: float32 angles with cos and sin rounded to
+    bfloat16 (what `transformers`' rotary module returns to a bf16 model, `cos.to(x.dtype)`, and vLLM's
+    `cos_sin_cache.to(dtype)`); the same with the result rounded to bfloat16; and angles formed in bfloat16,
+    whose spacing at position m is m * 2^-8 radians or more, the error that grows with the position."""
+    check_int("n_keys", n_keys, 2)
+    check_even_d("d_head", d_head)
+    check_positive_float("base", base)
+    g = torch.Generator().manual_seed(seed)
+    k = torch.randn(n_keys, d_head, generator=g, dtype=torch.float64)  # (N, d)
+    inv32 = frequency_ladder(d_head, base).float()  # (d/2,) float32, as models keep it
+    pos = torch.arange(n_keys)
+    exact_angles = torch.outer(pos.double(), inv32.double())  # (N, d/2)
+
+    def rotate(angles: torch.Tensor, table_dtype: torch.dtype) -> torch.Tensor:  # half layout, float64 products
+        emb = torch.cat([angles, angles], dim=-1)  # (N, d)
+        cos, sin = emb.cos().to(table_dtype).double(), emb.sin().to(table_dtype).double()
+        return k * cos + rotate_half(k) * sin  # (N, d)
+
+    exact = rotate(exact_angles, torch.float64)
+    f32 = torch.outer(pos.float(), inv32).double()  # (N, d/2) float32 angles
+    table = rotate(f32, torch.bfloat16)
+    bf16 = torch.outer(pos.bfloat16(), inv32.bfloat16()).double()  # (N, d/2) bf16 angles
+
+    def rms_rel(x: torch.Tensor) -> float:
+        return float((x - exact).norm() / exact.norm())
+
+    return RotationPrecision(n_keys, d_head, rms_rel(table), rms_rel(table.bfloat16().double()),
+                             rms_rel(rotate(bf16, torch.bfloat16)))
