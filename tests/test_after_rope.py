@@ -231,6 +231,19 @@ def test_mla_softmax_scale_matches_deepseek_v3_attention():
         A.mla_softmax_scale("Llama 3.1")
 
 
+def test_interleaved_axes_match_qwen3_vl():
+    pytest.importorskip("transformers")
+    from transformers.models.qwen3_vl.modeling_qwen3_vl import Qwen3VLTextRotaryEmbedding
+    axes = A.interleaved_section_axes(A.QWEN3_VL_SECTION, 128)
+    assert torch.bincount(axes).tolist() == list(A.QWEN3_VL_SECTION)
+    assert axes[-4:].tolist() == [0, 0, 0, 0]  # the four slowest pairs turn with time
+    freqs = torch.stack([torch.full((1, 1, 64), float(a)) for a in range(3)])  # (3, bs, T, d/2): axis a holds a
+    got = Qwen3VLTextRotaryEmbedding.apply_interleaved_mrope(None, freqs.clone(), list(A.QWEN3_VL_SECTION))
+    assert got[0, 0].long().tolist() == axes.tolist()
+    with pytest.raises(ValueError, match="sum to"):
+        A.interleaved_section_axes((24, 20, 20), 64)
+
+
 def test_xpos_zeta_matches_reference_and_damps_fast_pairs():
     d = 64
     ref = (torch.arange(0, d, 2).double() + 0.4 * d) / (1.4 * d)  # torchscale's XPOS scale buffer

@@ -49,6 +49,8 @@ __all__ = [
     "MLASoftmaxScale",
     "mla_softmax_scale",
     "mrope_score_map",
+    "QWEN3_VL_SECTION",
+    "interleaved_section_axes",
     "ShippedScaling",
     "SHIPPED_FAMILIES",
     "SHIPPED_SCALINGS",
@@ -404,6 +406,29 @@ def mrope_score_map(h: int = 9, w: int = 9, *, row: int = 4, col: int = 4, d_hea
     rotated = apply_mrope(x, ids, section, base)  # (h*w, d_head)
     q = rotated[row * w + col]  # (d_head,)
     return (rotated @ q / (d_head // 2)).reshape(h, w)  # (h, w)
+
+
+QWEN3_VL_SECTION: tuple[int, int, int] = (24, 20, 20)  # Qwen3-VL's mrope_section, with mrope_interleaved true
+
+
+def interleaved_section_axes(section: Sequence[int], d_head: int) -> torch.Tensor:
+    """(d_head/2,) the axis (0 time, 1 height, 2 width) each pair turns with under interleaved M-RoPE (Qwen3-VL).
+
+    As transformers' `Qwen3VLTextRotaryEmbedding.apply_interleaved_mrope` lays it out: start from time on
+    every pair, then give height the pairs 1, 4, ..., 3 section[1] - 2 and width the pairs 2, 5, ...,
+    3 section[2] - 1; the pairs past those (the slowest) stay with time. Against Qwen2-VL's contiguous
+    blocks (`transformer.multimodal.section_axes`) every axis gets fast and slow pairs.
+    """
+    t, h, w = (check_int("section entry", int(n), 0) for n in section)
+    d = check_int("d_head", d_head, 2)
+    if t + h + w != d // 2:
+        raise ValueError(f"section {tuple(section)} must sum to d_head / 2 = {d // 2} pairs, not {t + h + w}")
+    if h > t or w > t:
+        raise ValueError(f"interleaving needs section[0] >= section[1], section[2]; got {tuple(section)}")
+    axes = torch.zeros(d // 2, dtype=torch.long)  # (d/2,) time everywhere
+    axes[1: 3 * h: 3] = 1  # height
+    axes[2: 3 * w: 3] = 2  # width
+    return axes
 
 
 # ---------------------------------------------------------------------------
