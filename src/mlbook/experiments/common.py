@@ -39,6 +39,8 @@ __all__ = [
     "last_mean",
     "rotary_pair_norms",
     "unigram_loss",
+    "ngram_curve",
+    "ngram_baselines",
     "nested_windows",
     "per_position_loss",
     "binned",
@@ -49,6 +51,12 @@ __all__ = [
     "t_quantile",
     "t_interval",
     "sign_flip_p",
+    "t_cdf",
+    "t_test_p",
+    "tost",
+    "detectable_difference",
+    "holm",
+    "seed_split",
     "pm",
     "Timer",
     "findings",
@@ -121,6 +129,71 @@ def unigram_loss() -> float:
     counts = torch.bincount(train_part, minlength=TOKENIZER.vocab_size).double() + 1.0  # (V,)
     logp = (counts / counts.sum()).log()  # (V,)
     return -logp[val_part].mean().item()
+
+
+def ngram_curve(train_tokens: torch.Tensor, x: torch.Tensor, y: torch.Tensor, n: int, k: float = 0.1,
+                vocab_size: int | None = None) -> torch.Tensor:
+    """Per-position loss (T,) float64, nats, of a count n-gram model fit on `train_tokens` and scored on the
+    windows x -> y (N, T), the baseline a model must beat to show it used more context than n - 1 characters.
+
+        p(c | h) = (count(h c) + k) / (count(h) + k V),   h = the n - 1 characters before c, V = vocab_size
+
+    (add-k smoothing, k = 0.1; an unseen history gives 1 / V). The history is read from the window itself, as
+    a model sees it: at position t only t + 1 characters are there, so the first n - 2 positions use the
+    (t + 2)-gram. n = 1 is the unigram (character frequencies). Counting is exact integer work; only the
+    final logarithm is floating point."""
+    check_int("n", n, 1)
+    if not k > 0:
+        raise ValueError(f"k must be > 0, got {k!r}")
+    V = vocab_size or TOKENIZER.vocab_size
+    if x.shape != y.shape or x.dim() != 2:
+        raise ValueError(f"x and y must be (N, T) of one shape, got {tuple(x.shape)} and {tuple(y.shape)}")
+    t = train_tokens.long()
+    full = torch.cat([x[:, :1], y], 1).long()  # (N, T + 1): the window's characters, x[:, 0] then the targets
+    N, T = y.shape
+    loss = torch.zeros(N, T, dtype=torch.float64)
+    for order in range(1, n + 1):
+        h = order - 1  # history length
+        # codes of (history, next) in base V over the training stream, and of the history alone
+        code = torch.zeros(len(t) - h, dtype=torch.long)
+        for j in range(h + 1):
+            code = code * V + t[j : len(t) - h + j]
+        hist = code // V
+        keys, counts = torch.unique(code, return_counts=True)  # sorted
+        hkeys, hcounts = torch.unique(hist, return_counts=True)
+        # positions that use this order: t >= h - 1 when order == n, else exactly t == h - 1 (short history)
+        cols = list(range(max(h - 1, 0), T)) if order == n else ([h - 1] if h - 1 < T else [])
+        if order < n and h == 0:
+            continue  # the unigram is only used as itself (n = 1): every position has at least one character
+        if not cols:
+            continue
+        cols_t = torch.tensor(cols)
+        q = torch.zeros(N, len(cols), dtype=torch.long)
+        for j in range(h + 1):  # window characters cols - h + 1 + j ... ending at the target cols + 1
+            q = q * V + full[:, cols_t + 1 - h + j]
+        qh = q // V
+
+        def lookup(sorted_keys: torch.Tensor, sorted_counts: torch.Tensor, want: torch.Tensor) -> torch.Tensor:
+            i = torch.searchsorted(sorted_keys, want).clamp(max=len(sorted_keys) - 1)
+            return torch.where(sorted_keys[i] == want, sorted_counts[i], torch.zeros_like(want))
+
+        c_hc = lookup(keys, counts, q).double()
+        c_h = lookup(hkeys, hcounts, qh).double() if h else torch.full_like(c_hc, float(len(t)))
+        loss[:, cols_t] = -torch.log((c_hc + k) / (c_h + k * V))
+    return loss.mean(0)  # (T,)
+
+
+def ngram_baselines(train_tokens: torch.Tensor, x: torch.Tensor, y: torch.Tensor, split: int,
+                    orders: Sequence[int] = (1, 2, 3, 4)) -> dict[str, dict[str, float]]:
+    """{"1": {"in_range", "past_L"}, ...}: each count n-gram model's mean loss on positions < split and >= split
+    of the windows x -> y (`ngram_curve`), rounded to 4 decimals as the models' losses are."""
+    check_int("split", split, 1)
+    out = {}
+    for n in orders:
+        c = ngram_curve(train_tokens, x, y, n)
+        out[str(n)] = {"in_range": round(c[:split].mean().item(), 4),
+                       "past_L": round(c[split:].mean().item(), 4) if c.shape[0] > split else None}
+    return out
 
 
 def nested_windows(tokens: torch.Tensor, n: int, T_max: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -267,6 +340,93 @@ def sign_flip_p(diffs: Sequence[float]) -> float:
         total = sum(-x if mask >> i & 1 else x for i, x in enumerate(d))
         hits += abs(total) >= observed
     return hits / 2 ** len(d)
+
+
+def t_cdf(t: float, df: int) -> float:
+    """P(T <= t) for Student's t with `df` degrees of freedom."""
+    check_int("df", df, 1)
+    tail = 0.5 * _betainc(df / 2.0, 0.5, df / (df + t * t))  # P(T > |t|)
+    return 1.0 - tail if t >= 0 else tail
+
+
+def t_test_p(diffs: Sequence[float]) -> float | None:
+    """Two-sided p-value of the paired t-test of mean(diffs) = 0; None with fewer than 2 values, 0.0 when
+    every difference is the same non-zero number and 1.0 when all are 0."""
+    s = mean_sd(diffs)
+    if s["n"] < 2:
+        return None
+    if s["sd"] == 0:
+        return 1.0 if s["mean"] == 0 else 0.0
+    t = s["mean"] / (s["sd"] / math.sqrt(s["n"]))
+    return 2.0 * (1.0 - t_cdf(abs(t), s["n"] - 1))
+
+
+def tost(diffs: Sequence[float], margin: float) -> dict[str, Any]:
+    """Two one-sided t-tests at 5% for equivalence within +-margin (Schuirmann, 1987): {"ci90", "p",
+    "equivalent", "margin"}. Equivalent when the 90% t-interval lies inside (-margin, margin), i.e. when
+    p = max(P(mean <= -margin), P(mean >= margin)) < 0.05; "certifiable" is the smallest margin the data
+    would have certified, max |end of the 90% interval|."""
+    margin = check_margin(margin)
+    s = mean_sd(diffs)
+    if s["n"] < 2:
+        return {"ci90": None, "p": None, "equivalent": False, "margin": margin, "certifiable": None}
+    ci = t_interval(diffs, 0.90)
+    assert ci is not None
+    if s["sd"] == 0:
+        p = 0.0 if abs(s["mean"]) < margin else 1.0
+    else:
+        se = s["sd"] / math.sqrt(s["n"])
+        p_low = 1.0 - t_cdf((s["mean"] + margin) / se, s["n"] - 1)  # H0: mean <= -margin
+        p_high = t_cdf((s["mean"] - margin) / se, s["n"] - 1)  # H0: mean >= margin
+        p = max(p_low, p_high)
+    return {"ci90": list(ci), "p": p, "equivalent": p < 0.05, "margin": margin,
+            "certifiable": max(abs(ci[0]), abs(ci[1]))}
+
+
+def check_margin(margin: object) -> float:
+    if isinstance(margin, bool) or not isinstance(margin, (int, float)) or not margin > 0 or math.isinf(margin):
+        raise ValueError(f"margin must be a positive finite number, got {margin!r}")
+    return float(margin)
+
+
+def detectable_difference(diffs: Sequence[float], power: float = 0.8) -> float | None:
+    """The smallest true mean difference the paired two-sided 5% t-test would detect with probability
+    `power` at this number of seeds and this seed-to-seed spread: (t_{0.975, n-1} + t_{power, n-1}) sd / sqrt(n)
+    (the usual approximation, treating sd as known); None with fewer than 2 values."""
+    if not 0.5 <= power < 1.0:
+        raise ValueError(f"power must be in [0.5, 1), got {power!r}")
+    s = mean_sd(diffs)
+    if s["n"] < 2:
+        return None
+    return (t_quantile(0.975, s["n"] - 1) + t_quantile(power, s["n"] - 1)) * s["sd"] / math.sqrt(s["n"])
+
+
+def holm(pvalues: Sequence[float | None], alpha: float = 0.05) -> list[dict[str, Any]]:
+    """Holm's step-down correction (Holm, 1979) over a family of tests: per test, in the given order,
+    {"p", "p_holm" (adjusted, capped at 1), "survives" (rejected at family-wise level alpha)}. A None p (no
+    test possible) takes no part and never survives."""
+    if not 0.0 < alpha < 1.0:
+        raise ValueError(f"alpha must be in (0, 1), got {alpha!r}")
+    idx = sorted((i for i, p in enumerate(pvalues) if p is not None), key=lambda i: pvalues[i])  # type: ignore[arg-type, return-value]
+    m = len(idx)
+    out: list[dict[str, Any]] = [{"p": p, "p_holm": None, "survives": False} for p in pvalues]
+    running, stopped = 0.0, False
+    for rank, i in enumerate(idx):
+        adj = min(1.0, (m - rank) * float(pvalues[i]))  # type: ignore[arg-type]
+        running = max(running, adj)  # adjusted p-values never decrease down the order
+        out[i]["p_holm"] = running
+        stopped = stopped or running >= alpha
+        out[i]["survives"] = not stopped
+    return out
+
+
+def seed_split(values: Sequence[float], threshold: float) -> dict[str, Any]:
+    """Which seeds sit on either side of `threshold` (e.g. 0.5 for a retrieval share): {"below", "above"}
+    as seed indices, and "split" when both sides are non-empty, the case a mean and sd hide (a method
+    that works on 3 seeds and fails on 2 has a mean that describes no seed)."""
+    below = [i for i, v in enumerate(values) if v < threshold]
+    above = [i for i, v in enumerate(values) if v >= threshold]
+    return {"below": below, "above": above, "split": bool(below) and bool(above)}
 
 
 def verdict(diffs: Sequence[float]) -> str:

@@ -112,6 +112,40 @@ class PasskeyTask:
         at = min(bounds, key=lambda k: (abs(k - target), k))
         return filler[:at] + needle + filler[at:] + question, key
 
+    # the key's first digit sits this many characters after the start of the needle, and the answer's first
+    # digit this many after the start of the question
+    KEY_OFFSET = len("the pass key is ")
+    ANSWER_OFFSET = len("what is the pass key? ")
+
+    def sample_at(self, length: int, distance: int, rng: random.Random) -> tuple[str, str, int]:
+        """Like `sample`, but with the key placed `distance` characters before the answer: the answer's
+        first digit (the first scored target) sits `distance` characters after the key's first digit, so
+        each answer digit is predicted by a query distance - 1 positions after its key digit. The needle
+        goes in at the word boundary nearest to that place; returns (text, key, the distance achieved)."""
+        check_int("length", length, 1)
+        check_int("distance", distance, 1)
+        needle_len = self.KEY_OFFSET + self.n_digits + 2
+        nearest = needle_len - self.KEY_OFFSET + self.ANSWER_OFFSET  # the needle right before the question
+        farthest = length - self.n_digits - self.KEY_OFFSET  # the needle at the very start
+        if not nearest <= distance <= farthest:
+            raise ValueError(f"distance must be in [{nearest}, {farthest}] for length {length}, got {distance}")
+        depth_of = lambda at, room: at / room if room else 0.0  # noqa: E731
+        room = length - needle_len - (self.ANSWER_OFFSET + self.n_digits)
+        at = length - self.n_digits - self.KEY_OFFSET - distance  # where the needle starts in the filler
+        text, key = self.sample(length, depth_of(at, room), rng)
+        got = (length - self.n_digits) - (text.index("the pass key is ") + self.KEY_OFFSET)
+        return text, key, got
+
+    def batch_at(self, batch_size: int, length: int, distance: int, rng: random.Random
+                 ) -> tuple[torch.Tensor, torch.Tensor, list[int]]:
+        """(inputs, targets, distances achieved): `batch` with every key `distance` characters before the
+        answer (`sample_at`)."""
+        rows = [self.sample_at(length, distance, rng) for _ in range(batch_size)]
+        ids = torch.stack([TOKENIZER.encode(r[0]) for r in rows])  # (B, length)
+        targets = torch.full_like(ids[:, 1:], -100)  # (B, length - 1)
+        targets[:, -self.n_digits :] = ids[:, -self.n_digits :]
+        return ids[:, :-1], targets, [r[2] for r in rows]
+
     def batch(self, batch_size: int, length: int, rng: random.Random, depth: float | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """(inputs, targets), each (B, length - 1); targets are -100 except on the key's digits."""
         rows = [self.sample(length, rng.random() if depth is None else depth, rng)[0] for _ in range(batch_size)]

@@ -1,25 +1,34 @@
-"""Experiment 7: what came after RoPE, side by side: RoPE, NoPE, partial rotary, p-RoPE and NoPE/RoPE hybrids.
+"""Experiment 7: what came after RoPE, side by side: RoPE, NoPE, partial rotary, p-RoPE and the NoPE/RoPE and
+local/global stacks that ship, each claim registered (with its metric and, for "no difference", its margin)
+before the run.
 
-Per seed, six tiny 4-layer GPTs are trained at length L on the same mix as Experiment 6 (passkey
-batches on even steps, corpus text on odd ones), identical but for where position enters:
+Per seed, ten tiny 4-layer GPTs are trained at length L on the same mix as Experiment 6 (passkey batches on
+every third step, corpus text on the others), identical but for where position enters:
 
-    rope          every layer rotates q and k (Su et al., 2021)
+    rope          every layer rotates q and k (Su et al., 2021), base 10,000
     nope          no layer does: order comes from the causal mask alone (Haviv et al., 2022;
                   Kazemnejad et al., 2023)
-    partial       every layer rotates the first 25% of each head's channels, the ladder re-spaced over
-                  them (GPT-NeoX rotary_pct, Hugging Face's partial_rotary_factor)
-    prope         every layer rotates, but the lowest 25% of the frequencies are set to 0
-                  (p-RoPE 0.75, Barbero et al., 2025)
-    hybrid        layers 0-2 rotate, layer 3 does not (a NoPE layer every fourth, as Llama 4 and SmolLM3)
+    partial_25    every layer rotates the first 25% of each head's channels, the ladder re-spaced over them
+                  (GPT-NeoX's rotary_pct 0.25; Qwen3-Next's partial_rotary_factor 0.25)
+    partial_75    the same with 75% rotated (Phi-4-mini's partial_rotary_factor 0.75): 25% of the channels
+                  never turn, the share p-RoPE leaves unrotated
+    prope         every layer rotates, the lowest 25% of the frequencies set to 0 (p-RoPE 0.75, Barbero et
+                  al., 2025), at base 10,000, where those pairs barely turn within L: a control
+    rope_b100     RoPE at base 100, where the slowest quarter of the pairs turns 0.9-2 rad within L, about
+    prope_b100    the angles Gemma's dropped pairs cover at 8k; and p-RoPE 0.75 on that ladder
+    hybrid        layers 0-2 rotate, layer 3 does not: a NoPE layer every fourth, full attention
+                  everywhere (SmolLM3's shape)
     local_global  layers 0-2 rotate inside a sliding window of L/2, layer 3 attends globally without
-                  rotation: Llama 4's iRoPE shape, with a sliding window where Llama 4 uses chunks
+                  rotation (Command A's shape; RNoPE-SWA of Yang et al., 2025)
+    all_local     every layer rotates inside the window of L/2 (no global layer): what the local layers
+                  alone give, the baseline local_global needs
 
-Each model is scored on the same held-out text at L, 2L and 4L (in-range loss: positions < L; loss
-past L: positions L..4L-1 of the 4L windows) and on the same passkey samples at L, 2L and 4L
-(all five digits right, teacher-forced). No model is scaled or fine-tuned: this is what each design
-does past its training length as trained. On the RoPE and p-RoPE models the frequency-usage probe of
-Barbero et al. measures, per layer, the mean norm of q and of k in each frequency pair on held-out
-text: which frequencies carry the weight.
+Each model is scored on the same held-out text at L, 2L and 4L (in-range loss: positions < L; loss past L:
+positions L..4L-1 of the 4L windows) beside count n-gram models (n = 1..4) fit on the training text and
+scored on the same windows, and on passkey samples whose key sits a controlled distance before the
+question (inside the window, beyond it but inside L, beyond L) in inputs of length L, 2L and 4L, so that
+distance and length vary separately. No model is scaled or fine-tuned. On the RoPE and p-RoPE models the
+frequency-usage probe of Barbero et al. measures, per layer, the mean norm of q and of k in each pair.
 """
 
 from __future__ import annotations
@@ -35,6 +44,7 @@ from mlbook.experiments.common import (
     findings,
     mean_sd,
     nested_windows,
+    ngram_baselines,
     paired,
     per_position_loss,
     pm,
@@ -47,57 +57,111 @@ from mlbook.experiments.train import TrainConfig, train
 from mlbook.transformer.models import GPT
 from mlbook.transformer.positional import frequency_ladder
 
-__all__ = ["METHODS", "LABELS", "PROBED", "method_settings", "pair_norms", "metric_per_seed", "comparisons",
-           "comparison_table", "format_table", "slow_share", "usage_table", "claims_table", "verdict_line", "headline"]
+__all__ = ["METHODS", "LABELS", "SHAPES", "PROBED", "CLAIMS", "method_settings", "pair_norms", "metric_per_seed",
+           "comparisons", "comparison_table", "format_table", "slow_share", "usage_table", "claims_table",
+           "verdict_line", "headline"]
 
-METHODS: tuple[str, ...] = ("rope", "nope", "partial", "prope", "hybrid", "local_global")
+METHODS: tuple[str, ...] = ("rope", "nope", "partial_25", "partial_75", "prope", "rope_b100", "prope_b100",
+                            "hybrid", "local_global", "all_local")
 LABELS: dict[str, str] = {
-    "rope": "RoPE", "nope": "NoPE", "partial": "partial rotary 25%", "prope": "p-RoPE (lowest 25% dropped)",
-    "hybrid": "hybrid (layer 3 NoPE)", "local_global": "local RoPE + global NoPE",
+    "rope": "RoPE", "nope": "NoPE", "partial_25": "partial rotary 25%", "partial_75": "partial rotary 75%",
+    "prope": "p-RoPE 0.75, base 10k", "rope_b100": "RoPE, base 100", "prope_b100": "p-RoPE 0.75, base 100",
+    "hybrid": "NoPE every 4th layer", "local_global": "local RoPE + global NoPE", "all_local": "local RoPE only",
 }
-PROBED: tuple[str, ...] = ("rope", "prope")  # models whose per-pair q/k norms are recorded
+# the released models whose shape each stack copies (config.json fields in brackets)
+SHAPES: dict[str, str] = {
+    "partial_25": "GPT-NeoX-20B (rotary_pct 0.25), Qwen3-Next (partial_rotary_factor 0.25)",
+    "partial_75": "Phi-4-mini (partial_rotary_factor 0.75)",
+    "prope_b100": "p-RoPE of Barbero et al. (Gemma 2B/7B experiments)",
+    "hybrid": "SmolLM3 (no_rope_layer_interval 4, full attention)",
+    "local_global": "Command A and Command R7B (3 sliding RoPE layers : 1 global NoPE layer); Yang et al.'s RNoPE-SWA",
+    "all_local": "Mistral 7B v0.1 (every layer a sliding window)",
+}
+PROBED: tuple[str, ...] = ("rope", "prope", "rope_b100", "prope_b100")  # models whose per-pair q/k norms are recorded
 
+# Claims, registered before the full run: each compares a - b (or a alone against 0 when b is None) on one
+# metric; "lower"/"higher" need the paired 95% interval to exclude 0, "equivalent" needs the 90% interval inside
+# +-margin (two one-sided tests at 5%). The family is Holm-corrected on the page.
+MARGIN = 0.05  # nats/char: 5% in per-character perplexity, fixed before the run
+CLAIMS: list[dict[str, Any]] = [
+    {"id": "nope_learns", "a": "nope", "b": None, "metric": "gain", "expect": "higher",
+     "text": "a causal decoder without positions still learns from context (beats the count bigram)",
+     "source": "Haviv et al., 2022"},
+    {"id": "nope_pays", "a": "nope", "b": "rope", "metric": "in_range", "expect": "higher",
+     "text": "without positions it pays in range", "source": "Haviv et al., 2022; Kazemnejad et al., 2023"},
+    {"id": "hybrid_same", "a": "hybrid", "b": "rope", "metric": "in_range", "expect": "equivalent", "margin": MARGIN,
+     "text": "one NoPE layer in four keeps RoPE's in-range loss", "source": "SmolLM3; Yang et al., 2025"},
+    {"id": "partial_25_same", "a": "partial_25", "b": "rope", "metric": "in_range", "expect": "equivalent",
+     "margin": MARGIN, "text": "rotating 25% of the channels keeps RoPE's in-range loss", "source": "GPT-NeoX"},
+    {"id": "partial_75_same", "a": "partial_75", "b": "rope", "metric": "in_range", "expect": "equivalent",
+     "margin": MARGIN, "text": "rotating 75% of the channels keeps RoPE's in-range loss", "source": "Phi-4-mini"},
+    {"id": "prope_same", "a": "prope_b100", "b": "rope_b100", "metric": "in_range", "expect": "equivalent",
+     "margin": MARGIN, "text": "dropping the slowest 25% of the pairs, where they turn, keeps the in-range loss",
+     "source": "Barbero et al., 2025"},
+    {"id": "hybrid_rise", "a": "hybrid", "b": "rope", "metric": "rise", "expect": "lower",
+     "text": "a NoPE layer every fourth makes the loss rise less past L", "source": "Yang et al., 2025"},
+    {"id": "local_global_rise", "a": "local_global", "b": "rope", "metric": "rise", "expect": "lower",
+     "text": "local RoPE + global NoPE makes the loss rise less past L", "source": "Yang et al., 2025; Command A"},
+    {"id": "nope_keeps", "a": "nope", "b": "rope", "metric": "kept", "expect": "higher",
+     "text": "NoPE keeps a larger share of its context gain past L than RoPE", "source": "Kazemnejad et al., 2023"},
+    {"id": "global_retrieves", "a": "local_global", "b": "all_local", "metric": "passkey@64:43", "expect": "higher",
+     "text": "the global NoPE layer retrieves a key beyond the window that local layers alone miss",
+     "source": "Yang et al., 2025"},
+    {"id": "local_global_far", "a": "local_global", "b": "rope", "metric": "passkey@256:96", "expect": "higher",
+     "text": "local RoPE + global NoPE retrieves a key beyond L where RoPE fails", "source": "Yang et al., 2025"},
+]
+
+_CELLS_FULL = [[64, 29], [64, 43], [128, 29], [128, 43], [128, 96], [256, 29], [256, 43], [256, 96], [256, 192]]
 _QUICK = {
-    "methods": list(METHODS),
+    "methods": ["rope", "nope", "local_global", "all_local"],
     "train_len": 64,
+    "window": 32,
     "model": {"d_model": 32, "n_heads": 2, "n_layers": 4},
-    "train": {"steps": 100, "batch_size": 8, "lr": 4e-3, "warmup_steps": 10},
-    "passkey_every": 2,
+    "train": {"steps": 300, "batch_size": 8, "lr": 4e-3, "warmup_steps": 15},
+    "passkey_every": 3,
     "lengths": [64, 128, 256],
-    "depths": [0.0, 1.0],
+    "passkey_cells": [[64, 29], [64, 43], [256, 29], [256, 96]],
     "n_eval": 8,
     "loss_windows": 8,
     "eval_seed": 1000,
     "seeds": [0],
+    "claims": [c for c in CLAIMS if c["a"] in ("rope", "nope", "local_global", "all_local")
+               and c["b"] in (None, "rope", "nope", "local_global", "all_local")],
 }
 _FULL = {
     "methods": list(METHODS),
     "train_len": 64,
+    "window": 32,
     "model": {"d_model": 48, "n_heads": 2, "n_layers": 4},
-    "train": {"steps": 1000, "batch_size": 16, "lr": 4e-3, "warmup_steps": 30},
-    "passkey_every": 2,
+    "train": {"steps": 1500, "batch_size": 16, "lr": 4e-3, "warmup_steps": 45},
+    "passkey_every": 3,
     "lengths": [64, 128, 256],
-    "depths": [0.0, 0.5, 1.0],
+    "passkey_cells": _CELLS_FULL,
     "n_eval": 32,
     "loss_windows": 32,
     "eval_seed": 1000,
     "seeds": [0, 1, 2, 3, 4],
+    "claims": CLAIMS,
 }
 
 
-def method_settings(method: str, n_layers: int, train_len: int) -> tuple[str, dict[str, Any]]:
-    """(positional scheme, extra GPTConfig fields) of a method for a stack of n_layers trained at train_len."""
+def method_settings(method: str, n_layers: int, window: int) -> tuple[str, dict[str, Any]]:
+    """(positional scheme, extra GPTConfig fields) of a method for a stack of n_layers with local window `window`."""
     if method not in METHODS:
         raise ValueError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
     last = (n_layers - 1,)
+    local = {"sliding_window": window, "layer_types": ("sliding_attention",) * (n_layers - 1) + ("full_attention",)}
     return {
         "rope": ("rope", {}),
         "nope": ("none", {}),
-        "partial": ("rope", {"rope": {"partial_rotary_factor": 0.25}}),
+        "partial_25": ("rope", {"rope": {"partial_rotary_factor": 0.25}}),
+        "partial_75": ("rope", {"rope": {"partial_rotary_factor": 0.75}}),
         "prope": ("rope", {"rope": {"drop_lowest": 0.25}}),
+        "rope_b100": ("rope", {"rope": {"base": 100.0}}),
+        "prope_b100": ("rope", {"rope": {"base": 100.0, "drop_lowest": 0.25}}),
         "hybrid": ("rope", {"nope_layers": last}),
-        "local_global": ("rope", {"nope_layers": last, "sliding_window": train_len // 2,
-                                  "layer_types": ("sliding_attention",) * (n_layers - 1) + ("full_attention",)}),
+        "local_global": ("rope", {"nope_layers": last, **local}),
+        "all_local": ("rope", {"sliding_window": window, "layer_types": ("sliding_attention",) * n_layers}),
     }[method]
 
 
@@ -139,45 +203,65 @@ def _passkey(model: GPT, x: torch.Tensor, y: torch.Tensor, device: torch.device)
     return all_right.mean().item()
 
 
+def _train_summary(losses: list[float], every: int) -> dict[str, Any]:
+    """The training losses split by batch kind: the last 50 of each kind's mean, and the LM loss averaged over
+    blocks of 100 steps (the curve, to see whether it had flattened)."""
+    lm = [v for i, v in enumerate(losses) if i % every != 0]
+    pk = [v for i, v in enumerate(losses) if i % every == 0]
+    block = [i for i in range(0, len(losses), 100)]
+    curve = []
+    for b in block:
+        part = [v for i, v in enumerate(losses[b : b + 100], start=b) if i % every != 0]
+        curve.append(round(sum(part) / len(part), 4))
+    return {"lm_loss_last50": round(sum(lm[-50:]) / len(lm[-50:]), 4),
+            "passkey_loss_last50": round(sum(pk[-50:]) / len(pk[-50:]), 4), "lm_loss_per_100_steps": curve}
+
+
 @register(
     "after_rope",
-    title="What came after RoPE: RoPE, NoPE, partial rotary, p-RoPE and NoPE/RoPE hybrids, in range and past L",
-    claim="Hybrid stacks and p-RoPE keep RoPE's in-range quality while changing what happens past the trained "
-          "length; NoPE alone pays in range.",
+    title="What came after RoPE: RoPE, NoPE, partial rotary, p-RoPE and the NoPE/RoPE and local/global stacks, "
+          "in range, past L, and retrieving at controlled distances",
+    claim="Registered claims (config 'claims'): NoPE learns but pays in range; NoPE layers, partial rotary and "
+          "p-RoPE keep RoPE's in-range loss within 0.05 nats/char; hybrid and local/global stacks rise less past L; "
+          "the global NoPE layer retrieves beyond the window and beyond L.",
     configs={"quick": _QUICK, "full": _FULL},
 )
 def run(cfg: dict[str, Any], device: torch.device, progress: bool) -> dict[str, Any]:
     train_part, val_part = split_tokens(corpus_tokens())
     task = PasskeyTask()
-    L, B, n_layers = cfg["train_len"], cfg["train"]["batch_size"], cfg["model"]["n_layers"]
+    L, B, n_layers, W = cfg["train_len"], cfg["train"]["batch_size"], cfg["model"]["n_layers"], cfg["window"]
+    every = cfg["passkey_every"]
     seeds = seeds_of(cfg)
     T_max = max(cfg["lengths"])
     lm = nested_windows(val_part, cfg["loss_windows"], T_max, cfg["eval_seed"])  # (N, 4L) inputs, targets
-    tests = {}
-    for length in cfg["lengths"]:
-        rng = random.Random(cfg["eval_seed"] + length)
-        tests[length] = [task.batch(cfg["n_eval"], length, rng, d) for d in cfg["depths"]]
-    out: dict[str, Any] = {"train_len": L, "methods": cfg["methods"], "labels": LABELS, "seeds": seeds,
-                           "lengths": cfg["lengths"], "depths": cfg["depths"], "n_eval": cfg["n_eval"],
-                           "settings": {m: method_settings(m, n_layers, L)[1] for m in cfg["methods"]},
-                           "results": {m: [] for m in cfg["methods"]}, "seconds_per_seed": []}
+    tests, distances = [], []
+    for length, distance in cfg["passkey_cells"]:
+        x, y, got = task.batch_at(cfg["n_eval"], length, distance, random.Random(cfg["eval_seed"] + 7 * length + distance))
+        tests.append((x, y))
+        distances.append({"min": min(got), "mean": round(sum(got) / len(got), 2), "max": max(got)})
+    out: dict[str, Any] = {"train_len": L, "window": W, "methods": cfg["methods"], "labels": LABELS, "seeds": seeds,
+                           "lengths": cfg["lengths"], "passkey_cells": cfg["passkey_cells"],
+                           "passkey_distances": distances, "n_eval": cfg["n_eval"],
+                           "settings": {m: method_settings(m, n_layers, W)[1] for m in cfg["methods"]},
+                           "baselines": {"ngram": ngram_baselines(train_part, lm[0], lm[1], L)},
+                           "params": {}, "results": {m: [] for m in cfg["methods"]}, "seconds_per_seed": []}
     for seed in seeds:
         clock = Timer()
         for method in cfg["methods"]:
-            positional, extra = method_settings(method, n_layers, L)
+            positional, extra = method_settings(method, n_layers, W)
             model = build_gpt(positional, cfg["model"], L, seed, **extra)
-            log = train(model, passkey_and_text(task, train_part, L, B, cfg["passkey_every"], random.Random(seed)),
+            out["params"][method] = model.num_params()
+            log = train(model, passkey_and_text(task, train_part, L, B, every, random.Random(seed)),
                         TrainConfig(seed=seed, **cfg["train"]), device, desc=f"after_rope/{method} seed {seed}",
                         progress=progress)
             model.eval()
             curve = per_position_loss(model, lm[0], lm[1], device)  # (4L,) nats/char at each position
             row: dict[str, Any] = {
-                "seed": seed, "seconds": round(log["seconds"], 1),
+                "seed": seed, "seconds": round(log["seconds"], 1), **_train_summary(log["loss"], every),
                 "in_range": round(curve[:L].mean().item(), 4),
                 "past_L": round(curve[L:].mean().item(), 4),
                 "loss_by_quarter_L": [round(curve[i : i + L // 4].mean().item(), 4) for i in range(0, T_max, L // 4)],
-                "passkey": [round(sum(_passkey(model, x, y, device) for x, y in tests[n]) / len(tests[n]), 4)
-                            for n in cfg["lengths"]],
+                "passkey": [round(_passkey(model, x, y, device), 4) for x, y in tests],
             }
             if method in PROBED:
                 row["pair_norms"] = pair_norms(model, lm[0][:, :L], device)
