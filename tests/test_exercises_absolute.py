@@ -109,3 +109,47 @@ def test_check_offset_matrix_names_the_mistake(capsys, mistake):
     out = capsys.readouterr().out
     assert out.startswith("Not yet.")
     assert re.search(pattern, out), f"{mistake}: message does not name it:\n{out}"
+
+
+def test_wrong_way_rotation_gets_the_symptom_first_and_the_fix_on_a_second_failure(capsys):
+    """The two-stage hint: the first wrong-way answer hears what is wrong, not the answer; the same mistake
+    checked again gets the correct block."""
+    from mlbook.exercises.common import reset_hints
+
+    wrong = lambda k, d, b: _rot_blocks(k, d, b, sign=-1)  # noqa: E731
+    reset_hints()
+    try:
+        assert exercises.check_offset_matrix(wrong) is False
+        first = capsys.readouterr().out
+        assert "wrong way" in first and "PE[t-k]" in first
+        assert "[-sin phi, cos phi]" not in first and "sees this same mistake again" in first
+        assert exercises.check_offset_matrix(wrong) is False
+        second = capsys.readouterr().out
+        assert "wrong way" in second and "R(phi) = [[cos phi, sin phi], [-sin phi, cos phi]]" in second
+        # another mistake does not use up the stage, and a correct answer still passes
+        reset_hints()
+        assert exercises.check_offset_matrix(lambda k, d, b: _rot_blocks(k, d, b, layout="half")) is False
+        capsys.readouterr()
+        assert exercises.check_offset_matrix(wrong) is False
+        assert "[-sin phi, cos phi]" not in capsys.readouterr().out
+        assert exercises.check_offset_matrix(_rot_blocks) is True
+    finally:
+        reset_hints()
+
+
+def test_staged_hint_refuses_empty_text_and_counts_per_key():
+    from mlbook.exercises.common import reset_hints, staged_hint
+
+    reset_hints()
+    try:
+        assert staged_hint("a", "Symptom.", "Fix.").startswith("Symptom. Try a fix")
+        assert staged_hint("b", "Other.", "Fix b.").startswith("Other. Try a fix")
+        assert staged_hint("a", "Symptom.", "Fix.") == "Symptom. Fix."
+        reset_hints("a")
+        assert "Fix." not in staged_hint("a", "Symptom.", "Fix.")
+        for bad in (("", "s", "f"), ("k", "", "f"), ("k", "s", None)):
+            with pytest.raises(TypeError, match="must be a non-empty string"):
+                staged_hint(*bad)
+    finally:
+        reset_hints()
+

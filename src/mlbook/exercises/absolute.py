@@ -13,7 +13,8 @@ from typing import Callable
 import torch
 
 from mlbook.analysis.absolute import offset_matrix, pair_frequencies
-from mlbook.exercises.common import call_answer, failure, fmt_pair, guarded, number_answer, tensor_answer, verdict
+from mlbook.exercises.common import (call_answer, failure, fmt_pair, guarded, number_answer, staged_hint, tensor_answer,
+                                     verdict)
 from mlbook.transformer.positional import frequency_ladder, sinusoidal_positional_encoding
 
 __all__ = ["check_equivariance_error", "check_offset_matrix"]
@@ -118,6 +119,8 @@ def check_offset_matrix(fn: Callable[[int, int, float], object]) -> bool:
     PE is `sinusoidal_positional_encoding` (sin at column 2i, cos at 2i+1). Compares with the
     library's `offset_matrix` and names the usual mistakes: the transposed (wrong-way) rotation,
     the rotate-half pair layout, frequencies base^(-i/d) instead of base^(-2i/d), the identity.
+    The wrong-way rotation gets a two-stage hint (`staged_hint`): its symptom first, the correct
+    block only when the same mistake is checked again.
     """
     cases = ((3, 8, 10000.0), (5, 16, 100.0), (11, 12, 500.0))
     for k, d, base in cases:
@@ -142,11 +145,14 @@ def check_offset_matrix(fn: Callable[[int, int, float], object]) -> bool:
             return verdict(False, f"Your matrix is the identity {where}: it maps PE[t] to itself, not to PE[t+k]. "
                                   "Each (sin, cos) pair must turn by the angle omega_i * k.")
         if torch.allclose(M, want.T, atol=1e-5):
-            return verdict(False, f"Your rotation turns the wrong way {where}: it maps PE[t] to PE[t-k]. With the "
-                                  "pair stored as (sin, cos), sin(a+b) = sin a cos b + cos a sin b puts +sin(phi) in "
-                                  "the top-right: R(phi) = [[cos phi, sin phi], [-sin phi, cos phi]]. (Swapping the "
-                                  "members of a pair, (cos, sin) where the table stores (sin, cos), gives this same "
-                                  "matrix.)")
+            # two-stage hint: the symptom first, the matrix only when the same mistake comes back
+            symptom = (f"Your rotation turns the wrong way {where}: it maps PE[t] to PE[t-k], not PE[t+k]. Check "
+                       "where +sin(phi) must sit, from the angle-addition identity for sin(omega_i (t+k)) with the "
+                       "pair stored as (sin, cos). (Swapping the members of a pair, (cos, sin) where the table "
+                       "stores (sin, cos), gives this same matrix.)")
+            fix = ("The fix: sin(a+b) = sin a cos b + cos a sin b puts +sin(phi) in the top-right, so each block is "
+                   "R(phi) = [[cos phi, sin phi], [-sin phi, cos phi]], the transpose of the textbook rotation.")
+            return verdict(False, staged_hint("offset_matrix: turns the wrong way", symptom, fix))
         blocks = [(2 * i, 2 * i + 2) for i in range(d // 2)]
         eye2 = torch.eye(2, dtype=torch.float64)
         right = [torch.allclose(M[a:b, a:b], want[a:b, a:b], atol=1e-5) for a, b in blocks]

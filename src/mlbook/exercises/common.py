@@ -21,6 +21,8 @@
     pair_kinds(x, got, ...)    per RoPE pair (x_i, x_(i+d/2)): turned right, left still, mirrored, members swapped
     pair_kinds_message(...)    the sentence naming partial rotation or swapped members, from pair_kinds
     guarded(checker)           a checker that reports an answer it could not compare instead of raising
+    staged_hint(key, symptom, fix)  opt-in two-stage hint: the symptom the first time mistake `key` is seen,
+                               the symptom and the fix from the second time on (reset_hints forgets them)
 
 Every checker module imports these from here; a checker never raises into a notebook cell.
 """
@@ -42,7 +44,8 @@ import torch
 
 __all__ = ["verdict", "call_answer", "call_checked", "failure", "run_limited", "tensor_answer", "number_answer",
            "as_float", "rtol_for", "significant_bits", "fmt_pair", "pair_kinds", "pair_kinds_message", "guarded",
-           "note", "describe", "error_text", "TIME_LIMIT_S", "AnswerTimedOut", "InputModified"]
+           "note", "describe", "error_text", "TIME_LIMIT_S", "AnswerTimedOut", "InputModified", "staged_hint",
+           "reset_hints"]
 
 # Every reference answer returns in well under a second on a 2-core CPU; an answer still running after
 # this long is stuck (an endless loop, a huge tensor) and is stopped instead of hanging the notebook.
@@ -352,3 +355,30 @@ def guarded(checker: _F) -> _F:
         finally:
             _NOTES.reset(token)
     return wrapper  # type: ignore[return-value]
+
+
+# How often each staged mistake has been seen in this Python session (a notebook kernel): see staged_hint.
+_HINTS_SEEN: dict[str, int] = {}
+
+
+def staged_hint(key: str, symptom: str, fix: str) -> str:
+    """A two-stage hint, for checkers that opt in: the first time the mistake named `key` is seen, only
+    `symptom` (what is wrong) and a note that the same mistake again brings the fix; from the second time
+    on, `symptom` followed by `fix`. Counted per Python session, so re-running a notebook cell counts;
+    `reset_hints` forgets. Checkers that do not call it print what they always printed."""
+    for name, value in (("key", key), ("symptom", symptom), ("fix", fix)):
+        if not isinstance(value, str) or not value:
+            raise TypeError(f"{name} must be a non-empty string, got {value!r}")
+    seen = _HINTS_SEEN.get(key, 0)
+    _HINTS_SEEN[key] = seen + 1
+    if seen == 0:
+        return f"{symptom} Try a fix; if the checker sees this same mistake again, it shows the fix."
+    return f"{symptom} {fix}"
+
+
+def reset_hints(key: str | None = None) -> None:
+    """Forget that the staged mistake `key` (every staged mistake, without a key) was seen."""
+    if key is None:
+        _HINTS_SEEN.clear()
+    else:
+        _HINTS_SEEN.pop(key, None)
