@@ -263,32 +263,37 @@ def test_stage1_grid_numbers():
 
 def test_log_spaced_offset_against_math_and_hugging_face_swinv2():
     values = [-15.0, -7.0, -1.0, -0.5, 0.0, 0.25, 1.0, 3.0, 23.0]
-    got = R.log_spaced_offset(values)
+    got = R.log_spaced_offset(values, 8)
     assert got.dtype == torch.float64
-    want = [math.copysign(math.log1p(abs(v)), v) for v in values]
+    want = [math.copysign(math.log2(1 + 8 * abs(v) / 7) / 3, v) for v in values]
     assert got.tolist() == pytest.approx(want, abs=1e-15)
-    assert torch.equal(R.log_spaced_offset(torch.tensor(values)), -R.log_spaced_offset(torch.tensor(values).neg()))
-    # Hugging Face's Swin V2 rescales offsets to [-8, 8] by the window and divides by log2(8): the same map
+    assert torch.equal(R.log_spaced_offset(torch.tensor(values), 8), -R.log_spaced_offset(torch.tensor(values).neg(), 8))
+    # Hugging Face's Swin V2 builds the same table, for a window trained at its own size and for a larger
+    # window fine-tuned from a smaller pre-training window (the offsets rescaled by the pre-training one)
     swinv2 = pytest.importorskip("transformers.models.swinv2.modeling_swinv2")
     transformers = pytest.importorskip("transformers")
-    w = 8
-    attn = swinv2.Swinv2SelfAttention(transformers.Swinv2Config(), dim=32, num_heads=2, window_size=w)
-    table = attn.relative_coords_table[0].double()  # (2w - 1, 2w - 1, 2)
-    offsets = torch.arange(-(w - 1), w, dtype=torch.float64) / (w - 1) * 8  # the rescaled offsets
-    ours = R.log_spaced_offset(offsets) / math.log(8)
-    torch.testing.assert_close(table[:, 0, 0], ours, rtol=0, atol=1e-6)
-    torch.testing.assert_close(table[0, :, 1], ours, rtol=0, atol=1e-6)
+    for w, w_pre in ((8, 0), (16, 8), (12, 7), (24, 12)):
+        attn = swinv2.Swinv2SelfAttention(transformers.Swinv2Config(), dim=32, num_heads=2, window_size=w,
+                                          pretrained_window_size=[w_pre, w_pre])
+        table = attn.relative_coords_table[0].double()  # (2w - 1, 2w - 1, 2)
+        offsets = torch.arange(-(w - 1), w, dtype=torch.float64)  # dy (axis 0) and dx (axis 1)
+        ours = R.log_spaced_offset(offsets, w_pre or w)
+        torch.testing.assert_close(table[:, 0, 0], ours, rtol=0, atol=1e-6)
+        torch.testing.assert_close(table[0, :, 1], ours, rtol=0, atol=1e-6)
+        if w_pre:  # the growth the page prints is the table's own largest value over the trained window's
+            trained = float(R.log_spaced_offset(w_pre - 1, w_pre))
+            assert R.offset_range_growth(w_pre, w) == pytest.approx(float(table.max()) / trained - 1, abs=1e-6)
 
 
 @pytest.mark.parametrize("old, new", [(7, 12), (8, 16), (12, 24), (8, 8)])
 def test_offset_range_growth_brute_force(old, new):
     for log_spaced in (False, True):
-        f = R.log_spaced_offset if log_spaced else (lambda d: torch.as_tensor(d, dtype=torch.float64))
+        f = (lambda d: R.log_spaced_offset(d, old)) if log_spaced else (lambda d: torch.as_tensor(d, dtype=torch.float64))
         top_old = float(f(torch.arange(-(old - 1), old)).max())
         top_new = float(f(torch.arange(-(new - 1), new)).max())
         assert R.offset_range_growth(old, new, log_spaced) == pytest.approx(top_new / top_old - 1, rel=1e-12)
     assert R.offset_range_growth(8, 16, log_spaced=False) == pytest.approx(8 / 7)
-    assert R.offset_range_growth(8, 16) == pytest.approx(math.log(16) / math.log(8) - 1)
+    assert R.offset_range_growth(8, 16) == pytest.approx(math.log2(1 + 8 * 15 / 7) / math.log2(9) - 1)
     if new > old:
         assert R.offset_range_growth(old, new) < R.offset_range_growth(old, new, log_spaced=False)
 
@@ -298,6 +303,7 @@ def test_offset_range_growth_brute_force(old, new):
     (lambda: R.patch_grid(224, 0), ValueError, "patch_size"),
     (lambda: R.offset_range_growth(1, 8), ValueError, "old_window"),
     (lambda: R.offset_range_growth(8, 7.5), TypeError, "new_window"),
+    (lambda: R.log_spaced_offset(3.0, 1), ValueError, "pretrained_window"),
     (lambda: R.swin_pair(7, (7, 0), (0, 0)), ValueError, "query"),
     (lambda: R.swin_pair(7, (0, 0), (0, -1)), ValueError, "key"),
     (lambda: R.swin_index(0), ValueError, "window"),

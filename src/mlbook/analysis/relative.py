@@ -12,7 +12,7 @@
     window_pairs            (w^2)^2: (query, key) pairs of a w x w window, what an unshared table would need
     swin_index              the (w^2, w^2) index into that table, from RelativePositionBias2D
     swin_pair               flat query/key indices of two window cells (y, x), row-major
-    log_spaced_offset       sign(d) ln(1 + |d|): Swin V2's log-spaced coordinate for its continuous bias
+    log_spaced_offset       sign(d) log2(1 + 8|d|/(w_pre - 1)) / 3: Swin V2's log-spaced coordinate
     offset_range_growth     how far past its trained input range a bias function must reach at a larger window
 
 All bucket ids come from `mlbook.transformer.positional.relative_position_bucket`; nothing here
@@ -21,6 +21,7 @@ re-implements the bucketing.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import torch
@@ -283,28 +284,35 @@ def swin_pair(window: int, query: tuple[int, int], key: tuple[int, int]) -> tupl
 # ---------------------------------------------------------------------------
 
 
-def log_spaced_offset(delta: torch.Tensor | float | int) -> torch.Tensor:
-    """Swin V2's log-spaced coordinate, sign(d) * ln(1 + |d|), elementwise, float64 (Liu et al., 2022).
+def log_spaced_offset(delta: torch.Tensor | float | int, pretrained_window: int) -> torch.Tensor:
+    """Swin V2's log-spaced coordinate, elementwise, float64 (Liu et al., 2022, as released):
 
-    Swin V2 feeds each offset (dy, dx), so transformed, to a small MLP that outputs one bias per
-    head, instead of looking the offset up in a table. (The released code first rescales the offsets
-    by the pre-training window to [-8, 8] and uses log2 / log2(8); the shape of the map is the same.)
+        sign(d) * log2(1 + 8 |d| / (w_pre - 1)) / log2(8)
+
+    The offset d is first rescaled so that the largest offset of the pre-training window w_pre,
+    w_pre - 1, maps to 8, then taken on a base-2 logarithm divided by log2(8) = 3, so that offset maps
+    to log2(9) / 3 = 1.057. Hugging Face's `Swinv2SelfAttention.create_coords_table_and_index` builds
+    the same table (with w_pre its `pretrained_window_size`, or its own window when that is 0). Swin V2
+    feeds each offset (dy, dx), so transformed, to a small MLP that outputs one bias per head.
     """
+    check_int("pretrained_window", pretrained_window, 2)
     d = torch.as_tensor(delta, dtype=torch.float64)
-    return torch.sign(d) * torch.log1p(d.abs())
+    return torch.sign(d) * torch.log2(1 + 8 * d.abs() / (pretrained_window - 1)) / math.log2(8)
 
 
 def offset_range_growth(old_window: int, new_window: int, log_spaced: bool = True) -> float:
     """How far past the largest input it was trained on a bias function must extrapolate when the
-    window grows from old_window to new_window: (f(new - 1) - f(old - 1)) / f(old - 1), with f the
-    identity (raw offsets) or `log_spaced_offset`; offsets in a w x w window reach w - 1.
+    window grows from old_window (pre-training) to new_window: (f(new - 1) - f(old - 1)) / f(old - 1),
+    with f the identity (raw offsets) or Swin V2's `log_spaced_offset` with w_pre = old_window;
+    offsets in a w x w window reach w - 1.
 
-    Window 8 -> 16: 8 / 7 = 1.14 on raw offsets, ln 16 / ln 8 - 1 = 0.33 log-spaced.
+    Window 8 -> 16: 8 / 7 = 1.14 on raw offsets; log2(1 + 8 * 15 / 7) / log2(9) - 1 = 0.32 log-spaced.
     """
     check_int("old_window", old_window, 2)
     check_int("new_window", new_window, 2)
     if log_spaced:
-        old, new = float(log_spaced_offset(old_window - 1)), float(log_spaced_offset(new_window - 1))
+        old = float(log_spaced_offset(old_window - 1, old_window))
+        new = float(log_spaced_offset(new_window - 1, old_window))
     else:
         old, new = float(old_window - 1), float(new_window - 1)
     return (new - old) / old
