@@ -144,3 +144,22 @@ def test_mpt_storywriter_slopes():
 def test_alibi_analysis_rejects_bad_input(call, exc, pattern):
     with pytest.raises(exc, match=pattern):
         call()
+
+
+def test_passkey_alibi_lines_read_the_record():
+    from mlbook.analysis import alibi as A
+    from mlbook.experiments import catalog  # noqa: F401
+    from mlbook.experiments import exp_passkey as P
+    from mlbook.experiments.registry import load_result
+
+    record = load_result("passkey", "full")
+    text = A.passkey_alibi_lines()
+    if record is None:
+        assert "passkey" in text
+        return
+    lines = text.splitlines()
+    assert len(lines) == len(record["results"]["phases"])
+    for line, phase in zip(lines, record["results"]["phases"]):
+        s = P.summary(record, phase, "alibi")
+        assert P.pm(s["accuracy"][0], 2) in line and P.pm(s["accuracy"][-1], 2) in line
+        assert P.pm(P.length_change(record, phase, "alibi")["accuracy"], 2) in line

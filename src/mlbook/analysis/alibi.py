@@ -6,6 +6,7 @@
     weight_ratio       exp(-m_h k): the factor by which that penalty scales an attention weight
     effective_window   the distance at which head h's penalty first reaches `nats`: ceil(nats / m_h)
     mpt_slopes         the slopes as MPT's code builds them, 2^(-alibi_bias_max h / H): MPT-7B uses 8, StoryWriter 16
+    passkey_alibi_lines   ALiBi's retrieval in Experiment 6's saved record, one line per phase
 
 Every slope comes from `mlbook.transformer.positional.alibi_slopes`; nothing here re-derives it.
 """
@@ -19,7 +20,8 @@ import torch
 from mlbook.transformer.positional import alibi_bias, alibi_slopes
 from mlbook.transformer.validate import check_int, check_positive_float
 
-__all__ = ["slope_provenance", "naive_slopes", "alibi_penalty", "weight_ratio", "effective_window", "mpt_slopes"]
+__all__ = ["slope_provenance", "naive_slopes", "alibi_penalty", "weight_ratio", "effective_window", "mpt_slopes",
+           "passkey_alibi_lines"]
 
 
 def slope_provenance(n_heads: int) -> list[str]:
@@ -87,3 +89,30 @@ def mpt_slopes(n_heads: int, alibi_bias_max: float = 8.0) -> torch.Tensor:
     if n != n_heads:
         slopes = torch.cat([slopes[1::2], slopes[::2]])[:n_heads]  # (H,)
     return slopes
+
+
+def passkey_alibi_lines(budget: str = "full") -> str:
+    """ALiBi's passkey retrieval in Experiment 6's saved record, one line per phase (without
+    fine-tuning, after the brief fine-tune at 4L): all-digits accuracy averaged over depths at the
+    trained length and at the longest one (mean ± sd over seeds), and the paired change between
+    them with its 95% interval. Read through `mlbook.experiments.exp_passkey`, never typed; without
+    a saved record, the registry's sentence saying how to make one."""
+    from mlbook.experiments import catalog  # noqa: F401  (registers the experiments)
+    from mlbook.experiments import exp_passkey as P
+    from mlbook.experiments.registry import headline, load_result
+
+    record = load_result("passkey", budget)
+    if record is None:
+        return headline("passkey", budget)
+    r = record["results"]
+    L, T = r["lengths"][0], r["lengths"][-1]
+    lines = []
+    for phase in r["phases"]:
+        s = P.summary(record, phase, "alibi")
+        change = P.length_change(record, phase, "alibi")["accuracy"]
+        when = "without fine-tuning" if phase == "zero_shot" else (
+            f"after {r['finetune']['steps']} fine-tuning steps at {r['finetune_len']}")
+        lines.append(f"ALiBi {when}: all digits right at {L} {P.pm(s['accuracy'][0], 2)}, at {T} "
+                     f"{P.pm(s['accuracy'][-1], 2)}; {T} minus {L} {P.pm(change, 2)} ({change['verdict']}, "
+                     f"{len(r['seeds'])} seeds)")
+    return "\n".join(lines)
