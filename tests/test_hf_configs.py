@@ -259,3 +259,28 @@ def test_partial_rotary_tables_equal_transformers(rope_scaling) -> None:
         theirs, factor = rope_init_function(kind)(hf_config, "cpu", seq_len=seq_len)
         torch.testing.assert_close(rotary.inv_freq_at(seq_len or 1), theirs, rtol=1e-6, atol=1e-9)
         assert math.isclose(rotary.attention_factor, factor, rel_tol=1e-12)
+
+
+@pytest.mark.parametrize("model_type", ["deepseek_v3", "deepseek_v2"])
+def test_latent_attention_is_refused_with_the_softmax_factor_transformers_applies(model_type: str) -> None:
+    """A latent-attention config (DeepSeek's) must not become a Llama-layout GPT: the refusal names latent attention,
+    also where the file leaves kv_lora_rank to its class, and the mscale_all_dim factor on the softmax scale, equal to
+    the one transformers' attention multiplies its scaling by."""
+    rope = {"type": "yarn", "factor": 40.0, "mscale": 1.0, "mscale_all_dim": 1.0, "original_max_position_embeddings": 64,
+            "beta_fast": 32.0, "beta_slow": 1.0}
+    shape = {"qk_rope_head_dim": 16, "qk_nope_head_dim": 32, "v_head_dim": 32, "kv_lora_rank": 32, "q_lora_rank": None}
+    config = {**BASE, "model_type": model_type, "rope_scaling": rope, **shape}
+    cls = transformers.AutoConfig.for_model(model_type, **{**BASE, **shape, "rope_scaling": copy.deepcopy(rope),
+                                                           "n_routed_experts": 2, "num_experts_per_tok": 1})
+    attn = transformers.AutoModelForCausalLM.from_config(cls).model.layers[0].self_attn
+    expected = (0.1 * math.log(40.0) + 1) ** 2  # the factor the refusal names, transformers 5.15's
+    if model_type == "deepseek_v3" or int(transformers.__version__.split(".")[0]) >= 5:  # 4.57's V2 left it out
+        factor = attn.scaling / (shape["qk_rope_head_dim"] + shape["qk_nope_head_dim"]) ** -0.5
+        assert factor == pytest.approx(expected, rel=1e-6)
+    with pytest.raises(ValueError, match=rf"latent attention.*softmax scale.*= {expected:.4f}"):
+        gpt_config_from_hf(config)
+    unstated = {k: v for k, v in config.items() if k != "kv_lora_rank"}  # the class's 512 applies
+    with pytest.raises(ValueError, match=rf"model_type='{model_type}' is latent attention"):
+        gpt_config_from_hf(unstated)
+    with pytest.raises(ValueError, match=r"latent attention"):  # unscaled: no softmax factor, still latent
+        gpt_config_from_hf({**config, "rope_scaling": None})

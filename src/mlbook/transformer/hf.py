@@ -581,6 +581,17 @@ _INTERLEAVED_ARCHITECTURES: dict[str, str] = {"DeepseekV3ForCausalLM": "deepseek
                                               "Llama4ForCausalLM": "llama4_text",
                                               "Llama4ForConditionalGeneration": "llama4_text"}
 
+# Latent-attention families (transformers 5.15: their config classes, and only theirs, declare kv_lora_rank). Their
+# attention caches a latent, not per-head keys and values, and multiplies the softmax scale by
+# yarn_get_mscale(factor, mscale_all_dim) ** 2 when the RoPE dict is scaled and states mscale_all_dim
+# (`yarn_apply_mscale` in each modeling file: DeepSeek-V3's (0.1 ln 40 + 1) ** 2 = 1.874; in 4.57 DeepseekV3Attention
+# did so and DeepseekV2Attention did not), a factor no rotary embedding carries. A Llama-layout GPT reproduces
+# neither: `gpt_config_from_hf` refuses them by name
+LATENT_ATTENTION_FAMILIES: tuple[str, ...] = ("axk1", "axk2", "deepseek_v2", "deepseek_v3", "deepseek_v32",
+                                              "glm4_moe_lite", "glm_moe_dsa", "kimi_k2", "longcat_flash", "minicpm3",
+                                              "mistral4", "youtu")
+
+
 # --- Which families this module reads -------------------------------------------------
 #
 # The model types whose transformers 5.15 config class declares rope_parameters: their model code builds its
@@ -1638,14 +1649,36 @@ def _architecture_options(config: Any) -> dict[str, Any]:
     return out
 
 
+def _refuse_latent_attention(config: Any) -> None:
+    """Raise for a latent-attention config (`LATENT_ATTENTION_FAMILIES`, or one stating kv_lora_rank), naming the
+    softmax factor its attention would add: a Llama-layout GPT reproduces neither."""
+    family = hf_rope_family(config)
+    rank = hf_get(config, "kv_lora_rank")
+    if family not in LATENT_ATTENTION_FAMILIES and rank is None:
+        return
+    why = (f"model_type={family!r}" + (f" with kv_lora_rank={rank}" if rank is not None else "")
+           + " is latent attention: it caches a latent and rebuilds each head's key and value from it, where this "
+           "GPT's heads keep their own")
+    rope = hf_rope_parameters_for(config)
+    factor, all_dim = rope.get("factor"), rope.get("mscale_all_dim")
+    if rope.get("rope_type", "default") != "default" and all_dim and factor and float(factor) > 1:
+        m = 0.1 * float(all_dim) * math.log(float(factor)) + 1.0  # yarn_get_mscale(factor, mscale_all_dim)
+        why += (f"; transformers 5.15's attention for it also multiplies the softmax scale by (0.1 * mscale_all_dim * "
+                f"ln(factor) + 1) ** 2 = {m * m:.4f} (mscale_all_dim={all_dim}, factor={factor}), a factor no rotary "
+                "embedding carries")
+    raise ValueError(why + ". Converting it would change the model's attention without an error")
+
+
 def gpt_config_from_hf(config: Any, pairing: str | None = None) -> GPTConfig:
     """A GPTConfig (RMSNorm, SwiGLU, no biases unless attention_bias) for a Llama-layout config (either
     layout of its RoPE settings; a multimodal config's text config).
 
     Raises where the config asks for something the GPT would not do (head_dim other than
-    hidden_size / num_attention_heads, chunked attention, temperature tuning, ...).
+    hidden_size / num_attention_heads, chunked attention, temperature tuning, latent attention and its
+    mscale_all_dim softmax factor, ...).
     """
     config = hf_text_config(config)
+    _refuse_latent_attention(config)
     d_model = check_int("hidden_size", hf_get(config, "hidden_size"), 1)
     n_heads = check_int("num_attention_heads", hf_get(config, "num_attention_heads"), 1)
     if hf_head_dim(config) * n_heads != d_model:
