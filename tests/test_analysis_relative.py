@@ -315,3 +315,21 @@ def test_offset_range_growth_brute_force(old, new):
 def test_relative_analysis_rejects_bad_input(call, exc, pattern):
     with pytest.raises(exc, match=pattern):
         call()
+
+
+def test_t5_length_summary_prints_the_records_comparisons():
+    from mlbook.experiments.common import pm
+    from mlbook.experiments.exp_t5_length import comparisons
+    from mlbook.experiments.registry import load_result
+
+    record = load_result("t5_length", "full")
+    text = R.t5_length_summary()
+    if record is None:
+        assert text.startswith("No saved full-budget record")
+        return
+    c = comparisons(record)
+    for key in ("t5_long_vs_train_em", "tail_vs_t5_em", "tail_vs_t5_tok", "tail_long_vs_train_em"):
+        assert f"{c[key]['measure']} {pm(c[key], 2)} ({c[key]['verdict']})" in text
+    assert "cannot run at 16" in text
+    with pytest.raises(ValueError, match="budget"):
+        R.t5_length_summary("huge")

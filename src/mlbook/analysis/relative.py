@@ -14,6 +14,7 @@
     swin_pair               flat query/key indices of two window cells (y, x), row-major
     log_spaced_offset       sign(d) log2(1 + 8|d|/(w_pre - 1)) / 3: Swin V2's log-spaced coordinate
     offset_range_growth     how far past its trained input range a bias function must reach at a larger window
+    t5_length_summary       Experiment 4's record in the few lines this section's argument needs
 
 All bucket ids come from `mlbook.transformer.positional.relative_position_bucket`; nothing here
 re-implements the bucketing.
@@ -45,6 +46,7 @@ __all__ = [
     "swin_pair",
     "log_spaced_offset",
     "offset_range_growth",
+    "t5_length_summary",
 ]
 
 
@@ -316,3 +318,48 @@ def offset_range_growth(old_window: int, new_window: int, log_spaced: bool = Tru
     else:
         old, new = float(old_window - 1), float(new_window - 1)
     return (new - old) / old
+
+
+# ---------------------------------------------------------------------------
+# Experiment 4, as this section cites it
+# ---------------------------------------------------------------------------
+
+
+def t5_length_summary(budget: str = "full") -> str:
+    """Experiment 4 (T5 bias trained at length 8, tested at 16) in the lines section 2.3 argues from:
+    each model's mean ± sd at 16, then the paired differences (95% intervals, the experiment's
+    verdicts) that say whether sharing trained buckets is enough. From the saved record of
+    `mlbook.experiments.exp_t5_length`; without one, how to make it."""
+    from mlbook.experiments.common import mean_sd, pm
+    from mlbook.experiments.exp_t5_length import comparisons, metric
+    from mlbook.experiments.registry import command_for, load_result
+
+    if budget not in ("quick", "full"):
+        raise ValueError(f"budget must be 'quick' or 'full', got {budget!r}")
+    record = load_result("t5_length", budget)
+    if record is None:
+        return f"No saved {budget}-budget record for 't5_length'; make one with:\n  {command_for('t5_length', budget)}"
+    r = record["results"]
+    T, n, k = r["train_len"], r["eval_lens"][-1], len(r["seeds"])
+    names = {"t5": "T5 defaults (32 buckets, max 128)", "t5_tail": "t5_tail (8 buckets, max 8)",
+             "learned16": "learned table, 16 rows", "learned": "learned table, 8 rows"}
+    lines = [f"Experiment 4: reversal trained at length {T}, tested at {n}, {k} seeds (mean ± sd)"]
+    for v in ("t5", "t5_tail", "learned16", "learned"):
+        if v not in r["variants"]:
+            continue
+        em = mean_sd(metric(record, v, n))
+        if em["n"] == 0:
+            lines.append(f"  {names[v]:36s} cannot run at {n} (the library refuses)")
+            continue
+        tok = mean_sd(metric(record, v, n, "token_accuracy"))
+        lines.append(f"  {names[v]:36s} exact match {pm(em, 2)}, token accuracy {pm(tok, 2)}")
+    c = comparisons(record)
+    lines.append("paired differences, 95% intervals:")
+    for title, keys in ((f"T5 defaults, at {n} - at {T}", ("t5_long_vs_train_em", "t5_long_vs_train_tok")),
+                        (f"t5_tail - T5 defaults, at {n}", ("tail_vs_t5_em", "tail_vs_t5_tok")),
+                        (f"t5_tail, at {n} - at {T}", ("tail_long_vs_train_em", "tail_long_vs_train_tok"))):
+        parts = [f"{c[key]['measure']} {pm(c[key], 2)} ({c[key]['verdict']})" for key in keys if key in c]
+        if parts:
+            lines.append(f"  {title + ':':30s} " + "; ".join(parts))
+    return "\n".join(lines)
+
