@@ -325,3 +325,9 @@ def test_rotation_precision_bf16_angles_match_the_angle_error_they_imply() -> No
     # a bf16 table rounds cos and sin by at most 2^-9 relative: well under a percent, far under the angle error
     assert 0 < p.table_bf16 < 2 ** -8 < p.angles_bf16 / 10
     assert p.table_bf16 < p.output_bf16 < 2 ** -7
+
+
+@pytest.mark.parametrize("kwargs, name", [({"n_keys": 1}, "n_keys"), ({"d_head": 7}, "d_head"), ({"base": 0.0}, "base")])
+def test_rotation_precision_refuses_bad_input_by_name(kwargs: dict, name: str) -> None:
+    with pytest.raises(ValueError, match=name):
+        I.rotation_precision(**kwargs)
