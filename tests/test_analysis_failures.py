@@ -98,3 +98,33 @@ def test_failure_checks_bad_input() -> None:
         F.ported_q_check(d_model=30, n_heads=2)
     with pytest.raises(ValueError, match="factor must be a finite number > 0"):
         F.extrapolation_check(512, (0.0,))
+
+
+# ---------------------------------------------------------------------------
+# A scaling that follows the length invalidates the cache
+# ---------------------------------------------------------------------------
+
+
+def test_cache_rescaling_check_flags_length_dependent_scalings_only() -> None:
+    report = F.cache_rescaling_check(trained_len=8, T=20, factor=4.0)
+    for name in F.CACHE_SCALINGS:
+        assert report.within[name] < 1e-12, name  # inside L every scaling uses fixed frequencies
+    assert {n for n in F.CACHE_SCALINGS if report.stale(n)} == {"dynamic", "longrope"}
+    assert report.beyond["dynamic"] > 1e-4 and report.beyond["longrope"] > 1e-4
+    assert "STALE past L" in repr(report) and "< 1e-09" in repr(report)
+
+
+def test_cache_rescaling_check_sees_a_frequency_change_at_the_switch() -> None:
+    # the oracle: the dynamic frequencies really differ between the first and the last step
+    from mlbook.transformer.rope_scaling import RopeScaling
+
+    s = RopeScaling("dynamic", factor=4.0, original_max_len=8)
+    early, _ = s.frequencies(16, 10000.0, seq_len=8)
+    late, _ = s.frequencies(16, 10000.0, seq_len=20)
+    assert not torch.allclose(early, late)
+    with pytest.raises(ValueError, match="T must be >= 9"):
+        F.cache_rescaling_check(trained_len=8, T=8)
+    with pytest.raises(ValueError, match="factor must be a finite number > 1.0"):
+        F.cache_rescaling_check(factor=1.0)
+    with pytest.raises(ValueError, match="d_head divisible by 4"):
+        F.cache_rescaling_check(d_model=12, n_heads=2)

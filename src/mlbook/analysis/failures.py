@@ -12,6 +12,9 @@ number the check looks at, with the correct setting beside it:
     shuffle_check          a model ignores position: the encoding never reaches the scores (added
                            after the attention's projections, or removed by LayerNorm); shuffle
                            the tokens and see whether the attention pattern changes beyond the shuffle
+    cache_rescaling_check  a scaling that follows the sequence length (dynamic NTK, LongRoPE)
+                           changes the frequencies mid-generation, so keys cached earlier were
+                           rotated with other ones; compare cached decoding with a full forward
 
 Retrieval failing while perplexity looks fine, and a sliding window collapsing, take a trained
 model, and the literature and this book's tiny models do not agree on them, so section 4 gives
@@ -34,6 +37,7 @@ from mlbook.analysis.extension import angle_coverage
 from mlbook.analysis.learned import DECODE_BUG_SCHEMES, decode_logit_drift
 from mlbook.analysis.rope import load_port, pairing_permutation, porting_layers
 from mlbook.transformer.attention import MultiHeadAttention
+from mlbook.transformer.cache import KVCache
 from mlbook.transformer.models import GPT, GPTConfig
 from mlbook.transformer.positional import (
     LearnedPositionalEmbedding,
@@ -41,6 +45,7 @@ from mlbook.transformer.positional import (
     convert_rotary_weights,
     sinusoidal_positional_encoding,
 )
+from mlbook.transformer.rope_scaling import RopeScaling
 from mlbook.transformer.validate import check_choice, check_int, check_positive_float
 
 __all__ = [
@@ -54,6 +59,9 @@ __all__ = [
     "SHUFFLE_PLACEMENTS",
     "ShuffleReport",
     "shuffle_check",
+    "CACHE_SCALINGS",
+    "CacheScalingReport",
+    "cache_rescaling_check",
 ]
 
 
@@ -300,3 +308,87 @@ def shuffle_check(
         expected = w[:, :, perm][:, :, :, perm]  # (1, H, T, T) P A(x) P^T
         sensitivity[placement] = (w_shuffled - expected).abs().max().item()
     return ShuffleReport(sensitivity, tolerance)
+
+
+# ---------------------------------------------------------------------------
+# A scaling that follows the length invalidates the cache
+# ---------------------------------------------------------------------------
+
+CACHE_SCALINGS: tuple[str, ...] = ("none", "ntk", "yarn", "dynamic", "longrope")
+
+
+@dataclass(frozen=True)
+class CacheScalingReport:
+    """Per scaling: max |cached step output - full forward over the same prefix|, before and past L."""
+
+    trained_len: int
+    T: int
+    factor: float
+    within: dict[str, float]  # steps whose sequence fits the trained length L
+    beyond: dict[str, float]  # steps past L
+    tol: float = 1e-9
+
+    def stale(self, name: str) -> bool:
+        """True if cached decoding leaves the full forward once the sequence passes L."""
+        return self.beyond[name] > self.tol
+
+    def __repr__(self) -> str:
+        lines = [f"one RoPE attention layer (float64), L = {self.trained_len}, {self.T} tokens decoded one at a time, "
+                 f"factor {self.factor:g}:",
+                 f"{'scaling':10s}{'steps < L':>12s}{'steps >= L':>12s}  cached keys"]
+        shown = lambda err: f"{err:.1e}" if err > self.tol else f"< {self.tol:.0e}"  # noqa: E731 rounding: no digits
+        for name in self.within:
+            verdict = "STALE past L: rotated with other frequencies" if self.stale(name) else "valid"
+            lines.append(f"{name:10s}{shown(self.within[name]):>12s}{shown(self.beyond[name]):>12s}  {verdict}")
+        return "\n".join(lines)
+
+
+def _scaling(name: str, factor: float, trained_len: int, d_head: int) -> RopeScaling | None:
+    if name == "none":
+        return None
+    if name == "ntk":
+        return RopeScaling("ntk", factor=factor)
+    if name == "longrope":  # one factor per pair: 1 for short inputs, a ramp up to the factor for long ones
+        pairs = d_head // 2
+        long = tuple(1.0 + (factor - 1.0) * i / (pairs - 1) for i in range(pairs))
+        return RopeScaling("longrope", factor=factor, original_max_len=trained_len,
+                           short_factor=(1.0,) * pairs, long_factor=long)
+    return RopeScaling(name, factor=factor, original_max_len=trained_len)
+
+
+def cache_rescaling_check(
+    trained_len: int = 16, T: int = 40, factor: float = 4.0, *, d_model: int = 32, n_heads: int = 2, seed: int = 0,
+) -> CacheScalingReport:
+    """Decode T tokens one at a time through one RoPE attention layer with a `KVCache`, per scaling.
+
+    Step t's output is compared with a full forward pass over tokens 0..t, which is what the same
+    layer computes without a cache. Static scalings (none, ntk, yarn) agree at every step: each key
+    was rotated once with the frequencies every later query uses. Dynamic NTK and LongRoPE choose
+    their frequencies from the current length (Hugging Face's `dynamic_rope_update`: dynamic grows
+    the base as the sequence grows past L; LongRoPE switches short_factor to long_factor past L),
+    so past L a query meets keys rotated under other frequencies, and cached decoding drifts.
+    """
+    check_int("trained_len", trained_len, 2)
+    check_int("T", T, trained_len + 1)
+    factor = check_positive_float("factor", factor, above=1.0)
+    check_int("d_model", d_model, 2)
+    check_int("n_heads", n_heads, 1)
+    if d_model % n_heads or (d_model // n_heads) % 4:
+        raise ValueError(f"d_model ({d_model}) must be n_heads ({n_heads}) times a d_head divisible by 4")
+    d_head = d_model // n_heads
+    x = torch.randn(1, T, d_model, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)  # (1, T, d)
+    within, beyond = {}, {}
+    for name in CACHE_SCALINGS:
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            rotary = RotaryEmbedding(d_head, rope_scaling=_scaling(name, factor, trained_len, d_head))
+            attn = MultiHeadAttention(d_model, n_heads, rotary=rotary).double().eval()
+        cache = KVCache(capacity=T)
+        with torch.no_grad():
+            diffs = torch.stack([
+                (attn(x[:, t : t + 1], cache=cache)[:, 0] - attn(x[:, : t + 1])[:, t]).abs().max()
+                for t in range(T)
+            ])  # (T,) step t: t + 1 tokens in all
+        within[name] = diffs[:trained_len].max().item()
+        beyond[name] = diffs[trained_len:].max().item()
+    return CacheScalingReport(trained_len, T, factor, within, beyond)
