@@ -137,6 +137,8 @@ def test_permutation_reference_solution_passes(capsys):
     [
         (lambda d: torch.argsort(_perm(d)), "inverse permutation"),
         (lambda d: torch.arange(d), "identity"),
+        # page 05's attempt: torch.stack without dim=-1, so flatten reads the halves back in order
+        (lambda d: torch.stack([torch.arange(d // 2), torch.arange(d // 2) + d // 2]).flatten(), "identity"),
         (lambda d: torch.zeros(d, dtype=torch.long), "not a permutation"),
         (lambda d: _perm(d).float(), "integer indices"),
         (lambda d: _perm(d)[:-1], "entries"),
