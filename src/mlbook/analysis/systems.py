@@ -1,6 +1,7 @@
 """Systems arithmetic for the systems view (notebooks/11_systems): what each positional scheme
-costs against attention, what a materialised bias holds and moves, and the context-extension
-decision procedure. KV-cache sizes and device budgets (sections 07, 08, 12, 15) are in
+costs against attention, what a materialised bias holds and moves, the context-extension
+decision procedure, and what RoPE moves in a serving engine (its cos/sin table, its in-place pass
+against the KV-cache read). KV-cache sizes and device budgets (sections 07, 08, 12, 15) are in
 `mlbook.analysis.production`.
 
 FLOPs count one multiply or one add as one FLOP (a multiply-add is 2), as in the usual
