@@ -69,6 +69,20 @@ def test_expected_row_updates_names_the_mistake(capsys, fn, message):
     assert not ok and message in out, out
 
 
+def test_expected_row_updates_off_by_one_shows_the_code_of_the_fix_only_the_second_time(capsys):
+    from mlbook.exercises.common import reset_hints
+
+    off_by_one = lambda p, s, B: s * (1 - (1 - _reach(p, 0)) ** B)  # noqa: E731
+    reset_hints()
+    try:
+        ok, first = _run(check_expected_row_updates, off_by_one, capsys)
+        assert not ok and "Off by one" in first and "length_probs[p + 1:]" not in first
+        ok, second = _run(check_expected_row_updates, off_by_one, capsys)
+        assert not ok and "Off by one" in second and "length_probs[p + 1:].sum()" in second
+    finally:
+        reset_hints()
+
+
 # ---------------------------------------------------------------------------
 # Section 2.3, exercise 5: the Swin index and the gathered bias
 # ---------------------------------------------------------------------------

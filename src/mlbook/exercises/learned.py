@@ -13,7 +13,8 @@ from typing import Callable
 import torch
 
 from mlbook.analysis.learned import expected_row_examples, expected_row_updates, short_length_distribution
-from mlbook.exercises.common import call_answer, failure, fmt_pair, guarded, rtol_for, tensor_answer, verdict
+from mlbook.exercises.common import (call_answer, failure, fmt_pair, guarded, rtol_for, staged_hint, tensor_answer,
+                                     verdict)
 
 __all__ = ["check_expected_row_updates"]
 
@@ -73,7 +74,7 @@ def check_expected_row_updates(fn: Callable[[torch.Tensor, int, int], object]) -
         candidates = [
             (steps * (1 - (1 - ge) ** B),
              "Off by one: you counted sequences with L >= p, but a sequence of length L fills positions 0..L-1, so "
-             "it reaches row p only if L > p (L >= p + 1). Use P(L > p) = length_probs[p + 1:].sum()."),
+             "it reaches row p only if L > p (L >= p + 1)."),
             (steps * reach,
              "You treated each step as one sequence. A batch holds B independent sequences, and the row gets a "
              "gradient if any one of them reaches it: the probability is 1 - (1 - P(L > p))^B."),
@@ -92,8 +93,11 @@ def check_expected_row_updates(fn: Callable[[torch.Tensor, int, int], object]) -
             (steps * B * ge,
              "Two slips: sequences counted instead of steps, and L >= p instead of L > p."),
         ]
-        for cand, message in candidates:
+        for i, (cand, message) in enumerate(candidates):
             if torch.allclose(got, cand.double(), rtol=rtol, atol=atol):
+                if i == 0:  # the page's first attempt: the code of the fix only when the same mistake comes back
+                    message = staged_hint("expected_row_updates: L >= p", message,
+                                          "The fix: P(L > p) = length_probs[p + 1:].sum().")
                 return verdict(False, message + f" (Seen {where}.)")
         if (got < -1e-9).any() or (got > steps + 1e-9).any():
             return verdict(False, f"Some entries are outside [0, steps] {where}: a count of steps with a gradient "
