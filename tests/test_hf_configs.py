@@ -7,6 +7,7 @@ every key is honoured or refused.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import logging
 import math
 
@@ -21,7 +22,7 @@ from mlbook.analysis.model_config import SHIPPED_CONFIGS, load_config, rotary_wi
 from mlbook.transformer.hf import (  # noqa: E402
     gpt_config_from_hf, gpt_from_hf_llama, hf_rope_type, rope_options_from_hf, rope_scaling_from_hf,
 )
-from mlbook.transformer.models import GPTConfig  # noqa: E402
+from mlbook.transformer.models import GPT, GPTConfig  # noqa: E402
 
 logging.getLogger("transformers.modeling_rope_utils").setLevel(logging.ERROR)
 
@@ -284,3 +285,24 @@ def test_latent_attention_is_refused_with_the_softmax_factor_transformers_applie
         gpt_config_from_hf(unstated)
     with pytest.raises(ValueError, match=r"latent attention"):  # unscaled: no softmax factor, still latent
         gpt_config_from_hf({**config, "rope_scaling": None})
+
+
+def test_nope_layers_give_smollm3s_logits() -> None:
+    """SmolLM3 rotates nothing in every fourth layer: a GPT copied from a tiny SmolLM3ForCausalLM must give its
+    logits, and the same GPT with those layers rotating must not (the NoPE layers are what the check sees)."""
+    torch.manual_seed(0)
+    cfg = transformers.SmolLM3Config(vocab_size=VOCAB, hidden_size=64, intermediate_size=96, num_attention_heads=4,
+                                     num_key_value_heads=2, num_hidden_layers=8, head_dim=16,
+                                     max_position_embeddings=256, rope_theta=10000.0, no_rope_layer_interval=4,
+                                     tie_word_embeddings=False, attn_implementation="eager", pad_token_id=0,
+                                     bos_token_id=1, eos_token_id=2)
+    hf = transformers.SmolLM3ForCausalLM(cfg).eval()
+    ours = gpt_from_hf_llama(hf).eval()
+    assert ours.config.nope_layers == (3, 7)  # transformers: layer i is NoPE when (i + 1) % interval == 0
+    rotating = GPT(dataclasses.replace(ours.config, nope_layers=())).eval()
+    rotating.load_state_dict(ours.state_dict())
+    idx = torch.randint(0, VOCAB, (2, 64), generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        theirs = hf(idx).logits
+        assert (theirs - ours(idx)).abs().max().item() < 1e-5
+        assert (theirs - rotating(idx)).abs().max().item() > 1e-3

@@ -1698,17 +1698,25 @@ def gpt_config_from_hf(config: Any, pairing: str | None = None) -> GPTConfig:
     )
 
 
-def gpt_from_hf_llama(hf_model: nn.Module, pairing: str = "half") -> GPT:
-    """Copy a Hugging Face LlamaForCausalLM's weights into a GPT whose logits equal the Llama's.
+# Families whose transformers model is a Llama's module for module, so `gpt_from_hf_llama` copies it: SmolLM3 adds
+# only NoPE layers (SmolLM3Attention skips apply_rotary_pos_emb where no_rope_layers[i] is 0) and, with
+# use_sliding_window, windows, both of which `gpt_config_from_hf` reads
+LLAMA_LAYOUT_FAMILIES: tuple[str, ...] = ("llama", "smollm3")
 
-    Every RoPE setting of its config is honoured (`rope_options_from_hf`) or refused. With
+
+def gpt_from_hf_llama(hf_model: nn.Module, pairing: str = "half") -> GPT:
+    """Copy a Hugging Face LlamaForCausalLM's weights (or a SmolLM3ForCausalLM's: `LLAMA_LAYOUT_FAMILIES`) into a
+    GPT whose logits equal the model's.
+
+    Every RoPE setting of its config is honoured (`rope_options_from_hf`) or refused, NoPE layers included. With
     pairing="interleaved" the q and k projections are permuted by `convert_rotary_weights` (per
     query head for q, per KV head for k), which leaves every attention score unchanged.
     """
     hc = hf_model.config
     model_type = getattr(hc, "model_type", "llama")
-    if model_type != "llama":
-        raise ValueError(f"gpt_from_hf_llama copies LlamaForCausalLM weights; got model_type={model_type!r}")
+    if model_type not in LLAMA_LAYOUT_FAMILIES:
+        raise ValueError(f"gpt_from_hf_llama copies the weights of Llama-layout models (model_type in "
+                         f"{LLAMA_LAYOUT_FAMILIES}); got model_type={model_type!r}")
     config = gpt_config_from_hf(hc, pairing)
     model = GPT(config)
     src = hf_model.model
