@@ -595,7 +595,11 @@ def fig_angle_error(
     """Largest angle error at positions 0..m against m (up to max_position), for float32 and two bfloat16 recipes.
 
     The error is measured against m times the library's float32 inv_freq in float64 and wrapped
-    to [0, pi] (`mlbook.analysis.rope.angle_error`). Slider over the pair index.
+    to [0, pi] (`mlbook.analysis.rope.angle_error`). The bf16-inv_freq curve is read against
+    distance: a model trained with the float32 ladder and run with the rounded one errs in the
+    phase of a query-key pair by |n - m| |theta~ - theta|, wherever the pair sits (a rounded ladder
+    used everywhere is still relative); the all-bf16 curve errs at the position itself. Slider over
+    the pair index.
     """
     fixed = {"d_head": d_head, "base": base, "max_position": max_position}
     return _styled(knob_figure(_angle_error, "pair", pair, pairs, "pair i", fixed))
