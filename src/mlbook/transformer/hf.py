@@ -157,7 +157,8 @@ LEGACY_ROPE_TYPES: dict[str, str] = {
            "vLLM's NTKScalingRotaryEmbedding, whose fixed form multiplies the base by the factor s and divides every "
            "frequency by s ** (2 / d): in transformers that is rope_type='linear' with factor s ** (2 / d) at "
            "rope_theta base * s (with mixed_b it is 'mixed NTK', which transformers cannot express). It is not "
-           "NTK-aware scaling (bloc97's larger base, base * s ** (d / (d - 2)): mlbook's ntk_base), and vLLM builds "
+           "NTK-aware scaling (bloc97's larger base, base * s ** (d / (d - 2)): mlbook's ntk_base; static NTK-aware "
+           "scaling is that base written as rope_theta, with no rope_scaling), and vLLM builds "
            "its table only up to max_position_embeddings (vllm#55910)",
     "default_rope": "write rope_type='default'",
 }
