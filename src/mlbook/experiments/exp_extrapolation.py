@@ -23,8 +23,11 @@ from typing import Any
 
 import torch
 
+from mlbook.experiments.claims import claims_table as _rows_table
+from mlbook.experiments.claims import decide, survivors_line
 from mlbook.experiments.common import (
     findings,
+    ngram_baselines,
     wrap_text,
     CORPUS,
     Timer,
@@ -44,8 +47,9 @@ from mlbook.experiments.data import corpus_tokens, split_tokens
 from mlbook.experiments.registry import register
 from mlbook.experiments.train import TrainConfig
 
-__all__ = ["SCHEMES", "LABELS", "scheme_metrics", "summary", "format_table", "comparisons", "verdict_line",
-           "claims_markdown", "headline", "unigram_loss", "per_position_loss", "binned"]
+__all__ = ["SCHEMES", "LABELS", "CLAIMS", "CLAIMS_REGISTERED", "AFTER_DATA_MARGIN", "scheme_metrics", "claim_values",
+           "decided_claims", "registered_claims_table", "claims_verdict", "ngram_levels", "baseline_table",
+           "beats_4gram", "summary", "format_table", "comparisons", "verdict_line", "claims_markdown", "headline", "unigram_loss", "per_position_loss", "binned"]
 
 # name -> GPT options; "sinusoidal" is the original Transformer's (sqrt(d_model) embedding scale)
 SCHEMES: dict[str, dict[str, Any]] = {
@@ -71,6 +75,55 @@ LABELS: dict[str, str] = {
     "rope_1head": "RoPE, 1 head (d_head 48)", "alibi": "ALiBi", "reference": "RoPE trained at 4L",
 }
 
+# The page's claims as the extended rule decides them (claims.decide, Holm over the family): each compares
+# scheme a - scheme b on tail - head at one length T = factor x L (positions L..T-1 minus positions 0..L-1 of the
+# same windows). They were attached on 2026-12-04, after the full record existed, from the comparisons the page
+# already reported; the equivalence margin below was therefore chosen after the data (it is Experiment 7's
+# registered margin, 5% in per-character perplexity), and the page says so.
+AFTER_DATA_MARGIN = 0.05  # nats/char
+CLAIMS_REGISTERED = ("after the run: attached on 2026-12-04 from the comparisons the page already reported; not "
+                     "registered before the data. Changed: ALiBi's 'loses no more than trained-at-4L' is now an "
+                     "equivalence claim at each longer length (96, 128, 256) with a margin of 0.05 nats/char chosen "
+                     "after the data, where the page had decided it at 256 alone by an interval spanning 0.")
+
+
+def _claim(cid: str, a: str, b: str, factor: float, expect: str, text: str, source: str) -> dict[str, Any]:
+    c = {"id": cid, "text": text, "source": source, "expect": expect, "a": a, "b": b,
+         "metric": "tail_minus_head", "factor": factor}
+    if expect == "equivalent":
+        c["margin"] = AFTER_DATA_MARGIN
+    return c
+
+
+CLAIMS: list[dict[str, Any]] = [
+    _claim("rope_degrades", "rope", "reference", 4, "higher", "unmodified RoPE degrades past L", "section 2.4"),
+    _claim("rope_1head_degrades", "rope_1head", "reference", 4, "higher",
+           "... also with 24 pairs in one head (d_head 48)", "section 2.4"),
+    _claim("alibi_beats_rope", "alibi", "rope", 4, "lower", "ALiBi loses less past L than RoPE",
+           "Press et al., 2022"),
+    _claim("alibi_flat_96", "alibi", "reference", 1.5, "equivalent",
+           "ALiBi loses no more past L than a model trained at 4L, at 1.5L", "Press et al., 2022"),
+    _claim("alibi_flat_128", "alibi", "reference", 2, "equivalent", "... at 2L", "Press et al., 2022"),
+    _claim("alibi_flat_256", "alibi", "reference", 4, "equivalent", "... at 4L", "Press et al., 2022"),
+    _claim("t5_worse", "t5", "reference", 4, "higher",
+           "T5's bias (max_distance 128) loses more than trained-at-length", "section 2.3"),
+    _claim("t5_beats_rope", "t5", "rope", 4, "lower", "... but less than RoPE", "section 2.3"),
+    _claim("t5_fit_worse", "t5_fit", "reference", 4, "higher",
+           "T5's bias (max_distance L) loses more than trained-at-length", "section 2.3"),
+    _claim("t5_fit_beats_rope", "t5_fit", "rope", 4, "lower", "... but less than RoPE", "section 2.3"),
+    _claim("sinusoidal_worse", "sinusoidal", "reference", 4, "higher",
+           "a sinusoidal model does not extrapolate", "section 2.1"),
+    _claim("nope_worse", "none", "reference", 4, "higher",
+           "without positions the loss still rises past L (more keys to spread attention over)",
+           "Wang et al., 2024"),
+]
+
+
+def _claims_for(schemes: list[str], reference: bool) -> list[dict[str, Any]]:
+    have = set(schemes) | ({"reference"} if reference else set())
+    return [c for c in CLAIMS if c["a"] in have and c["b"] in have]
+
+
 _QUICK = {
     "schemes": ["none", "sinusoidal", "learned", "t5", "rope", "alibi"],
     "model": {"d_model": 48, "n_heads": 4, "n_layers": 2},
@@ -82,6 +135,7 @@ _QUICK = {
     "eval_seed": 1000,
     "seeds": [0],
 }
+_QUICK["claims"] = _claims_for(_QUICK["schemes"], _QUICK["reference"])
 _FULL = {
     "schemes": ["none", "sinusoidal", "learned", "t5", "t5_fit", "rope", "rope_1head", "alibi"],
     "model": {"d_model": 48, "n_heads": 4, "n_layers": 2},
@@ -93,6 +147,7 @@ _FULL = {
     "eval_seed": 1000,
     "seeds": [0, 1, 2, 3, 4],
 }
+_FULL["claims"] = _claims_for(_FULL["schemes"], _FULL["reference"])
 
 
 @register(
@@ -321,3 +376,103 @@ def headline(record: dict[str, Any]) -> str:
         lines.append(f"Learned positions cannot run past T_max = {L} (the library refuses); in range they score "
                      f"{pm(s['learned']['mean'][str(L)], 2)} against RoPE's {pm(s['rope']['mean'][str(L)], 2)}.")
     return findings(lines)
+
+
+# -- the registered claims, decided by the extended rule, and the count n-gram baselines ----------------
+
+
+def claim_values(record: dict[str, Any], claim: dict[str, Any], side: str) -> list[float | None]:
+    """One value per seed for claim[side]: the scheme's claim["metric"] at length claim["factor"] x L."""
+    r = record["results"]
+    name = claim[side]
+    if name not in r["schemes"]:
+        raise ValueError(f"claim {claim['id']!r}: {side} must be one of {', '.join(r['schemes'])}, got {name!r}")
+    if claim["metric"] not in ("mean", "tail", "head", "tail_minus_head"):
+        raise ValueError(f"claim {claim['id']!r}: metric must be mean, tail, head or tail_minus_head, "
+                         f"got {claim['metric']!r}")
+    if claim["factor"] not in r["factors"]:
+        raise ValueError(f"claim {claim['id']!r}: factor must be one of {r['factors']}, got {claim['factor']!r}")
+    T = int(round(claim["factor"] * r["train_len"]))
+    return scheme_metrics(record, name)[claim["metric"]][str(T)]
+
+
+def decided_claims(record: dict[str, Any]) -> list[dict[str, Any]]:
+    """The record's claims (its config's "claims"), decided by claims.decide: Holm over the whole family."""
+    return decide(record["config"].get("claims", []), lambda c, side: claim_values(record, c, side))
+
+
+def _claim_label(c: dict[str, Any]) -> str:
+    return f"{SHORT[c['a']]} − {SHORT[c['b']]}, tail − head at {c['factor']:g}L"
+
+
+def registered_claims_table(record: dict[str, Any]) -> str:
+    """Markdown: every claim with its mean difference [95%] (and 90% against the margin for equivalence
+    claims) and its verdict after Holm's correction over the page's family."""
+    return _rows_table(decided_claims(record), 3, _claim_label)
+
+
+def claims_verdict(record: dict[str, Any]) -> str:
+    """The survivors of the family, then ALiBi length by length."""
+    rows = decided_claims(record)
+    text = survivors_line(rows)
+    alibi = [r for r in rows if r["claim"]["id"].startswith("alibi_flat_")]
+    if alibi:
+        words = []
+        for r in alibi:
+            o = r["outcome"]
+            word = ("cannot tell at this scale" if o == "cannot tell" else
+                    f"not within ±{r['claim']['margin']:g} (after-data margin)" if o == "equivalent" and not r["survives"]
+                    else o)
+            words.append(f"{word} at {r['claim']['factor']:g}L ({pm(r['diff'], 3)})")
+        text += " ALiBi against the model trained at 4L, tail − head: " + "; ".join(words) + "."
+    return text
+
+
+def ngram_levels(record: dict[str, Any]) -> dict[str, dict[str, float]]:
+    """Count n-gram models (n = 1..4, add-0.1, fit on the training split) on the record's own evaluation windows
+    (its config's eval_windows and eval_seed, 4L long): loss on positions < L and L..4L-1 (common.ngram_baselines).
+    Computed at page time: the record predates them."""
+    cfg, r = record["config"], record["results"]
+    train_part, val_part = split_tokens(corpus_tokens())
+    L, T_max = r["train_len"], r["eval_lengths"][-1]
+    x, y = nested_windows(val_part, cfg["eval_windows"], T_max, cfg["eval_seed"])
+    return ngram_baselines(train_part, x, y, L)
+
+
+def _gain_kept(record: dict[str, Any], name: str, levels: dict[str, dict[str, float]]) -> tuple[list, list]:
+    T = str(record["results"]["eval_lengths"][-1])
+    m = scheme_metrics(record, name)
+    big_in, big_past = levels["2"]["in_range"], levels["2"]["past_L"]
+    gain = [None if h is None else big_in - h for h in m["head"][T]]
+    kept = [None if t is None or g is None else (big_past - t) / g for t, g in zip(m["tail"][T], gain)]
+    return gain, kept
+
+
+def baseline_table(record: dict[str, Any], levels: dict[str, dict[str, float]] | None = None) -> str:
+    """The count n-gram models beside the trained ones on the same windows: loss on positions < L and L..4L-1,
+    each model's gain over the bigram in range, and the share of that gain it keeps past L
+    ((bigram past L - loss past L) / gain; 1 = keeps all of it), mean ± sd over seeds."""
+    levels = levels or ngram_levels(record)
+    r = record["results"]
+    L, T = r["train_len"], r["eval_lengths"][-1]
+    w = 15
+    head = f"{'model':<26}{'loss < ' + str(L):>{w}}{f'loss {L}..{T - 1}':>{w}}{'gain on 2-gram':>{w + 1}}{'kept past L':>{w}}"
+    lines = [head, "-" * len(head)]
+    for n, b in levels.items():
+        lines.append(f"{'count ' + n + '-gram':<26}{b['in_range']:>{w}.3f}{b['past_L']:>{w}.3f}")
+    for name, entry in r["schemes"].items():
+        m = scheme_metrics(record, name)
+        gain, kept = _gain_kept(record, name, levels)
+        cells = [pm(mean_sd(m["head"][str(T)] if m["head"][str(T)][0] is not None else m["mean"][str(L)])),
+                 pm(mean_sd(m["tail"][str(T)])), pm(mean_sd(gain)), pm(mean_sd(kept), 2)]
+        lines.append(f"{entry['label']:<26}" + f"{cells[0]:>{w}}{cells[1]:>{w}}{cells[2]:>{w + 1}}{cells[3]:>{w}}")
+    return "\n".join(lines)
+
+
+def beats_4gram(record: dict[str, Any], levels: dict[str, dict[str, float]] | None = None) -> dict[str, list[int]]:
+    """Per scheme, the seeds whose loss on positions < L is below the count 4-gram model's on the same windows."""
+    levels = levels or ngram_levels(record)
+    four = levels["4"]["in_range"]
+    L = record["results"]["train_len"]
+    return {name: [s["seed"] for s in e["per_seed"] if sum(s["curve"][:L]) / L < four]
+            for name, e in record["results"]["schemes"].items()}
