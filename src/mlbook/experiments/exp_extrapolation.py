@@ -281,23 +281,38 @@ def _join(items: list[str]) -> str:
 
 
 def verdict_line(record: dict[str, Any]) -> str:
-    """One sentence: which schemes lose no more past L than the model trained at 4L (paired 95%
-    interval of tail - head at the longest length spans 0) and which lose more, by the verdict rule."""
+    """One sentence from the registered claims (claims.decide, Holm over the family): first whether any model beats
+    a count 4-gram in range, then which schemes lose more past L than the model trained at 4L, and ALiBi's
+    comparison with that model length by length."""
     r = record["results"]
     L, T = r["train_len"], r["eval_lengths"][-1]
     if "reference" not in r["schemes"]:
         return (f"This record has no model trained at {T}, so it supports no verdict on extrapolation "
                 f"(the quick budget is a smoke test).")
-    cmp = {n: d for n, d in comparisons(record, against="reference").items() if d["n"]}
-    flat = [n for n, d in cmp.items() if d["verdict"] != "higher"]
-    worse = sorted((n for n, d in cmp.items() if d["verdict"] == "higher"), key=lambda n: -cmp[n]["mean"])
-    parts = [f"Trained at L = {L} and scored on the same text up to {T}"]
-    if flat:
-        parts.append(f", {_join([_label(record, n) for n in flat])} lose{'s' if len(flat) == 1 else ''} no more past L "
-                     f"than a RoPE model trained at {T} (paired 95% intervals span 0)")
+    levels = ngram_levels(record)
+    beat = [n for n, seeds in beats_4gram(record, levels).items() if seeds]
+    parts = []
+    if not beat:
+        parts.append(f"No model here beats a count 4-gram in range on the same windows ({levels['4']['in_range']:.3f} "
+                     "nats/char): these are under-trained models, and the verdicts are about this budget. ")
+    rows = {x["claim"]["id"]: x for x in decided_claims(record)}
+    worse = sorted((x for x in rows.values() if x["claim"]["b"] == "reference" and x["claim"]["expect"] == "higher"
+                    and x["survives"]), key=lambda x: -x["diff"]["mean"])
+    parts.append(f"Trained at L = {L} and scored on the same text up to {T} (paired 95% intervals, Holm over the "
+                 f"page's {len(rows)} claims)")
     if worse:
-        parts.append(f"{';' if flat else ','} {_join([_label(record, n) for n in worse])} lose more, "
-                     f"{_label(record, worse[0])} most ({pm(cmp[worse[0]], 2)} nats/char)")
+        names = [_label(record, x["claim"]["a"]) for x in worse]
+        parts.append(f", {_join(names)} lose more past L than a RoPE model trained at {T}, {names[0]} most "
+                     f"({pm(worse[0]['diff'], 2)} nats/char)")
+    alibi = [x for i, x in rows.items() if i.startswith("alibi_flat_")]
+    if alibi:
+        said = []
+        for x in alibi:
+            o = x["outcome"]
+            word = o if o in ("higher", "lower") else (
+                "within the after-data margin" if x["survives"] else "cannot tell at this scale")
+            said.append(f"{word} at {x['claim']['factor']:g}L ({pm(x['diff'], 3)})")
+        parts.append(f"; ALiBi minus the model trained at {T}, tail − head: " + ", ".join(said))
     if "learned" in r["schemes"]:
         parts.append("; learned positions cannot run past L at all")
     return "".join(parts) + "."
