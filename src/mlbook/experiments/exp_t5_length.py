@@ -5,7 +5,9 @@ without order information. Models, identical but for where position enters:
 
     t5          relative bias with T5's defaults (32 buckets, max_distance 128)
     t5_tail     relative bias with 8 buckets, max_distance 8: every offset >= 8 already
-                shares a bucket that offsets < 8 train (the "logarithmic tail covers it" case)
+                shares a bucket that offsets < 8 train (the "logarithmic tail covers it" case);
+                it is also coarser in range (the bidirectional encoder folds every offset >= 4
+                into one bucket per direction), so it differs from t5 in two ways, not one
     learned     learned absolute positions, max_len 8: cannot run at 16 at all
     learned16   learned absolute positions with a 16-row table trained at 8 only: rows 8..15
                 receive no gradient (only weight decay)
@@ -22,6 +24,8 @@ from typing import Any
 
 import torch
 
+from mlbook.experiments.claims import claims_table as _rows_table
+from mlbook.experiments.claims import decide, survivors_line
 from mlbook.experiments.common import Timer, findings, last_mean, mean_sd, paired, pm, seeds_of, wrap_text
 from mlbook.experiments.registry import register
 from mlbook.experiments.train import TrainConfig, train
@@ -30,7 +34,8 @@ from mlbook.transformer.positional import relative_position_bucket
 
 __all__ = ["BOS", "VARIANTS", "reverse_batch", "bucket_table", "build_model", "evaluate", "run", "metric",
            "per_position", "format_table", "comparisons", "comparison_table", "claims_table", "verdict_line",
-           "headline"]
+           "headline", "CLAIMS", "CLAIMS_REGISTERED", "claim_values", "decided_claims", "registered_claims_table",
+           "claims_verdict", "ngram_outputs", "ngram_table"]
 
 BOS = 0  # decoder start token; symbols are 1 .. n_symbols
 
@@ -41,6 +46,47 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "learned": {"positional": "learned", "max_len": 8},
     "learned16": {"positional": "learned", "max_len": 16},
 }
+
+# The page's claims, decided by claims.decide (Holm over the family). Each compares side a - side b on one
+# measure per seed; a side is "variant@length" or "chance" (1 / n_symbols). Attached on 2026-12-04, after the
+# full record existed, from the comparisons the page already reported (the record says so).
+CLAIMS_REGISTERED = ("after the run: attached on 2026-12-04 from the comparisons the page already reported; not "
+                     "registered before the data. Nothing changed: the eleven comparisons the page printed, now "
+                     "decided as one Holm-corrected family.")
+CLAIMS: list[dict[str, Any]] = [
+    {"id": "t5_em_drops", "a": "t5@16", "b": "t5@8", "metric": "exact_match", "expect": "lower",
+     "text": "T5's defaults lose exact match at 16: offsets 8..15 land in buckets no length-8 sequence trains",
+     "source": "this page (bucket table)"},
+    {"id": "t5_tok_drops", "a": "t5@16", "b": "t5@8", "metric": "token_accuracy", "expect": "lower",
+     "text": "... and token accuracy", "source": "this page (bucket table)"},
+    {"id": "tail_em_drops", "a": "t5_tail@16", "b": "t5_tail@8", "metric": "exact_match", "expect": "lower",
+     "text": "trained tail buckets are not enough: t5_tail still loses exact match at 16", "source": "this page"},
+    {"id": "tail_tok_drops", "a": "t5_tail@16", "b": "t5_tail@8", "metric": "token_accuracy", "expect": "lower",
+     "text": "... and token accuracy", "source": "this page"},
+    {"id": "tail_beats_t5_em", "a": "t5_tail@16", "b": "t5@16", "metric": "exact_match", "expect": "higher",
+     "text": "long offsets in trained buckets generalise better (exact match)", "source": "section 2.3"},
+    {"id": "tail_beats_t5_tok", "a": "t5_tail@16", "b": "t5@16", "metric": "token_accuracy", "expect": "higher",
+     "text": "... (token accuracy)", "source": "section 2.3"},
+    {"id": "t5_beats_learned16_em", "a": "t5@16", "b": "learned16@16", "metric": "exact_match", "expect": "higher",
+     "text": "a relative bias beats a learned table with untrained rows (exact match)", "source": "section 2.3"},
+    {"id": "t5_beats_learned16_tok", "a": "t5@16", "b": "learned16@16", "metric": "token_accuracy",
+     "expect": "higher", "text": "... (token accuracy)", "source": "section 2.3"},
+    {"id": "t5_above_chance", "a": "t5@16", "b": "chance", "metric": "token_accuracy", "expect": "higher",
+     "text": "T5's defaults still produce sensible output at 16 (token accuracy above chance)",
+     "source": "section 2.3"},
+    {"id": "tail_above_chance", "a": "t5_tail@16", "b": "chance", "metric": "token_accuracy", "expect": "higher",
+     "text": "t5_tail's token accuracy at 16 is above chance", "source": "section 2.3"},
+    {"id": "learned16_above_chance", "a": "learned16@16", "b": "chance", "metric": "token_accuracy",
+     "expect": "higher", "text": "the 16-row learned table's token accuracy at 16 is above chance",
+     "source": "section 2.2"},
+]
+
+
+def _claims_for(variants: list[str]) -> list[dict[str, Any]]:
+    def ok(side: str) -> bool:
+        return side == "chance" or side.split("@")[0] in variants
+    return [c for c in CLAIMS if ok(c["a"]) and ok(c["b"])]
+
 
 _QUICK = {
     # The relative-bias model needs ~1500 steps to learn reversal at 8 (exact match ~0.6 at 250 steps: 0);
@@ -55,6 +101,7 @@ _QUICK = {
     "eval_seed": 10_000,
     "seeds": [0],
 }
+_QUICK["claims"] = _claims_for(_QUICK["variants"])
 _FULL = {
     **_QUICK,
     "variants": ["t5", "t5_tail", "learned", "learned16"],
@@ -63,6 +110,7 @@ _FULL = {
     "n_eval": 1024,
     "seeds": [0, 1, 2, 3, 4],
 }
+_FULL["claims"] = _claims_for(_FULL["variants"])
 
 
 def reverse_batch(batch_size: int, length: int, n_symbols: int, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
@@ -369,3 +417,123 @@ def headline(record: dict[str, Any]) -> str:
     verdict = textwrap.fill(verdict_line(record), 78, initial_indent="- ", subsequent_indent="  ",
                             break_on_hyphens=False, break_long_words=False)
     return verdict + "\n" + findings(lines)
+
+
+# -- the registered claims, decided by the extended rule, and a count n-gram over the task's sequences ---------
+
+
+def claim_values(record: dict[str, Any], claim: dict[str, Any], side: str) -> list[float | None]:
+    """One value per seed for claim[side]: "variant@length" reads `metric`, "chance" is 1 / n_symbols."""
+    r = record["results"]
+    spec = claim[side]
+    n_seeds = len(r["seeds"])
+    if spec == "chance":
+        return [r["chance"]] * n_seeds
+    try:
+        variant, length = spec.split("@")
+        length = int(length)
+    except ValueError:
+        raise ValueError(f"claim {claim['id']!r}: {side} must read 'variant@length' or 'chance', got {spec!r}") from None
+    if variant not in r["variants"]:
+        raise ValueError(f"claim {claim['id']!r}: variant must be one of {', '.join(r['variants'])}, got {variant!r}")
+    if length not in r["eval_lens"]:
+        raise ValueError(f"claim {claim['id']!r}: length must be one of {r['eval_lens']}, got {length!r}")
+    return metric(record, variant, length, claim["metric"])
+
+
+def decided_claims(record: dict[str, Any]) -> list[dict[str, Any]]:
+    """The record's claims (its config's "claims"), decided by claims.decide: Holm over the whole family."""
+    return decide(record["config"].get("claims", []), lambda c, side: claim_values(record, c, side))
+
+
+def _claim_label(c: dict[str, Any]) -> str:
+    def side(x: str) -> str:
+        if x == "chance":
+            return "chance"
+        v, n = x.split("@")
+        return f"{_NAMES[v]} at {n}"
+    return f"{side(c['a'])} − {side(c['b'])}, {_MEASURES[c['metric']]}"
+
+
+def registered_claims_table(record: dict[str, Any]) -> str:
+    """Markdown: every claim with its mean difference [95%] and its verdict after Holm over the family."""
+    return _rows_table(decided_claims(record), 3, _claim_label)
+
+
+def claims_verdict(record: dict[str, Any]) -> str:
+    """Which claims survive Holm's correction over the page's family."""
+    return survivors_line(decided_claims(record))
+
+
+def _train_sequences(record: dict[str, Any], seed: int) -> torch.Tensor:
+    """The decoder targets seed `seed` trained on, (steps * batch_size, train_len), regenerated as `train` draws
+    them (one generator seeded with the seed, one reverse_batch per step)."""
+    cfg = record["config"]
+    g = torch.Generator().manual_seed(seed)
+    return torch.cat([reverse_batch(cfg["train"]["batch_size"], cfg["train_len"], cfg["n_symbols"], g)[1]
+                      for _ in range(cfg["train"]["steps"])])
+
+
+def _test_sequences(record: dict[str, Any]) -> dict[int, torch.Tensor]:
+    """The test targets at each length, as `evaluate` draws them (one generator from eval_seed, lengths in order)."""
+    cfg = record["config"]
+    g = torch.Generator().manual_seed(cfg["eval_seed"])
+    return {n: reverse_batch(cfg["n_eval"], n, cfg["n_symbols"], g)[1] for n in cfg["eval_lens"]}
+
+
+def ngram_outputs(record: dict[str, Any], orders: tuple[int, ...] = (1, 2, 3, 4)) -> dict[str, dict[str, Any]]:
+    """A count n-gram model of the outputs: it predicts each output symbol from the n - 1 outputs before it (BOS
+    padding at the start), as the decoder reads its own history, the most frequent continuation in the training
+    targets of the record's first seed (ties to the lowest symbol; an unseen history gets the most frequent
+    symbol), decoded greedily on its own predictions. It never sees the source, so it measures what the output
+    sequences alone allow. Returns {str(n): {str(length): {"exact_match", "token_accuracy"}}}."""
+    cfg = record["config"]
+    V = cfg["n_symbols"] + 1  # symbols 1..n_symbols and BOS = 0
+    train_tgt = _train_sequences(record, record["results"]["seeds"][0])
+    tests = _test_sequences(record)
+    out: dict[str, dict[str, Any]] = {}
+    for n in orders:
+        h = n - 1
+        seqs = torch.cat([torch.full((train_tgt.shape[0], h), BOS), train_tgt], 1)  # (N, h + T)
+        counts = torch.zeros(V ** h, V, dtype=torch.long)
+        for t in range(train_tgt.shape[1]):
+            code = torch.zeros(seqs.shape[0], dtype=torch.long)
+            for j in range(h):
+                code = code * V + seqs[:, t + j]
+            counts.index_put_((code, seqs[:, t + h]), torch.ones_like(code), accumulate=True)
+        unigram = counts.sum(0)
+        best = torch.where(counts.sum(1, keepdim=True) > 0, counts, unigram.expand_as(counts)).argmax(1)  # (V^h,)
+        res = {}
+        for length, tgt in tests.items():
+            pred = torch.full((tgt.shape[0], h + length), BOS)
+            for t in range(length):
+                code = torch.zeros(tgt.shape[0], dtype=torch.long)
+                for j in range(h):
+                    code = code * V + pred[:, t + j]
+                pred[:, t + h] = best[code]
+            right = pred[:, h:] == tgt
+            res[str(length)] = {"exact_match": right.all(1).float().mean().item(),
+                                "token_accuracy": right.float().mean().item()}
+        out[str(n)] = res
+    return out
+
+
+def ngram_table(record: dict[str, Any], levels: dict[str, dict[str, Any]] | None = None) -> str:
+    """The count n-gram models of the outputs beside the trained models: token accuracy and exact match at each
+    test length (models: mean over seeds)."""
+    levels = levels or ngram_outputs(record)
+    r = record["results"]
+    lens = r["eval_lens"]
+    head = f"{'model':<18}" + "".join(f"{'tok@' + str(n):>9}{'EM@' + str(n):>9}" for n in lens)
+    lines = [head, "-" * len(head)]
+    for n, res in levels.items():
+        lines.append(f"{'count ' + n + '-gram':<18}" + "".join(
+            f"{res[str(k)]['token_accuracy']:>9.3f}{res[str(k)]['exact_match']:>9.3f}" for k in lens))
+    for v in r["variants"]:
+        cells = []
+        for k in lens:
+            tok, em = mean_sd(metric(record, v, k, "token_accuracy")), mean_sd(metric(record, v, k))
+            cells.append("cannot run".rjust(18) if tok["mean"] is None else f"{tok['mean']:>9.3f}{em['mean']:>9.3f}")
+        lines.append(f"{_NAMES[v]:<18}" + "".join(cells))
+    lines.append(f"chance per token 1/{r['n_symbols']} = {r['chance']:.4f}")
+    return "\n".join(lines)
