@@ -251,14 +251,18 @@ _MEASURES: dict[str, str] = {"exact_match": "exact match", "token_accuracy": "to
 
 
 def _relation(d: dict[str, Any], measure: str, other: str) -> str:
-    """'a higher exact match than at 8' / 'a lower ...' / '... indistinguishable from ...' from a paired dict."""
+    """'a higher exact match than at 8' / 'a lower ...' / '... that we cannot tell from ... at this scale'."""
     if d["verdict"] == "higher":
         return f"a higher {measure} than {other}"
     if d["verdict"] == "lower":
         return f"a lower {measure} than {other}"
     if d["verdict"] == "indistinguishable":
-        return f"{'an' if measure[0] in 'aeiou' else 'a'} {measure} indistinguishable from {other}"
+        return f"{'an' if measure[0] in 'aeiou' else 'a'} {measure} that we cannot tell from {other} at this scale"
     return f"no {measure} to compare with {other}"
+
+
+def _word(d: dict[str, Any]) -> str:
+    return "cannot tell at this scale" if d["verdict"] == "indistinguishable" else d["verdict"]
 
 
 def comparisons(record: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -306,7 +310,7 @@ def comparison_table(record: dict[str, Any], digits: int = 3) -> str:
     difference with its 95% t-interval (common.pm) and the verdict (common.VERDICT_RULE)."""
     rows = ["| a − b | measure | at length | mean difference [95% interval] | verdict |", "|---|---|---|---|---|"]
     for c in comparisons(record).values():
-        rows.append(f"| {c['a']} − {c['b']} | {c['measure']} | {c['length']} | {pm(c, digits)} | {c['verdict']} |")
+        rows.append(f"| {c['a']} − {c['b']} | {c['measure']} | {c['length']} | {pm(c, digits)} | {_word(c)} |")
     return "\n".join(rows)
 
 
@@ -338,7 +342,15 @@ def verdict_line(record: dict[str, Any]) -> str:
                      f"{_relation(c['tail_long_vs_train_em'], 'exact match', f'at {T}')}")
     if not parts:
         return f"This record has none of the variants the verdict compares ({k} seeds)."
-    return (f"Tested at {n} after training at {T} ({k} seeds, paired 95% intervals), " + "; ".join(parts) + ".")
+    text = f"Tested at {n} after training at {T} ({k} seeds, paired 95% intervals), " + "; ".join(parts) + "."
+    rows = decided_claims(record)
+    if rows:
+        kept = sum(x["survives"] for x in rows)
+        rest = [_claim_label(x["claim"]) + (": cannot tell at this scale" if x["outcome"] == "cannot tell" else
+                                            f": {x['outcome']}") for x in rows if not x["survives"]]
+        text += (f" {'All' if kept == len(rows) else kept} of the page's {len(rows)} claims survive Holm's correction"
+                 + (f"; not {', '.join(rest)}" if rest else "") + ".")
+    return text
 
 
 def claims_table(record: dict[str, Any]) -> str:
@@ -411,7 +423,7 @@ def headline(record: dict[str, Any]) -> str:
              + "; ".join(means) + "."]
     for c in comparisons(record).values():
         at = "" if c["length"] == n_long and " at " in c["a"] else f" at {c['length']}"
-        lines.append(f"{c['a']} − {c['b']}, {c['measure']}{at}: {pm(c, 2)} ({c['verdict']})")
+        lines.append(f"{c['a']} − {c['b']}, {c['measure']}{at}: {pm(c, 2)} ({_word(c)}; uncorrected)")
     # the verdict first, as on the other experiment pages, wrapped only at spaces so that joining
     # its lines gives verdict_line back
     verdict = textwrap.fill(verdict_line(record), 78, initial_indent="- ", subsequent_indent="  ",
