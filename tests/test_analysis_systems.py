@@ -116,7 +116,7 @@ def test_cost_bad_input() -> None:
 def test_extension_plan_follows_the_procedure() -> None:
     assert S.extension_plan(8192, 4096, can_finetune=False).method == "no change"
     ntk = S.extension_plan(4096, 8192, can_finetune=False)
-    assert ntk.factor == 2 and ntk.method.startswith("NTK-aware scaling")
+    assert ntk.factor == 2 and ntk.method.startswith("static NTK-aware scaling")
     stop = S.extension_plan(4096, 16384, can_finetune=False)
     assert stop.method.startswith("no reliable zero-shot option")
     yarn = S.extension_plan(4096, 32768, can_finetune=True, local_resolution_matters=True)
@@ -139,6 +139,13 @@ def test_extension_plan_follows_the_procedure() -> None:
     beyond = S.extension_plan(32768, 262144, can_finetune=False, base_raised_in_pretraining=True)
     assert beyond.method.startswith("no reliable zero-shot option")
     assert S.extension_plan(32768, 131072, can_finetune=False).method.startswith("no reliable zero-shot option")
+    # the dynamic form is never recommended: it leaves cached keys stale
+    assert "dynamic" not in ntk.method and any("not the dynamic form" in r for r in ntk.reasons)
+    # a model pretrained long with a raised base gets static YaRN at any factor up to 4, budget or not
+    small = S.extension_plan(32768, 65536, can_finetune=False, base_raised_in_pretraining=True)
+    assert small.method.startswith("static YaRN")
+    tuned = S.extension_plan(32768, 131072, can_finetune=True, base_raised_in_pretraining=True)
+    assert tuned.method.startswith("static YaRN") and any("fine-tune is optional" in r for r in tuned.reasons)
     with pytest.raises(TypeError, match="can_finetune and local_resolution_matters must be True or False"):
         S.extension_plan(4096, 8192, can_finetune="yes")  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="base_raised_in_pretraining must be True or False"):
@@ -183,6 +190,8 @@ def test_rope_serving_cost_counts_the_bytes_it_names() -> None:
     long = S.rope_serving_cost(1, 131072, 32, 8, 128)
     assert long.rope_bytes / long.kv_read_bytes < 1e-4
     assert "RoPE / KV read" in repr(long)
+    assert long.rope_seconds < S.LAUNCH_SECONDS and "launch-bound" in repr(long)  # decode: under one launch
+    assert "launch-bound" not in repr(S.rope_serving_cost(8192, 1024, 32, 8, 128))  # a large prefill batch
     with pytest.raises(ValueError, match=r"n_heads \(8\) must be divisible by n_kv_heads \(3\)"):
         S.rope_serving_cost(1, 8, 8, 3, 16)
     with pytest.raises(ValueError, match="rotary_dim must be even and at most head_dim"):

@@ -231,11 +231,13 @@ def extension_plan(
 ) -> ExtensionPlan:
     """Section 2.6's procedure for a RoPE model trained at L = trained_len, needed at L' = target_len.
 
-    s = L' / L. s <= 1: nothing to do. No fine-tuning budget: NTK-aware scaling for s <= 2, and
-    beyond that only zero-shot stopgaps, except for a model whose pretraining already reached L
-    with a raised base (`base_raised_in_pretraining`, ABF): static YaRN up to s = 4 without
-    fine-tuning, the recipe Qwen2.5 and Qwen3 ship (32,768 -> 131,072 at inference; Qwen2.5
-    report, arXiv 2412.15115; Qwen3 report, arXiv 2505.09388). With a budget and s <= 8: position interpolation and a few
+    s = L' / L. s <= 1: nothing to do. A model whose pretraining already reached L with a raised
+    base (`base_raised_in_pretraining`, ABF) takes static YaRN up to s = 4 without fine-tuning, the
+    recipe Qwen2.5 and Qwen3 ship (32,768 -> 131,072 at inference; Qwen2.5 report, arXiv
+    2412.15115; Qwen3 report, arXiv 2505.09388), whatever the budget: a fine-tune is optional there.
+    Otherwise, no fine-tuning budget: static NTK-aware scaling for s <= 2 (not the dynamic form,
+    whose base changes mid-generation and leaves cached keys stale), and beyond that only zero-shot
+    stopgaps. With a budget and s <= 8: position interpolation and a few
     hundred steps on long documents, or YaRN when local resolution matters; raising the base for
     the fine-tune (ABF, Xiong et al. 2023, arXiv 2309.16039) is the other documented route. With a
     budget and s > 8: the production recipe, a raised base (or frequency-band scaling) with
@@ -257,17 +259,23 @@ def extension_plan(
         return ExtensionPlan(trained_len, target_len, s, "no change",
                              ("the target fits in the trained context",), probe)
     reasons: list[str] = []
-    if not can_finetune:
+    if base_raised_in_pretraining and s <= ZERO_SHOT_YARN_FACTOR:
+        method = "static YaRN (factor s) without fine-tuning, set only when long inputs are expected"
+        reasons.append(f"pretraining already reached {trained_len:,} tokens with a raised base (ABF), so up to "
+                       f"s = {ZERO_SHOT_YARN_FACTOR:g} YaRN is used zero-shot: Qwen2.5 and Qwen3 ship this "
+                       "recipe, 32,768 -> 131,072 tokens at inference; a static scaling also changes short "
+                       "inputs, so Qwen's guides add it only when long inputs are expected")
+        if can_finetune:
+            reasons.append("a fine-tune is optional for this model class: Qwen2.5 and Qwen3 ship the scaling "
+                           "without one")
+    elif not can_finetune:
         if s <= MODEST_FACTOR:
-            method = "NTK-aware scaling (base * s^(d/(d-2))), or its dynamic form, without fine-tuning"
+            method = "static NTK-aware scaling (base * s^(d/(d-2))) without fine-tuning"
             reasons.append(f"a modest factor (s <= {MODEST_FACTOR:g}) with no fine-tuning budget: raising the base "
                            "stretches the slow pairs and leaves the fast pairs that order neighbours untouched")
-        elif base_raised_in_pretraining and s <= ZERO_SHOT_YARN_FACTOR:
-            method = "static YaRN (factor s) without fine-tuning, set only when long inputs are expected"
-            reasons.append(f"pretraining already reached {trained_len:,} tokens with a raised base (ABF), so up to "
-                           f"s = {ZERO_SHOT_YARN_FACTOR:g} YaRN is used zero-shot: Qwen2.5 and Qwen3 ship this "
-                           "recipe, 32,768 -> 131,072 tokens at inference; a static scaling also changes short "
-                           "inputs, so Qwen's guides add it only when long inputs are expected")
+            reasons.append("not the dynamic form with a KV cache: its base changes as the sequence grows, so keys "
+                           "cached under the old base go stale; one static base for the longest "
+                           "length served avoids that")
         else:
             method = "no reliable zero-shot option: NTK-aware or YaRN scaling as a stopgap, then fine-tune"
             if base_raised_in_pretraining:
@@ -294,7 +302,7 @@ def extension_plan(
         method = "position interpolation (positions / s) plus a few hundred fine-tuning steps"
         reasons.append("every angle stays inside the trained range; the well-documented path (LLaMA to 32k within "
                        "1000 steps)")
-    if can_finetune and s <= LONG_DOCS_FACTOR:
+    if can_finetune and s <= LONG_DOCS_FACTOR and not (base_raised_in_pretraining and s <= ZERO_SHOT_YARN_FACTOR):
         reasons.append("raising the base for the fine-tune (ABF) is the other documented route")
     if can_finetune and s > LONG_DOCS_FACTOR:
         reasons.append(f"s = {s:g} > {LONG_DOCS_FACTOR:g}: fine-tune on documents close to {target_len:,} tokens, not "
@@ -307,6 +315,10 @@ def extension_plan(
 # ---------------------------------------------------------------------------
 
 H200_HBM_BYTES_PER_S = 4.8e12  # NVIDIA H200 datasheet: 4.8 TB/s of HBM3e bandwidth
+# Below this, a kernel's bytes take less time than launching it: an eager launch costs a few
+# microseconds and even a CUDA-graph replay costs each kernel node on the order of one (an order
+# of magnitude, not a measurement), so the roofline time is only a lower bound.
+LAUNCH_SECONDS = 2e-6
 
 
 def cos_sin_cache_bytes(max_positions: int, rotary_dim: int, bytes_per_value: float = 2.0) -> int:
@@ -347,7 +359,10 @@ class RopeServingCost:
                 f"{self.bandwidth / 1e12:g} TB/s:\n"
                 f"    RoPE in place   {format_bytes(self.rope_bytes):>22}  {self.rope_seconds * 1e6:10.3f} us\n"
                 f"    KV-cache read   {format_bytes(self.kv_read_bytes):>22}  {self.kv_read_seconds * 1e6:10.3f} us\n"
-                f"    RoPE / KV read  {self.rope_bytes / self.kv_read_bytes:.2e}")
+                f"    RoPE / KV read  {self.rope_bytes / self.kv_read_bytes:.2e}"
+                + (f"\n    RoPE's time is a lower bound: under one kernel launch (~{LAUNCH_SECONDS * 1e6:g} us), "
+                   "so unfused it is launch-bound"
+                   if self.rope_seconds < LAUNCH_SECONDS else ""))
 
 
 def rope_serving_cost(
@@ -361,7 +376,9 @@ def rope_serving_cost(
     each rotated channel read and written once, r = rotary_dim (head_dim unless partial), one
     cos/sin row per token. Decode attention reads every cached key and value for each new token:
         kv_read_bytes = tokens * context * 2 H_kv head_dim bytes_per_value.
-    Both are memory-bound on a GPU, so time = bytes / bandwidth (default: an H200's 4.8 TB/s).
+    Both are memory-bound on a GPU, so time = bytes / bandwidth (default: an H200's 4.8 TB/s), a
+    roofline lower bound. At decode sizes RoPE's bytes take less time than a kernel launch
+    (LAUNCH_SECONDS), so an unfused RoPE kernel is launch-bound, and the repr says so.
     """
     check_int("tokens", tokens, 1)
     check_int("context", context, 1)
