@@ -99,8 +99,13 @@ def _band(turns: float, bf: float, bs: float) -> str:
     return "keep" if turns >= bf else ("interpolate" if turns <= bs else "blend")
 
 
-def yarn_reference(i, d, base, L, bf=32.0, bs=1.0):
+def yarn_by_turns(i, d, base, L, bf=32.0, bs=1.0):
     return _band(L * base ** (-2 * i / d) / (2 * math.pi), bf, bs)
+
+
+def yarn_reference(i, d, base, L, bf=32.0, bs=1.0):
+    """The page's solution: the turns rule, except that pair 0 is always kept (the ramp's start is clamped)."""
+    return "keep" if i == 0 else yarn_by_turns(i, d, base, L, bf, bs)
 
 
 def test_yarn_band_reference_passes(capsys):
@@ -123,6 +128,16 @@ FLIP = {"keep": "interpolate", "interpolate": "keep", "blend": "blend"}
 def test_yarn_band_mistakes_are_named(capsys, fn, needle):
     ok, line = run(capsys, XE.check_yarn_band, fn)
     assert not ok and needle in line
+
+
+def test_yarn_band_checks_the_clamped_pair_0(capsys):
+    """At Experiment 3's head (d_head 12, L 128) pair 0 turns 20.4 times, fewer than beta_fast = 32: the turns rule
+    blends it, Hugging Face and the library keep it. The checker must reach that case and name it."""
+    from mlbook.transformer.rope_scaling import yarn_bands
+    bands = yarn_bands(12, 10000.0, 128, 32.0, 1.0)
+    assert bands.turns[0] < 32.0 and bands.band_of(0) == "keep"
+    ok, line = run(capsys, XE.check_yarn_band, yarn_by_turns)
+    assert not ok and "Pair 0" in line and "always kept" in line, line
 
 
 # ---------------------------------------------------------------------------
@@ -149,6 +164,12 @@ def test_sink_slots_reference_passes(capsys):
     (lambda t, n, w: sink_reference(t, n, w - 1) if t > n + w else sink_reference(t, n, w), "one token too few"),
     (lambda t, n, w: (list(range(n)) + list(range(t - w, t)), list(range(n + w))), "Only 10 tokens have arrived"),
     (lambda t, n, w: ([0, 1], [0, 1]), "kept should be"),
+    # range(n_sink) pinned without min(n_sink, t): at t = 3 < n_sink = 4 it claims position 3; also a set that
+    # matches the "one token too many" near miss, so the order of the tests matters
+    (lambda t, n, w: (list(range(n)) + list(range(max(n, t - w), t)), list(range(n + len(range(max(n, t - w), t))))),
+     "claims tokens not yet seen"),
+    (lambda t, n, w: ([p + 1 for p in sink_reference(t, n, w)[0]], sink_reference(t, n, w)[1]),
+     "claims tokens not yet seen"),
     (lambda t, n, w: [1, 2, 3], "Return a pair"),
 ])
 def test_sink_slots_mistakes_are_named(capsys, fn, needle):

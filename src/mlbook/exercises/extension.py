@@ -163,10 +163,15 @@ def check_yarn_band(fn: Callable[..., object]) -> bool:
     """Check fn(i, d_head, base, L, beta_fast, beta_slow) -> 'keep', 'blend' or 'interpolate' for pair i.
 
     Reference: `yarn_bands(...).band_of(i)`, i.e. the library's `yarn_ramp` (0: keep theta_i,
-    1: theta_i / s). Names: bands the wrong way round, beta_fast and beta_slow swapped, turns
-    and wavelength confused (lambda / L instead of L / lambda), frequencies base^(-i/d).
+    1: theta_i / s), which like Hugging Face always keeps pair 0 (the ramp starts at pair 0 at the
+    earliest). Names: the turns rule applied to pair 0 too, bands the wrong way round, beta_fast
+    and beta_slow swapped, turns and wavelength confused (lambda / L instead of L / lambda),
+    frequencies base^(-i/d).
     """
-    cases = ((128, 10000.0, 8192, 32.0, 1.0), (64, 500000.0, 4096, 32.0, 1.0), (128, 10000.0, 2048, 16.0, 2.0))
+    # The last case is Experiment 3's head (d_head 12, L 128): no pair turns 32 times in L, so the ramp's start
+    # is clamped to pair 0, which the implementations keep although the turns rule would blend it.
+    cases = ((128, 10000.0, 8192, 32.0, 1.0), (64, 500000.0, 4096, 32.0, 1.0), (128, 10000.0, 2048, 16.0, 2.0),
+             (12, 10000.0, 128, 32.0, 1.0))
     for d, base, L, bf, bs in cases:
         bands = yarn_bands(d, base, L, bf, bs)
         want = [bands.band_of(i) for i in range(d // 2)]
@@ -188,6 +193,13 @@ def check_yarn_band(fn: Callable[..., object]) -> bool:
                                   "within L) must keep theta_i, since interpolating them blurs neighbouring tokens; "
                                   "the slow pairs (fewer than beta_slow turns, never wrapped) are the ones divided by s.")
         turns = bands.turns
+        by_turns = _bands_by_turns(turns, bf, bs)
+        if got == by_turns and got[1:] == want[1:] and want[0] == "keep":
+            return verdict(False, f"Pair 0 {where} makes {turns[0]:.3g} turns within L, fewer than beta_fast, so the "
+                                  "turns rule (and the paper's gamma) would blend it; but the implementations clamp "
+                                  "the start of the ramp at pair 0 (Hugging Face's find_correction_range, "
+                                  "max(low, 0); the library's yarn_ramp), so pair 0 is always kept. Return 'keep' "
+                                  "for i = 0.")
         if got == _bands_by_turns(turns, bs, bf):
             return verdict(False, f"You swapped beta_fast and beta_slow {where}: beta_fast ({bf:g}) is the number of "
                                   f"turns above which a pair is kept, beta_slow ({bs:g}) the number below which it is "
@@ -205,5 +217,5 @@ def check_yarn_band(fn: Callable[..., object]) -> bool:
         return verdict(False, f"Pair {i} {where} makes {turns[i]:.3g} turns within L and belongs in "
                               f"'{want[i]}', not '{got[i]}' ({len(wrong)} pair(s) differ). Keep pairs with at least "
                               "beta_fast turns, interpolate those with at most beta_slow, blend the rest.")
-    return verdict(True, "Pairs with at least beta_fast turns in L keep theta_i, those with at most beta_slow are "
-                         "divided by s, the rest blend: the same bands as the library's yarn_ramp.")
+    return verdict(True, "Pairs with at least beta_fast turns in L keep theta_i (pair 0 always), those with at most "
+                         "beta_slow are divided by s, the rest blend: the same bands as the library's yarn_ramp.")

@@ -1,8 +1,9 @@
 """Exercise checkers for section 2.7: attention sinks and streaming caches.
 
 The reference is the library's `SinkCache`, read through `mlbook.analysis.sinks.cache_contents`.
-Each checker names the usual mistake (the sinks evicted, text positions where slots belong, a
-window one token too long or short, a position reported where an offset is asked for). One
+Each checker names the usual mistake (the sinks evicted, a cache that claims tokens not yet seen,
+text positions where slots belong, a window one token too long or short, a position reported where
+an offset is asked for). One
 verdict line, True or False, never raises.
 """
 
@@ -58,13 +59,20 @@ def check_sink_slots(fn: Callable[[int, int, int], object]) -> bool:
             continue
         if kept != want_kept:
             capacity = n_sink + window
+            unseen = sorted({p for p in kept if p >= t})
+            if unseen:  # tested first: a list with future positions can also match the window-length slips below
+                return verdict(False, f"Your cache claims tokens not yet seen {where}: after {t} tokens only "
+                                      f"positions 0..{t - 1} exist, but kept holds {unseen[:4]}"
+                                      f"{'...' if len(unseen) > 4 else ''}. While fewer than n_sink tokens have "
+                                      "arrived the sinks are the first min(n_sink, t) of them.")
+            sinks = set(range(min(n_sink, t)))
             if n_sink and kept == list(range(max(0, t - capacity), t)):
                 return verdict(False, f"Your cache is a plain sliding window {where}: it evicts tokens "
                                       f"0..{n_sink - 1}. The sinks stay pinned; only the {window} tokens after "
                                       "them slide.")
-            if kept == sorted(set(range(n_sink)) | set(range(max(0, t - window - 1), t))):
+            if kept == sorted(sinks | set(range(max(0, t - window - 1), t))):
                 return verdict(False, f"Your window holds one token too many {where}: keep the last {window}.")
-            if kept == sorted(set(range(n_sink)) | set(range(max(0, t - window + 1), t))):
+            if kept == sorted(sinks | set(range(max(0, t - window + 1), t))):
                 return verdict(False, f"Your window holds one token too few {where}: keep the last {window}.")
             if t < n_sink + window and len(kept) != t:
                 return verdict(False, f"Only {t} tokens have arrived {where}; the cache holds all of them, each "
