@@ -24,6 +24,8 @@ def _rotate(kind: str = "ok"):
             angle = (torch.tensor(float(m), dtype=torch.bfloat16) * theta.bfloat16()).float()
         elif kind == "bf16_freq":
             angle = m * theta.bfloat16().float()
+        elif kind == "bf16_product":  # theta = theta.bfloat16(): m * theta is then a bfloat16 product, m exact
+            angle = (m * theta.bfloat16()).float()
         elif kind == "float64":
             angle = (m * base ** (-torch.arange(0, d, 2, dtype=torch.float64) / d))
         else:
@@ -80,7 +82,8 @@ def test_rotation_reference_solutions_pass(kind, capsys):
         ("first_half_only", "only the first half of the cos/sin table"),
         ("exponent_i", "theta_i = base^(-i/d)"),
         ("bf16", "Angles computed in bfloat16"),
-        ("bf16_freq", "inv_freq in bfloat16"),
+        ("bf16_freq", "frequency ladder is rounded to bfloat16"),
+        ("bf16_product", "product m * theta_i in bfloat16"),
         ("returns_bf16", "you return torch.bfloat16"),
     ],
 )
@@ -88,6 +91,20 @@ def test_rotation_mistakes_are_named(kind, phrase, capsys):
     ok, out = _run(ex.check_rope_rotation, _rotate(kind), capsys)
     assert not ok and out.startswith("Not yet.")
     assert phrase in out, out
+
+
+@pytest.mark.parametrize("kind, says, never", [
+    ("bf16_freq", "grows with the distance", ("3000 becomes 3008", "m itself is rounded", "product m * theta_i in")),
+    ("bf16_product", "m itself is exact", ("3000 becomes 3008", "m itself is rounded")),
+    ("bf16", "3000 becomes 3008", ("m itself is exact", "frequency ladder is rounded")),
+])
+def test_bf16_recipes_are_told_apart(kind, says, never, capsys):
+    # at m = 5 and 37 a bfloat16 position is exact, so the three recipes agree there: the diagnosis must come
+    # from m = 3000, where a rounded ladder, a rounded product and a rounded position differ
+    ok, out = _run(ex.check_rope_rotation, _rotate(kind), capsys)
+    assert not ok and says in out and "m = 3000" in out, out
+    for phrase in never:
+        assert phrase not in out, out
 
 
 def test_a_flipped_sign_passes_a_relative_test_unshared_angles_do_not():

@@ -47,6 +47,7 @@ def _candidates(d: int, m: int, base: float) -> list[tuple[str, Callable[[torch.
     theta_i_over_d = frequency_ladder(2 * d, base)  # (d,) base^(-2j/(2d)) = base^(-j/d)
     bf16_all = (torch.tensor(float(m)).bfloat16() * theta.bfloat16()).double()  # (d/2,) product in bf16
     bf16_freq = m * theta.bfloat16().double()  # (d/2,) inv_freq rounded to bf16
+    bf16_product = (m * theta.bfloat16()).double()  # (d/2,) m exact, inv_freq and the product in bf16
     fp16_all = (torch.tensor(float(m)).half() * theta.half()).double()  # (d/2,) product in float16
     fp16_freq = m * theta.half().double()  # (d/2,) inv_freq rounded to float16
     rope = RotaryEmbedding(d, base)
@@ -79,14 +80,21 @@ def _candidates(d: int, m: int, base: float) -> list[tuple[str, Callable[[torch.
          "pair's first dim in the interleaved counting), so theta_i = base^(-2i/d_head), from 1 down to about "
          "1/base."),
         ("bf16", lambda x: _rotate_with(x, _half_table(bf16_all)),
-         "Angles computed in bfloat16: your answer is close at small positions but off by whole radians at "
-         "large m. bfloat16 keeps 8 significant bits, so m itself is rounded (3000 becomes 3008) and so are "
-         "theta_i and their product. Compute m * theta_i in float32 (or float64), take cos and sin, and only "
-         "then cast to x's dtype."),
+         "Angles computed in bfloat16, position included: bfloat16 keeps 8 significant bits, so m itself is "
+         "rounded (3000 becomes 3008), and so are theta_i and their product. The score then depends on where "
+         "the two tokens sit, not only on n - m. Compute m * theta_i in float32 (or float64), take cos and "
+         "sin, and only then cast to x's dtype."),
+        ("bf16_product", lambda x: _rotate_with(x, _half_table(bf16_product)),
+         "Frequencies and the product m * theta_i in bfloat16 (m itself is exact, but m * theta with a bfloat16 "
+         "theta is rounded to 8 significant bits): at m = 3000 the spacing of bfloat16 numbers near the angle is "
+         "16 radians, and the rounding depends on m, so the score depends on where the tokens sit, not only on "
+         "n - m. Keep theta_i and m * theta_i in float32, take cos and sin, and only then cast to x's dtype."),
         ("bf16_freq", lambda x: _rotate_with(x, _half_table(bf16_freq)),
-         "inv_freq in bfloat16: theta_i is rounded to 8 significant bits (off by up to 0.4%), and at position "
-         "m = 3000 that moves the angle by radians. Keep the frequencies and the angles in float32, whatever "
-         "dtype the model runs in."),
+         "Your frequency ladder is rounded to bfloat16 (theta_i off by up to 0.4%); the positions and the "
+         "product are exact. Used everywhere that is just another ladder and the score stays relative, but a "
+         "model trained with float32 frequencies sees the phase of pair i off by |n - m| * |theta~_i - theta_i|, "
+         "an error that grows with the distance between query and key (radians at m = 3000 here). Keep inv_freq "
+         "in float32, whatever dtype the model runs in."),
         ("fp16", lambda x: _rotate_with(x, _half_table(fp16_all)),
          "Angles computed in float16: your answer is close at small positions but off by up to a radian at "
          "large m. float16 keeps 11 significant bits, so above m = 2048 the product m * theta_i is rounded to "
@@ -100,7 +108,23 @@ def _candidates(d: int, m: int, base: float) -> list[tuple[str, Callable[[torch.
 
 
 _ROTATION_CASES = ((8, 5, 10000.0), (16, 37, 100.0), (8, 3000, 10000.0))
-_LOW_PRECISION = ("bf16", "bf16_freq", "fp16", "fp16_freq")
+_LOW_PRECISION = ("bf16", "bf16_product", "bf16_freq", "fp16", "fp16_freq")
+
+
+def _low_precision_message(fn: Callable, fallback: str) -> str:
+    """Which low-precision recipe fn follows, told apart at m = 3000 (at small m a rounded position is exact,
+    so bfloat16 positions, products and ladders can look alike): the closest recipe's message, or `fallback`."""
+    d, m, base = _ROTATION_CASES[-1]
+    x = torch.randn(3, d, generator=torch.Generator().manual_seed(1))  # (3, d_head)
+    value, err = call_answer(fn, x.clone(), m, base)
+    if err is not None or not isinstance(value, torch.Tensor) or tuple(value.shape) != tuple(x.shape):
+        return fallback
+    got = value.double()
+    near = [(float((got - rotate(x).double()).abs().max()), message)
+            for name, rotate, message in _candidates(d, m, base)[1:] if name in _LOW_PRECISION]
+    gap, message = min(near)
+    where = f"at m = {m}, d_head = {d}, base = {base:g}"
+    return f"{message} (Seen {where}.)" if gap <= 2e-2 else fallback
 
 
 @guarded
@@ -149,7 +173,8 @@ def check_rope_rotation(fn: Callable[[torch.Tensor, int, float], object]) -> boo
             continue
         for name, rotate, message in candidates[1:]:
             if torch.allclose(got, rotate(x).double(), atol=tol, rtol=0):
-                return verdict(False, f"{message} (Seen {where}.)")
+                seen = f"{message} (Seen {where}.)"
+                return verdict(False, _low_precision_message(fn, seen) if name in _LOW_PRECISION else seen)
         angle = m * frequency_ladder(d, base).double()  # (d/2,) the right angle of each pair
         problem = pair_kinds_message(pair_kinds(x, got, angle.cos(), angle.sin(), tol), where)
         if problem is not None:
@@ -161,7 +186,7 @@ def check_rope_rotation(fn: Callable[[torch.Tensor, int, float], object]) -> boo
                 if gap <= 2e-2:
                     near.append((gap, message))
         if near:
-            return verdict(False, f"{min(near)[1]} (Seen {where}.)")
+            return verdict(False, _low_precision_message(fn, f"{min(near)[1]} (Seen {where}.)"))
         gap = (got - want).abs().max().item()
         if m >= 1000 and gap > 1e-3:
             return verdict(False, f"Right at m = 5 and 37, but off by up to {gap:.2g} {where}: the angles are "
