@@ -24,9 +24,12 @@ def _eq_correct(f, x, perm):
 
 
 EQ_WRONG = {
-    "forgot to permute the output": (lambda f, x, p: (f(x[:, p]) - f(x)).abs().max(), r"unpermuted f\(x\)"),
+    "forgot to permute the output": (
+        lambda f, x, p: (f(x[:, p]) - f(x)).abs().max(), r"Which side of the difference did you permute"),
     "inverse permutation": (
-        lambda f, x, p: (f(x[:, p]) - f(x)[:, torch.argsort(p)]).abs().max(), r"inverse permutation"),
+        lambda f, x, p: (f(x[:, p]) - f(x)[:, torch.argsort(p)]).abs().max(), r"its own inverse"),
+    # the signed max is right whenever the largest deviation is positive: the negated case refuses it
+    "signed max, no absolute value": (lambda f, x, p: (f(x[:, p]) - f(x)[:, p]).max(), r"same function negated"),
     "no absolute value": (lambda f, x, p: (f(x[:, p]) - f(x)[:, p]).min(), r"absolute value"),
     "same tensor both sides": (lambda f, x, p: (f(x)[:, p] - f(x)[:, p]).abs().max(), r"report 0 for a causal"),
     "first batch row only": (lambda f, x, p: (f(x[:, p]) - f(x)[:, p])[0].abs().max(), r"every batch row"),
@@ -49,6 +52,40 @@ def test_check_equivariance_error_names_the_mistake(capsys, mistake):
     out = capsys.readouterr().out
     assert out.startswith("Not yet.")
     assert re.search(pattern, out), f"{mistake}: message does not name it:\n{out}"
+
+
+# each staged mistake: (answer, text only the second failure shows)
+EQ_STAGED = {
+    "forgot to permute the output": (EQ_WRONG["forgot to permute the output"][0], "f(x)[:, perm], before subtracting"),
+    "inverse permutation": (EQ_WRONG["inverse permutation"][0], "not f(x)[:, argsort(perm)]"),
+    "signed max": (EQ_WRONG["signed max, no absolute value"][0], "Take the absolute value before the max"),
+    "first batch row only": (EQ_WRONG["first batch row only"][0], "|f(x[:, perm]) - f(x)[:, perm]|"),
+    "permuted the batch axis": (EQ_WRONG["permuted the batch axis"][0], "Permute with x[:, perm] and f(x)[:, perm]"),
+}
+
+
+def test_signed_max_is_refused_though_it_equals_the_absolute_max_on_the_running_mean(capsys):
+    """The reviewer's case: (f(Px) - P f(x)).max() without .abs() is right for the running mean, so only the
+    negated running mean can refuse it; the checker must print "Not yet."."""
+    signed = lambda f, x, p: (f(x[:, p]) - f(x)[:, p]).max().item()  # noqa: E731
+    assert exercises.check_equivariance_error(signed) is False
+    assert capsys.readouterr().out.startswith("Not yet.")
+
+
+@pytest.mark.parametrize("mistake", sorted(EQ_STAGED))
+def test_equivariance_hints_give_the_symptom_first_and_the_fix_on_a_second_failure(capsys, mistake):
+    from mlbook.exercises.common import reset_hints
+
+    fn, fix = EQ_STAGED[mistake]
+    reset_hints()
+    try:
+        assert exercises.check_equivariance_error(fn) is False
+        first = capsys.readouterr().out
+        assert fix not in first and "sees this same mistake again" in first, first
+        assert exercises.check_equivariance_error(fn) is False
+        assert fix in capsys.readouterr().out
+    finally:
+        reset_hints()
 
 
 # ---------------------------------------------------------------------------
@@ -133,6 +170,31 @@ def test_wrong_way_rotation_gets_the_symptom_first_and_the_fix_on_a_second_failu
         assert exercises.check_offset_matrix(wrong) is False
         assert "[-sin phi, cos phi]" not in capsys.readouterr().out
         assert exercises.check_offset_matrix(_rot_blocks) is True
+    finally:
+        reset_hints()
+
+
+OFFSET_STAGED = {
+    "half layout": (OFFSET_WRONG["half layout"][0], "sin at column 2i, cos at column 2i + 1"),
+    "base^(-i/d)": (OFFSET_WRONG["base^(-i/d)"][0], "omega_i = base^(-2i/d)"),
+    "partial rotation": (lambda k, d, b: torch.block_diag(_rot_blocks(k, d, b)[:2, :2], torch.eye(d - 2)),
+                         "range(d_model // 2)"),
+}
+
+
+@pytest.mark.parametrize("mistake", sorted(OFFSET_STAGED))
+def test_offset_matrix_other_mistakes_are_staged_too(capsys, mistake):
+    """Not only the planted wrong-way rotation: every named mistake hears its symptom before its fix."""
+    from mlbook.exercises.common import reset_hints
+
+    fn, fix = OFFSET_STAGED[mistake]
+    reset_hints()
+    try:
+        assert exercises.check_offset_matrix(fn) is False
+        first = capsys.readouterr().out
+        assert first.startswith("Not yet.") and fix not in first and "sees this same mistake again" in first, first
+        assert exercises.check_offset_matrix(fn) is False
+        assert fix in capsys.readouterr().out
     finally:
         reset_hints()
 

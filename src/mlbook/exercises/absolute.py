@@ -36,12 +36,21 @@ def _running_mean(x: torch.Tensor) -> torch.Tensor:
     return x.cumsum(dim=1) / counts  # (B, T, d)
 
 
+def _negated_running_mean(x: torch.Tensor) -> torch.Tensor:
+    """The running mean with its sign flipped: its largest deviation from equivariance is negative, so an
+    answer that takes the max of the signed difference (no absolute value) gets it wrong."""
+    return -_running_mean(x)  # (B, T, d)
+
+
 @guarded
 def check_equivariance_error(fn: Callable[[Callable, torch.Tensor, torch.Tensor], object]) -> bool:
     """Check fn(f, x, perm) -> max |f(P x) - P f(x)|, with (P x)[:, j] = x[:, perm[j]] and x (B, T, d).
 
-    Cases: an equivariant f (answer 0 to rounding) and a causal running mean (answer > 0),
-    with a permutation that is not its own inverse, so P and P^-1 give different answers.
+    Cases: an equivariant f (answer 0 to rounding), a causal running mean (answer > 0) and the same
+    running mean negated, whose largest deviation is negative (so a max without the absolute value
+    fails), with a permutation that is not its own inverse, so P and P^-1 give different answers.
+    Named mistakes get a two-stage hint (`staged_hint`): the symptom first, the fix when the same
+    mistake is checked again.
     """
     gen = torch.Generator().manual_seed(0)
     x = torch.randn(2, 5, 3, generator=gen, dtype=torch.float64)  # (B, T, d)
@@ -49,51 +58,77 @@ def check_equivariance_error(fn: Callable[[Callable, torch.Tensor, torch.Tensor]
     perm = torch.tensor([1, 2, 3, 4, 0])  # a 5-cycle: perm != argsort(perm)
     inv = torch.argsort(perm)
 
-    def ref(f: Callable, out_perm: torch.Tensor | None = perm) -> float:
+    def diff(f: Callable, out_perm: torch.Tensor | None = perm) -> torch.Tensor:
         y = f(x)
         y = y if out_perm is None else y[:, out_perm]
-        return (f(x[:, perm]) - y).abs().max().item()
+        return f(x[:, perm]) - y  # (B, T, d)
 
+    def ref(f: Callable, out_perm: torch.Tensor | None = perm) -> float:
+        return diff(f, out_perm).abs().max().item()
+
+    cases = (("equivariant", _bag_mixer), ("causal", _running_mean), ("negated", _negated_running_mean))
     got = {}
-    for name, f in (("equivariant", _bag_mixer), ("causal", _running_mean)):
+    for name, f in cases:
         value, err = call_answer(fn, f, x, perm)
         if err is not None:
             hint = ""
             if "index" in err.lower() or "out of bounds" in err.lower():
-                hint = (" Positions are dimension 1 of x (B, T, d): permute with x[:, perm] and f(x)[:, perm],"
-                        " not x[perm] (batch) or x[..., perm] (features).")
+                hint = " " + staged_hint(
+                    "equivariance_error: wrong axis",
+                    "Positions are dimension 1 of x (B, T, d); dimension 0 is the batch and dimension 2 the features.",
+                    "Permute with x[:, perm] and f(x)[:, perm], not x[perm] (batch) or x[..., perm] (features).")
             return verdict(False, f"{failure('Your function', err)}.{hint}")
         v, problem = number_answer(value, "Your function", "one number (a float or a 1-element tensor)")
         if problem is not None:
             return verdict(False, problem)
         got[name] = float(v)
 
-    want_eq, want_causal = ref(_bag_mixer), ref(_running_mean)
+    want = {name: ref(f) for name, f in cases}
     # the inputs are float64, but a computation in float32 is right too: its rounding is ~1e-7
     zero = 1e-5
     close = lambda a, b: abs(a - b) <= zero * max(1.0, abs(b))  # noqa: E731
-    if close(got["equivariant"], want_eq) and close(got["causal"], want_causal):
+    if all(close(got[name], want[name]) for name, _ in cases):
         return verdict(True, "Zero (to rounding) for the equivariant function and a clear nonzero error for the "
-                             "causal running mean.")
-    if got["equivariant"] < -zero or got["causal"] < 0:
+                             "causal running mean, with either sign.")
+    if got["equivariant"] < -zero or got["causal"] < 0 or got["negated"] < 0:
         return verdict(False, "An error must be >= 0: take the absolute value before the max.")
+    if (close(got["equivariant"], want["equivariant"]) and close(got["causal"], diff(_running_mean).max().item())
+            and close(got["negated"], diff(_negated_running_mean).max().item())):
+        return verdict(False, staged_hint(
+            "equivariance_error: signed max",
+            f"Right for the running mean, but for the same function negated you report {got['negated']:.4g} "
+            f"instead of {want['negated']:.4g}: flipping the sign of f must not change how far it is from "
+            "equivariant. Your answer sees only the deviations in one direction.",
+            "Take the absolute value before the max: (...).abs().max()."))
     if got["equivariant"] > zero:
         if close(got["equivariant"], ref(_bag_mixer, None)):
-            return verdict(False, "For an equivariant f the answer must be 0, but you compared f(Px) with the "
-                                  "unpermuted f(x). Apply the same permutation to the output, f(x)[:, perm], "
-                                  "before subtracting.")
+            return verdict(False, staged_hint(
+                "equivariance_error: unpermuted output",
+                f"For an equivariant f your error is {got['equivariant']:.3g}, not 0: the two sides of your "
+                "difference are not lined up position by position. Which side of the difference did you permute?",
+                "You compared f(Px) with the unpermuted f(x). Apply the same permutation to the output, "
+                "f(x)[:, perm], before subtracting."))
         if close(got["equivariant"], ref(_bag_mixer, inv)):
-            return verdict(False, "You permuted the output with the inverse permutation. (Px)[:, j] = x[:, perm[j]], "
-                                  "so P f(x) is f(x)[:, perm], not f(x)[:, argsort(perm)]; the two agree only when "
-                                  "perm is its own inverse, e.g. a reversal or a single swap.")
-        return verdict(False, "For an equivariant f the answer must be 0 (to rounding); yours is not. Compute "
-                              "f(x[:, perm]) - f(x)[:, perm], then the max of its absolute value.")
+            return verdict(False, staged_hint(
+                "equivariance_error: inverse permutation",
+                f"For an equivariant f your error is {got['equivariant']:.3g}, not 0, and it would be 0 if perm were "
+                "its own inverse (a reversal, a single swap): check which permutation you applied to the output.",
+                "You permuted the output with the inverse permutation. (Px)[:, j] = x[:, perm[j]], so P f(x) is "
+                "f(x)[:, perm], not f(x)[:, argsort(perm)]."))
+        return verdict(False, staged_hint(
+            "equivariance_error: nonzero for an equivariant f",
+            f"For an equivariant f the answer must be 0 (to rounding); yours is {got['equivariant']:.3g}.",
+            "Compute f(x[:, perm]) - f(x)[:, perm], then the max of its absolute value."))
     if got["causal"] < zero:
         return verdict(False, "You report 0 for a causal running mean, which is not equivariant. Are both sides of "
                               "the difference computed from the same tensor? One side is f of the permuted input, "
                               "the other the permuted output of f on the original input.")
-    return verdict(False, "Zero for the equivariant case, but the wrong size for the causal running mean: take the "
-                          "max of |f(x[:, perm]) - f(x)[:, perm]| over every batch row, position and feature.")
+    return verdict(False, staged_hint(
+        "equivariance_error: causal size",
+        f"Zero for the equivariant case, but {got['causal']:.4g} instead of {want['causal']:.4g} for the causal "
+        "running mean: part of the difference is left out. Does your max cover every batch row, position and "
+        "feature?",
+        "Take the max of |f(x[:, perm]) - f(x)[:, perm]| over the whole tensor: .abs().max(), with no index."))
 
 
 # ---------------------------------------------------------------------------
@@ -119,8 +154,8 @@ def check_offset_matrix(fn: Callable[[int, int, float], object]) -> bool:
     PE is `sinusoidal_positional_encoding` (sin at column 2i, cos at 2i+1). Compares with the
     library's `offset_matrix` and names the usual mistakes: the transposed (wrong-way) rotation,
     the rotate-half pair layout, frequencies base^(-i/d) instead of base^(-2i/d), the identity.
-    The wrong-way rotation gets a two-stage hint (`staged_hint`): its symptom first, the correct
-    block only when the same mistake is checked again.
+    Each named mistake gets a two-stage hint (`staged_hint`): its symptom first, the fix (the correct
+    block, layout or exponent) only when the same mistake is checked again.
     """
     cases = ((3, 8, 10000.0), (5, 16, 100.0), (11, 12, 500.0))
     for k, d, base in cases:
@@ -162,23 +197,32 @@ def check_offset_matrix(fn: Callable[[int, int, float], object]) -> bool:
             outside[a:b, a:b] = 0
         if any(still) and all(r or s for r, s in zip(right, still)) and outside.abs().max() <= 1e-6:
             idle = [i for i, s in enumerate(still) if s]
-            return verdict(False, f"Partial rotation {where}: the blocks of pairs {idle} are the identity, so those "
-                                  f"pairs do not turn; only pairs {[i for i, r in enumerate(right) if r]} do. Every "
-                                  "pair i = (column 2i, column 2i + 1) turns by omega_i * k: build all d_model / 2 "
-                                  "blocks (a loop over range(d_model // 2)).")
+            return verdict(False, staged_hint(
+                "offset_matrix: partial rotation",
+                f"Partial rotation {where}: the blocks of pairs {idle} are the identity, so those pairs do not turn; "
+                f"only pairs {[i for i, r in enumerate(right) if r]} do.",
+                "Every pair i = (column 2i, column 2i + 1) turns by omega_i * k: build all d_model / 2 blocks (a loop "
+                "over range(d_model // 2))."))
         if value.dtype in (torch.float16, torch.bfloat16) and torch.allclose(M, want, atol=2e-2):
             return verdict(False, f"Right up to rounding, but your matrix is {value.dtype} {where}: its entries are "
                                   "off by up to " f"{float((M - want).abs().max()):.2g}. Build it in float32.")
         if torch.allclose(M, _blocks(phi, layout="half"), atol=1e-5) or torch.allclose(
             M, _blocks(phi, layout="half", sign=-1), atol=1e-5
         ):
-            return verdict(False, f"Your blocks couple column i with column i + d/2 {where} (the rotate-half layout "
-                                  "of GPT-NeoX and LLaMA RoPE), but the sinusoidal table interleaves its pairs: "
-                                  "sin at column 2i, cos at column 2i + 1.")
+            return verdict(False, staged_hint(
+                "offset_matrix: rotate-half layout",
+                f"Your blocks couple column i with column i + d/2 {where} (the rotate-half layout of GPT-NeoX and "
+                "LLaMA RoPE), so M @ PE[t] mixes columns that hold different pairs. Look at which columns "
+                "sinusoidal_positional_encoding gives each pair's sin and cos.",
+                "The sinusoidal table interleaves its pairs: sin at column 2i, cos at column 2i + 1."))
         half_rate = frequency_ladder(2 * d, base)[: d // 2].double() * k  # base^(-i/d) * k
         if torch.allclose(M, _blocks(half_rate), atol=1e-5) or torch.allclose(M, _blocks(half_rate, sign=-1), atol=1e-5):
-            return verdict(False, f"Right structure, wrong frequencies {where}: you used base^(-i/d). Pair i turns "
-                                  "at omega_i = base^(-2i/d), i.e. the exponent is the even column index 2i over d.")
+            return verdict(False, staged_hint(
+                "offset_matrix: base^(-i/d)",
+                f"Right structure, wrong frequencies {where}: your pair i turns by base^(-i/d) * k, so your slowest "
+                f"pair turns at {float(half_rate[-1]) / k:.3g} rad per token where the table's turns at "
+                f"{float(phi[-1]) / k:.3g}. Read the exponent off the table's formula.",
+                "Pair i turns at omega_i = base^(-2i/d): the exponent is the even column index 2i over d."))
         off = M.clone()
         for i in range(d // 2):
             off[2 * i : 2 * i + 2, 2 * i : 2 * i + 2] = 0
