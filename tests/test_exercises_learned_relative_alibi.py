@@ -49,14 +49,41 @@ def test_expected_row_updates_reference_passes(capsys):
     assert ok, out
 
 
+# each named mistake: (answer, its symptom, its fix, which only a second failure shows)
+UPDATES_STAGED = [
+    (lambda p, s, B: s * (1 - (1 - _reach(p, 0)) ** B), "which lengths reach row p", "Off by one"),
+    (lambda p, s, B: s * _reach(p, 1), "one sequence per step", "A batch holds B independent sequences"),
+    (lambda p, s, B: s * B * _reach(p, 1), "cannot exceed steps", "expected number of sequences"),
+    (lambda p, s, B: 1 - (1 - _reach(p, 1)) ** B, "never exceed 1", "multiply by the number of steps"),
+    (lambda p, s, B: s * _reach(p, 1) ** B, "every sequence of the batch", "One is enough"),
+    (lambda p, s, B: s * (1 - (1 - p[1:]) ** B), "sequences of one length", "P(L = p + 1)"),
+    (lambda p, s, B: s * B * _reach(p, 0), "two things are off", "Two slips"),
+]
+
+
+@pytest.mark.parametrize("fn, symptom, fix", UPDATES_STAGED)
+def test_expected_row_updates_every_named_mistake_is_staged(capsys, fn, symptom, fix):
+    """Symptom first (the row that is wrong and a question), the fix only when the same mistake comes back."""
+    from mlbook.exercises.common import reset_hints
+
+    reset_hints()
+    try:
+        ok, first = _run(check_expected_row_updates, fn, capsys)
+        assert not ok and symptom in first and fix not in first, first
+        ok, second = _run(check_expected_row_updates, fn, capsys)
+        assert not ok and symptom in second and fix in second, second
+    finally:
+        reset_hints()
+
+
 @pytest.mark.parametrize("fn, message", [
-    (lambda p, s, B: s * (1 - (1 - _reach(p, 0)) ** B), "Off by one"),
-    (lambda p, s, B: s * _reach(p, 1), "one sequence"),
-    (lambda p, s, B: s * B * _reach(p, 1), "number of sequences"),
-    (lambda p, s, B: 1 - (1 - _reach(p, 1)) ** B, "multiply by the number of steps"),
-    (lambda p, s, B: s * _reach(p, 1) ** B, "all B sequences"),
-    (lambda p, s, B: s * (1 - (1 - p[1:]) ** B), "P(L = p + 1)"),
-    (lambda p, s, B: s * B * _reach(p, 0), "Two slips"),
+    (lambda p, s, B: s * (1 - (1 - _reach(p, 0)) ** B), "which lengths reach row p"),
+    (lambda p, s, B: s * _reach(p, 1), "one sequence per step"),
+    (lambda p, s, B: s * B * _reach(p, 1), "cannot exceed steps"),
+    (lambda p, s, B: 1 - (1 - _reach(p, 1)) ** B, "never exceed 1"),
+    (lambda p, s, B: s * _reach(p, 1) ** B, "every sequence of the batch"),
+    (lambda p, s, B: s * (1 - (1 - p[1:]) ** B), "sequences of one length"),
+    (lambda p, s, B: s * B * _reach(p, 0), "two things are off"),
     (lambda p, s, B: torch.cat([updates_ok(p, s, B), torch.zeros(1)]), "one entry per row"),
     (lambda p, s, B: updates_ok(p, s, B)[:-2], "shape"),
     (lambda p, s, B: updates_ok(p, s, B).tolist(), "torch.Tensor"),
@@ -76,7 +103,9 @@ def test_expected_row_updates_off_by_one_shows_the_code_of_the_fix_only_the_seco
     reset_hints()
     try:
         ok, first = _run(check_expected_row_updates, off_by_one, capsys)
-        assert not ok and "Off by one" in first and "length_probs[p + 1:]" not in first
+        # the first stage is the symptom (row 5 counted where no sequence reaches it), not the rule L > p
+        assert not ok and "Row 5: your count of steps with a gradient is 10" in first and "expected 0" in first
+        assert "L > p" not in first and "length_probs[p + 1:]" not in first
         ok, second = _run(check_expected_row_updates, off_by_one, capsys)
         assert not ok and "Off by one" in second and "length_probs[p + 1:].sum()" in second
     finally:
@@ -119,14 +148,14 @@ def _not_invariant(w):
 
 
 @pytest.mark.parametrize("fn, message", [
-    (lambda w: _index(w, swap=True), "axes are swapped"),
-    (lambda w: _index(w, sign=-1), "key minus query"),
-    (lambda w: _index(w, sign=-1, swap=True), "Two slips"),
-    (lambda w: _index(w, shift=w), "Off by one: you shifted the offsets by w ="),
-    (lambda w: _index(w, shift=w - 2), "Off by one: you shifted the offsets by w - 2"),
-    (lambda w: _index(w, stride=w), "Wrong stride: you multiplied"),
-    (lambda w: _index(w, stride=2 * w), "Wrong stride: 2w"),
-    (lambda w: _index(w, shift=0), "forgot to shift"),
+    (lambda w: _index(w, swap=True), "slow (multiplied) position"),
+    (lambda w: _index(w, sign=-1), "read mirrored"),
+    (lambda w: _index(w, sign=-1, swap=True), "Two things are off"),
+    (lambda w: _index(w, shift=w), "Your largest index is 182"),
+    (lambda w: _index(w, shift=w - 2), "Your smallest index is -"),
+    (lambda w: _index(w, stride=w), "share a row. How many values"),
+    (lambda w: _index(w, stride=2 * w), "leave gaps"),
+    (lambda w: _index(w, shift=0), "negative for half the pairs"),
     (lambda w: _index(w, col=True), "column-major"),  # the same index as swapped axes: named together
     (lambda w: _index(w).float(), "integer tensor"),
     (lambda w: _index(w)[:-1], "shape"),
@@ -153,7 +182,7 @@ def test_swin_bias_reference_passes(capsys):
 
 @pytest.mark.parametrize("fn, message", [
     (lambda t, w: _bias_ok(t, w).permute(1, 2, 0), "wrong layout"),
-    (lambda t, w: t[_index(w).reshape(-1)].reshape(t.shape[1], w * w, w * w), "reshaped"),
+    (lambda t, w: t[_index(w).reshape(-1)].reshape(t.shape[1], w * w, w * w), "another head's value"),
     (lambda t, w: _bias_ok(t, w).transpose(-1, -2), "transposed"),
     (lambda t, w: _bias_ok(t, w) * 2, "differ"),
     (lambda t, w: _bias_ok(t, w)[:, :-1], "Shape"),
@@ -162,6 +191,37 @@ def test_swin_bias_reference_passes(capsys):
 def test_swin_bias_names_the_mistake(capsys, fn, message):
     ok, out = _run(check_swin_bias, fn, capsys)
     assert not ok and message in out, out
+
+
+SWIN_STAGED = [
+    (check_swin_index, lambda w: _index(w, swap=True), "reads row 71 instead of row 83",
+     "(dy + w - 1) * (2w - 1) + (dx + w - 1)"),
+    (check_swin_index, lambda w: _index(w, sign=-1), "read mirrored", "query cell - key cell"),
+    (check_swin_index, lambda w: _index(w, sign=-1, swap=True), "Two things are off", "Two slips"),
+    (check_swin_index, lambda w: _index(w, shift=w), "largest index", "instead of w - 1"),
+    (check_swin_index, lambda w: _index(w, shift=w - 2), "smallest index", "instead of w - 1"),
+    (check_swin_index, lambda w: _index(w, stride=w), "share a row", "the stride must be 2w - 1"),
+    (check_swin_index, lambda w: _index(w, stride=2 * w), "leave gaps", "instead of 2w - 1"),
+    (check_swin_index, lambda w: _index(w, shift=0), "negative for half", "add w - 1"),
+    (check_swin_bias, lambda t, w: _bias_ok(t, w).permute(1, 2, 0), "wrong layout", "permute(2, 0, 1)"),
+    (check_swin_bias, lambda t, w: t[_index(w).reshape(-1)].reshape(t.shape[1], w * w, w * w),
+     "another head's value", "permute(2, 0, 1)"),
+    (check_swin_bias, lambda t, w: _bias_ok(t, w).transpose(-1, -2), "transposed", "table[index[q, k], h]"),
+]
+
+
+@pytest.mark.parametrize("checker, fn, symptom, fix", SWIN_STAGED)
+def test_swin_hints_give_the_symptom_first_and_the_fix_on_a_second_failure(capsys, checker, fn, symptom, fix):
+    from mlbook.exercises.common import reset_hints
+
+    reset_hints()
+    try:
+        ok, first = _run(checker, fn, capsys)
+        assert not ok and symptom in first and fix not in first, first
+        ok, second = _run(checker, fn, capsys)
+        assert not ok and symptom in second and fix in second, second
+    finally:
+        reset_hints()
 
 
 # ---------------------------------------------------------------------------

@@ -44,7 +44,8 @@ def check_expected_row_updates(fn: Callable[[torch.Tensor, int, int], object]) -
     length_probs has shape (T_max + 1,), entry l = P(L = l). A sequence of length L fills
     positions 0 .. L - 1; each batch holds batch_size independent lengths. Compared with
     `mlbook.analysis.learned.expected_row_updates`, on a point mass, a uniform and a short-biased
-    distribution; names the usual mistakes.
+    distribution; names the usual mistakes, each with a two-stage hint (`staged_hint`): the row that
+    is wrong and a question first, the fix when the same mistake is checked again.
     """
     for name, probs, steps, B in _cases():
         T_max = probs.numel() - 1
@@ -71,34 +72,44 @@ def check_expected_row_updates(fn: Callable[[torch.Tensor, int, int], object]) -
             continue
         reach = expected_row_examples(probs, 1, 1)  # (T_max,) P(L > p)
         ge = _survival_ge(probs)
+        worst = int((got - want).abs().argmax())
+        shown, expected = fmt_pair(float(got[worst]), float(want[worst]))
+        seen = f"Row {worst}: your count of steps with a gradient is {shown} {where}, expected {expected}."
+        # (answer, key, symptom question, fix): each named mistake is a two-stage hint, the question first
         candidates = [
-            (steps * (1 - (1 - ge) ** B),
-             "Off by one: you counted sequences with L >= p, but a sequence of length L fills positions 0..L-1, so "
-             "it reaches row p only if L > p (L >= p + 1)."),
-            (steps * reach,
+            (steps * (1 - (1 - ge) ** B), "L >= p",
+             "A sequence of length L fills positions 0..L-1: which lengths reach row p?",
+             "Off by one: you counted sequences with L >= p, but a length-L sequence reaches row p only if L > p "
+             "(L >= p + 1), and P(L > p) = length_probs[p + 1:].sum()."),
+            (steps * reach, "one sequence per step",
+             "Your counts are what one sequence per step would give: how many sequences does one step see?",
              "You treated each step as one sequence. A batch holds B independent sequences, and the row gets a "
              "gradient if any one of them reaches it: the probability is 1 - (1 - P(L > p))^B."),
-            (steps * B * reach,
+            (steps * B * reach, "sequences, not steps",
+             f"A count of steps cannot exceed steps = {steps}: what does your product count?",
              "That is the expected number of sequences that reach row p (steps * B * P(L > p)), not the number of "
              "steps with a gradient: several sequences in one batch count as one step. Use "
              "steps * (1 - (1 - P(L > p))^B)."),
-            (1 - (1 - reach) ** B,
+            (1 - (1 - reach) ** B, "one step",
+             f"Your entries never exceed 1, yet there are {steps} steps.",
              "That is the probability for a single step; multiply by the number of steps."),
-            (steps * reach ** B,
+            (steps * reach ** B, "all B",
+             "Your counts are too small: in them the row gets a gradient only when every sequence of the batch "
+             "reaches it. How many must reach it?",
              "You computed the chance that all B sequences reach row p. One is enough: the complement of 'none "
              "reaches it', 1 - (1 - P(L > p))^B."),
-            (steps * (1 - (1 - probs[1:]) ** B),
+            (steps * (1 - (1 - probs[1:]) ** B), "P(L = p + 1)",
+             "Your count for a row depends only on the sequences of one length: which sequences does it leave out?",
              "You used P(L = p + 1), the chance of ending exactly at row p. Every longer sequence reaches row p too: "
              "sum the probabilities of all lengths above p."),
-            (steps * B * ge,
+            (steps * B * ge, "two slips",
+             f"Some of your counts exceed the number of steps ({steps}), and a row that no sequence reaches gets a "
+             "count: two things are off.",
              "Two slips: sequences counted instead of steps, and L >= p instead of L > p."),
         ]
-        for i, (cand, message) in enumerate(candidates):
+        for cand, key, symptom, fix in candidates:
             if torch.allclose(got, cand.double(), rtol=rtol, atol=atol):
-                if i == 0:  # the page's first attempt: the code of the fix only when the same mistake comes back
-                    message = staged_hint("expected_row_updates: L >= p", message,
-                                          "The fix: P(L > p) = length_probs[p + 1:].sum().")
-                return verdict(False, message + f" (Seen {where}.)")
+                return verdict(False, staged_hint(f"expected_row_updates: {key}", f"{seen} {symptom}", fix))
         if (got < -1e-9).any() or (got > steps + 1e-9).any():
             return verdict(False, f"Some entries are outside [0, steps] {where}: a count of steps with a gradient "
                                   "cannot be negative or exceed the number of steps.")
@@ -109,8 +120,6 @@ def check_expected_row_updates(fn: Callable[[torch.Tensor, int, int], object]) -
             return verdict(False, f"Right up to rounding, but your counts are {value.dtype} {where}: low precision "
                                   f"moves them by up to {float((got - want).abs().max()):.2g}. Compute in float32 or "
                                   "float64 (length_probs is float64).")
-        worst = int((got - want).abs().argmax())
-        shown, expected = fmt_pair(float(got[worst]), float(want[worst]))
         return verdict(False, f"Row {worst} gets {shown}, expected {expected} {where}. Row p is "
                               "updated at a step unless all B lengths are <= p.")
     return verdict(True, "steps * (1 - (1 - P(L > p))^B) for every row: a length-L sequence reaches rows "

@@ -5,7 +5,8 @@ window, index = (dy + w - 1)(2w - 1) + (dx + w - 1) with (dy, dx) = query cell m
 and cells numbered row-major. `check_swin_bias`: gathering a ((2w-1)^2, H) table into the
 (H, w^2, w^2) bias. Each compares with `RelativePositionBias2D` and names the usual mistakes:
 an off-by-one shift, swapped axes (or column-major cells), key minus query, the wrong stride,
-a missing permute.
+a missing permute. Each named mistake gets a two-stage hint (`staged_hint`): the symptom first,
+the fix when the same mistake is checked again.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Callable
 import torch
 
 from mlbook.analysis.relative import swin_index, swin_table_entries
-from mlbook.exercises.common import call_answer, failure, guarded, tensor_answer, verdict
+from mlbook.exercises.common import call_answer, failure, guarded, staged_hint, tensor_answer, verdict
 
 __all__ = ["check_swin_index", "check_swin_bias"]
 
@@ -70,37 +71,51 @@ def check_swin_index(fn: Callable[[int], object]) -> bool:
             continue
         size = swin_table_entries(w)
         where = f"for window {w}"
+        diff = (got != want).nonzero()[0].tolist()  # the first (query, key) pair read from the wrong row
+        q, k = diff
+        seen = (f"Query cell (y, x) = {divmod(q, w)}, key cell {divmod(k, w)} reads row {int(got[q, k])} instead of "
+                f"row {int(want[q, k])} {where}.")
+        lo, hi, rows = int(got.min()), int(got.max()), torch.unique(got).numel()
+        # (answer, key, symptom, fix): each named mistake is a two-stage hint, the symptom first
         named = [
-            (_variant(w, swap=True),
-             "Your axes are swapped: you put dx in the slow (multiplied) position. Swin's table is indexed "
-             "(dy + w - 1) * (2w - 1) + (dx + w - 1): rows of the 2-D table are dy, columns dx. (Numbering the "
-             "cells column-major, x * w + y, instead of row-major gives exactly the same wrong index.)"),
-            (_variant(w, sign=-1),
-             "You used key minus query. Every index is valid and translation invariant, but mirrored: Swin (and "
-             "RelativePositionBias2D) take (dy, dx) = query cell - key cell, so a pretrained table would be read "
-             "back to front."),
-            (_variant(w, sign=-1, swap=True),
+            (_variant(w, swap=True), "swapped axes",
+             "Which of dy and dx belongs in the slow (multiplied) position? (Numbering the cells column-major, "
+             "x * w + y, instead of row-major gives exactly this index.)",
+             "Your axes are swapped: you put dx in the slow position. Swin's table is indexed "
+             "(dy + w - 1) * (2w - 1) + (dx + w - 1): rows of the 2-D table are dy, columns dx."),
+            (_variant(w, sign=-1), "key minus query",
+             "Every index is valid and translation invariant, but each offset is read mirrored: which cell is "
+             "subtracted from which?",
+             "You used key minus query. Swin (and RelativePositionBias2D) take (dy, dx) = query cell - key cell, so "
+             "a pretrained table would be read back to front."),
+            (_variant(w, sign=-1, swap=True), "two slips",
+             "Two things are off: the direction of the offset, and which of dy and dx is the slow one.",
              "Two slips: key minus query instead of query minus key, and dx in the slow position instead of dy."),
-            (_variant(w, shift=w),
+            (_variant(w, shift=w), "shift w",
+             f"Your largest index is {hi}, past the table's {size} rows (0..{size - 1}): by how much must the "
+             "offsets be shifted so that the smallest is 0?",
              f"Off by one: you shifted the offsets by w = {w} instead of w - 1 = {w - 1}. The offsets run over "
-             f"[-(w-1), w-1], so adding w - 1 maps them onto 0..2w-2; with w the largest index passes the table's "
-             f"{size} rows."),
-            (_variant(w, shift=w - 2),
-             f"Off by one: you shifted the offsets by w - 2 = {w - 2} instead of w - 1 = {w - 1}; the most negative "
-             "offset then gives a negative index."),
-            (_variant(w, stride=w),
+             f"[-(w-1), w-1], so adding w - 1 maps them onto 0..2w-2."),
+            (_variant(w, shift=w - 2), "shift w - 2",
+             f"Your smallest index is {lo}: negative, so it reads the table from the end. By how much must the "
+             "offsets be shifted so that the smallest is 0?",
+             f"Off by one: you shifted the offsets by w - 2 = {w - 2} instead of w - 1 = {w - 1}."),
+            (_variant(w, stride=w), "stride w",
+             f"Only {rows} of the {size} offsets get a row of their own: different offsets share a row. How many "
+             "values does dx + w - 1 take?",
              f"Wrong stride: you multiplied (dy + w - 1) by w = {w}. There are 2w - 1 = {2 * w - 1} values of "
-             "dx + w - 1, so the stride must be 2w - 1, otherwise different offsets share a row."),
-            (_variant(w, stride=2 * w),
-             f"Wrong stride: 2w = {2 * w} instead of 2w - 1 = {2 * w - 1}. No two offsets collide, but the indices "
-             f"run past the table's {size} rows and leave gaps."),
-            (_variant(w, shift=0),
-             "You forgot to shift the offsets: dy and dx are negative for half the pairs, so the index goes "
-             "negative. Add w - 1 to each before combining."),
+             "dx + w - 1, so the stride must be 2w - 1."),
+            (_variant(w, stride=2 * w), "stride 2w",
+             f"No two offsets collide, but your indices run up to {hi}, past the table's {size} rows, and leave "
+             "gaps. How many values does dx + w - 1 take?",
+             f"Wrong stride: 2w = {2 * w} instead of 2w - 1 = {2 * w - 1}."),
+            (_variant(w, shift=0), "no shift",
+             f"Your smallest index is {lo}: negative for half the pairs, since dy and dx are negative there.",
+             "You forgot to shift the offsets: add w - 1 to each of dy and dx before combining them."),
         ]
-        for cand, message in named:
+        for cand, key, symptom, fix in named:
             if torch.equal(got, cand):
-                return verdict(False, message + f" (Seen {where}.)")
+                return verdict(False, staged_hint(f"swin_index: {key}", f"{seen} {symptom}", fix))
         if int(got.min()) < 0 or int(got.max()) >= size:
             return verdict(False, f"Your indices run from {int(got.min())} to {int(got.max())} {where}; the table "
                                   f"has rows 0..{size - 1} ((2w - 1)^2 = {size}).")
@@ -140,8 +155,11 @@ def check_swin_bias(fn: Callable[[torch.Tensor, int], object]) -> bool:
         want = gathered.permute(2, 0, 1)  # (H, w^2, w^2)
         if tuple(value.shape) == (n, n, H):
             if torch.allclose(value.float(), gathered):
-                return verdict(False, f"Right values, wrong layout {where}: you return (w^2, w^2, H). Attention "
-                                      "scores are (H, T_q, T_k), so permute the heads to the front: .permute(2, 0, 1).")
+                return verdict(False, staged_hint(
+                    "swin_bias: heads last",
+                    f"Right values, wrong layout {where}: you return (w^2, w^2, H), but attention scores are "
+                    "(H, T_q, T_k), and the bias is added to them.",
+                    "Move the head axis to the front: .permute(2, 0, 1)."))
         if tuple(value.shape) != (H, n, n):
             return verdict(False, f"Shape {tuple(value.shape)} {where}; it must be (H, w^2, w^2) = ({H}, {n}, {n}).")
         if not value.is_floating_point():
@@ -162,12 +180,20 @@ def check_swin_bias(fn: Callable[[torch.Tensor, int], object]) -> bool:
                                       "and permute do not change it.")
             continue
         if torch.allclose(got, gathered.reshape(H, n, n)):
-            return verdict(False, f"You reshaped (w^2, w^2, H) to (H, w^2, w^2) {where}. A reshape keeps the memory "
-                                  "order and scrambles heads with positions; move the head axis with "
-                                  "permute(2, 0, 1) instead.")
+            return verdict(False, staged_hint(
+                "swin_bias: reshape",
+                f"The shape is right, but your bias[0, 0, 1] is {float(got[0, 0, 1]):.4g} where head 0's "
+                f"table[index[0, 1], 0] is {float(want[0, 0, 1]):.4g} {where}; it is another head's value, so heads "
+                "and positions are mixed. What does your last step do to the order of the entries in memory?",
+                "You reshaped (w^2, w^2, H) to (H, w^2, w^2). A reshape keeps the memory order and scrambles heads "
+                "with positions; move the head axis with permute(2, 0, 1) instead."))
         if torch.allclose(got, want.transpose(-1, -2)):
-            return verdict(False, f"Your bias is transposed {where}: entry [h, q, k] must be for query cell q and key "
-                                  "cell k, i.e. table[index[q, k], h]. Did you index with (key - query)?")
+            return verdict(False, staged_hint(
+                "swin_bias: transposed",
+                f"Your bias is transposed {where}: your entry [h, q, k] holds the value for query cell k and key "
+                "cell q.",
+                "Entry [h, q, k] must be table[index[q, k], h], for query cell q and key cell k. Did you index with "
+                "(key - query)?"))
         return verdict(False, f"The values differ from table[index[q, k], h] {where}. Gather the table with the "
                               "flattened index, reshape to (w^2, w^2, H), then permute to (H, w^2, w^2).")
     return verdict(True, "bias[h, q, k] = table[index[q, k], h], shape (H, w^2, w^2), as RelativePositionBias2D "
