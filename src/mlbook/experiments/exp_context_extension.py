@@ -341,7 +341,14 @@ def verdict_line(record: dict[str, Any]) -> str:
     L, T = r["train_len"], r["eval_lengths"][-1]
     best, tied, diffs = _ranked_after(record)
     steps = r["finetune"]["steps"]
-    text = f"After {steps} fine-tuning steps at {T}, the way position interpolation is used, {SHORT[best]} has the lowest loss at {T}"
+    text = ""
+    if record["config"].get("eval_seed") is not None:  # the count baseline regenerates the record's windows
+        levels = ngram_levels(record)
+        if not any(beats_4gram(record, levels).values()):
+            text = (f"No setting here beats a count 4-gram in range on the same windows "
+                    f"({levels['4']['in_range']:.3f} nats/char): these are under-trained models, and the verdicts are "
+                    f"about this budget. ")
+    text += f"After {steps} fine-tuning steps at {T}, the way position interpolation is used, {SHORT[best]} has the lowest loss at {T}"
     if tied:
         text += " (" + ", ".join(SHORT[n] for n in tied) + " indistinguishable from it)"
     if "linear" in diffs:
@@ -355,6 +362,9 @@ def verdict_line(record: dict[str, Any]) -> str:
         text += f", and unmodified RoPE degrades at {worse[0]}" + (f" but not at {', '.join(map(str, fine))}" if fine else "")
     else:
         text += ", and unmodified RoPE shows no degradation past L at these lengths"
+    rows = decided_claims(record)
+    if rows:
+        text += f"; {sum(x['survives'] for x in rows)} of the page's {len(rows)} claims survive Holm's correction"
     return text + "."
 
 
