@@ -217,3 +217,83 @@ def test_a_non_finite_pass_is_refused_not_read_as_no_change(ids):
         broken.lm_head.weight[0, 0] = float("nan")
     with pytest.raises(ValueError, match="non-finite cos and sin or logits"):
         P.override_effect(broken, ids, YARN_2)
+
+
+# ---------------------------------------------------------------------------
+# Phi-3: its config class reads "yarn" as LongRoPE; the loss cell's flow on it
+# ---------------------------------------------------------------------------
+
+
+def tiny_phi3(**extra: Any) -> Any:
+    """A tiny random Phi-3 (plain RoPE, fused qkv_proj), as Phi-3, Phi-3.5 and Phi-4-mini build."""
+    from transformers import Phi3Config, Phi3ForCausalLM
+
+    config = Phi3Config(vocab_size=256, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=M,
+                        pad_token_id=0, bos_token_id=1, eos_token_id=2, **extra)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        return Phi3ForCausalLM(config).eval()
+
+
+def test_yarn_on_phi3_is_refused_by_name_and_the_loss_cells_flow_runs_the_rest(ids):
+    """Phi3Config turns rope_type "yarn" into "longrope" (4.57 and 5.15 alike), which then asks for short_factor:
+    the page's YaRN override must be refused with a sentence naming what was written, before any pass, and the
+    cell's other overrides must still run (page 14, cells 13 and 15)."""
+    phi3 = tiny_phi3(original_max_position_embeddings=M)
+    L = P.trained_length(phi3.config)
+    assert L == M and P.override_refusal(phi3.config) is None
+    yarn = {"rope_type": "yarn", "factor": 2.0, "original_max_position_embeddings": L}
+    why = P.override_refusal(phi3.config, yarn)
+    assert "reads rope_type 'yarn' as 'longrope'" in why and "'rope_type': 'yarn'" in why and "Phi-4-mini" in why
+    assert P.override_refusal(phi3.config, {"type": "yarn", "factor": 2.0}) is not None  # the legacy key too
+    assert P.override_refusal(phi3.config, DYNAMIC_2) is None
+    assert P.override_refusal(P.tiny_random_config(), yarn) is None  # a Llama takes it
+    with pytest.raises(TypeError, match="rope_scaling must be a dict"):
+        P.override_refusal(phi3.config, "yarn")
+    before = phi3.get_decoder().rotary_emb
+    for call in (lambda: P.rope_override(phi3, yarn).__enter__(), lambda: P.override_effect(phi3, ids, yarn)):
+        with pytest.raises(ValueError, match=r"asks for YaRN, but Phi3Config .* cannot be expressed"):
+            call()
+    assert phi3.get_decoder().rotary_emb is before
+    # cell 13's loop, each override checked first: as shipped and dynamic NTK run, YaRN is left out
+    overrides = {"as shipped": None, "YaRN, factor 2": yarn, "dynamic NTK, factor 2": DYNAMIC_2}
+    kept = {name: s for name, s in overrides.items() if s is None or P.override_refusal(phi3.config, s) is None}
+    assert list(kept) == ["as shipped", "dynamic NTK, factor 2"]
+    losses = []
+    for name, scaling in kept.items():
+        with P.rope_override(phi3, scaling):
+            losses.append(P.loss_by_position(phi3, ids, max(1, L // 8), label=name))
+    assert all(np.isfinite(pl.loss).all() for pl in losses)
+    effect = P.override_effect(phi3, ids, DYNAMIC_2)
+    assert effect.took_effect and effect.divisor[-1] == pytest.approx(2.0 * (2 * M + 1) / M - 1.0, rel=1e-4)
+
+
+def test_a_removed_shipped_attention_factor_is_printed_shipped_to_override(ids):
+    """A dynamic override on a model shipping YaRN x 4 removes YaRN's factor 0.1 ln 4 + 1 = 1.139 on cos and sin:
+    the line must say shipped -> override, not an unchanged-looking 'x 1.000'."""
+    qwen_like = tiny_shipping({"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 16})
+    effect = P.override_effect(qwen_like, ids, DYNAMIC_2, replace_shipped=True)
+    assert effect.shipped_attention_scaling == pytest.approx(0.1 * np.log(4.0) + 1.0, rel=1e-6)
+    assert effect.attention_scaling == 1.0
+    assert "cos and sin x 1.139 -> x 1.000" in effect.line()
+    assert "cos and sin x 1.000 -> x 1.069" in P.override_effect(qwen_like.__class__(P.tiny_random_config()).eval(),
+                                                                ids, YARN_2).line()
+
+
+def test_a_stale_top_level_anchor_is_warned_about_and_printed():
+    """Phi3Config carries original_max_position_embeddings 4,096 at the top level by default; with plain RoPE
+    no scaling reads it, yet it is the anchor L. trained_length warns, and the settings print a note."""
+    phi3 = tiny_phi3()  # M = 64, the class default 4,096 at the top level
+    with pytest.warns(UserWarning, match=r"original_max_position_embeddings=4,096 .* no scaling reads it"):
+        assert P.trained_length(phi3.config) == 4096
+    with pytest.warns(UserWarning):
+        lines = P.positional_settings(phi3.config).lines()
+    assert lines[-1] == "note: L 4,096 exceeds max_position_embeddings 64 (no scaling reads it: a stale key?)"
+    stated = tiny_phi3(original_max_position_embeddings=M)  # as Phi-3-mini-4k ships: 4,096 and 4,096
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert P.trained_length(stated.config) == M
+        assert not P.positional_settings(stated.config).lines()[-1].startswith("note")

@@ -56,6 +56,7 @@ import importlib.resources
 import math
 import os
 import sys
+import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -69,6 +70,7 @@ from mlbook.analysis.model_config import context_lengths
 from mlbook.analysis.rope import pairing_permutation
 from mlbook.experiments.common import rotary_pair_norms
 from mlbook.transformer.hf import (
+    SU_FAMILIES,
     hf_get,
     hf_head_dim,
     hf_layer_types,
@@ -331,7 +333,18 @@ def trained_length(config: Any) -> int:
             raise TypeError(f"config must be a transformers config or a dict read from config.json, got "
                             f"{type(config).__name__}")
         config = to_dict()
-    return context_lengths(config).original
+    L = context_lengths(config).original
+    text = hf_text_config(config)
+    M, top = hf_get(text, "max_position_embeddings"), text.get("original_max_position_embeddings")
+    if top is not None and hf_rope_parameters_for(text)["rope_type"] in ("default", "proportional") and top != M:
+        warnings.warn(f"original_max_position_embeddings={top:,} sits at the config's top level but no scaling reads "
+                      f"it (rope_type 'default'): anchor length L = {L:,} against max_position_embeddings M = {M:,}. "
+                      "A stale key (Phi3Config's class default is 4,096) makes the loss cells read 2L + 1 tokens; "
+                      "pass encode_text a smaller max_tokens if L is not the length you mean", stacklevel=2)
+    elif M is not None and L > M:
+        warnings.warn(f"anchor length L = {L:,} exceeds max_position_embeddings M = {M:,}: the config anchors its "
+                      "scaling past the length it states as its maximum (check the config)", stacklevel=2)
+    return L
 
 
 @dataclass(frozen=True)
@@ -376,6 +389,9 @@ class PositionalSettings:
             f"wavelengths, unscaled    fastest pair {lam.min():,.1f}, slowest pair {lam.max():,.0f}",
             f"pairs slower than L      {(lam > self.trained_len).sum()} of {lam.size}",
         ]
+        if self.trained_len > self.max_position_embeddings:
+            out.append(f"note: L {self.trained_len:,} exceeds max_position_embeddings {self.max_position_embeddings:,} "
+                       f"({'no scaling reads it: a stale key?' if self.rope_scaling is None else 'check the config'})")
         if self.per_layer_type:
             types = [f"  {kind:<22} {n} of {self.n_layers} layers: {dict(params)}"
                      for kind, (params, n) in sorted(self.per_layer_type.items())]
@@ -953,6 +969,9 @@ def _override_parameters(config: Any, rope_scaling: Any) -> dict[str, Any]:
             raise TypeError(f"rope_scaling[{key!r}] must be a list of positive numbers, one per rotated frequency "
                             f"pair, got {type(value).__name__} ({value!r})")
     model_type = str(getattr(config, "model_type", ""))
+    family = _family_refusal(config, rope_scaling)
+    if family is not None:  # before hf_rope_type, which would read it as LongRoPE and ask for short_factor
+        raise ValueError(family)
     kind = hf_rope_type(rope_scaling, model_type)  # "type" read as transformers reads it; unknown names refused
     base, M = hf_rope_base(config), int(config.max_position_embeddings)
     head = hf_head_dim(config)
@@ -992,12 +1011,37 @@ def _override_parameters(config: Any, rope_scaling: Any) -> dict[str, Any]:
     return scaling
 
 
-def override_refusal(config: Any) -> str | None:
+def _family_refusal(config: Any, rope_scaling: Mapping[str, Any]) -> str | None:
+    """Why this family's config class cannot express `rope_scaling`, or None: Phi-3's (and Phi-4-multimodal's)
+    reads a "yarn" rope_type as LongRoPE (`Phi3Config.convert_rope_params_to_dict`, "for backward
+    compatibility if previous version used 'su' or 'yarn'"; 4.57's `_rope_scaling_adjustment` alike), so a
+    YaRN override on Phi-3, Phi-3.5 or Phi-4-mini would be built as LongRoPE, which needs per-pair factors."""
+    written = rope_scaling.get("rope_type", rope_scaling.get("type"))
+    model_type = str(getattr(config, "model_type", "") or "")
+    if written == "yarn" and model_type.startswith(SU_FAMILIES):
+        return (f"rope_scaling={dict(rope_scaling)!r} asks for YaRN, but {type(config).__name__} (model_type "
+                f"{model_type!r}) reads rope_type 'yarn' as 'longrope', as transformers' own config class does for "
+                "backward compatibility: a YaRN override cannot be expressed for this family (Phi-3, Phi-3.5, "
+                "Phi-4-mini). Use {'rope_type': 'dynamic', 'factor': ...}, or a 'longrope' dict with "
+                "short_factor and long_factor")
+    return None
+
+
+def override_refusal(config: Any, rope_scaling: Mapping[str, Any] | None = None) -> str | None:
     """Why `rope_override` refuses every override on a model with this config, or None where it takes one:
     layer types that rotate differently (Gemma 3: one rope_scaling cannot say which type it is for); RoPE kept
     per layer type even where the types agree (OLMo 3 under transformers 5: the override changes one
     rope_parameters dict); M-RoPE keys (Qwen3-VL, Qwen3.5: mrope_section, mrope_interleaved), which an
-    override would drop rather than carry over."""
+    override would drop rather than carry over. Given `rope_scaling`, also why this family cannot take that
+    override: YaRN on Phi-3, whose config class reads "yarn" as LongRoPE (`_family_refusal`). Other faults of
+    the override itself (an unknown key, a missing factor) are not refusals: `rope_override` raises for them."""
+    if rope_scaling is not None:
+        if not isinstance(rope_scaling, Mapping):
+            raise TypeError(f"rope_scaling must be a dict such as {{'rope_type': 'yarn', 'factor': 2.0}} (or None), "
+                            f"got {type(rope_scaling).__name__} ({rope_scaling!r})")
+        family = _family_refusal(config, rope_scaling)
+        if family is not None:
+            return family
     if _rotates_differently(config):
         return (f"{type(config).__name__}'s layer types rotate differently ({hf_rope_parameters(config)}): one "
                 "rope_scaling override cannot say which type it is for")
@@ -1247,13 +1291,15 @@ class OverrideEffect:
         return f"; {regime}: {self.T:,} tokens{relation} {self.rescale_key} {self.rescale_above:,}"
 
     def line(self) -> str:
-        """One printable line: the frequencies' divisors, the attention factor, the largest logit change, and for
-        a scaling that follows the length whether the pass was long enough to change it."""
+        """One printable line: the frequencies' divisors, the attention factor on cos and sin where the override
+        changed it (shipped -> override: a dynamic override on a YaRN- or LongRoPE-shipped model removes the
+        shipped factor, "x 1.139 -> x 1.000"), the largest logit change, and for a scaling that follows the length
+        whether the pass was long enough to change it."""
         if not self.took_effect:
             return (f"{self.label:<22} changed nothing: cos and sin as shipped, "
                     f"largest logit change {self.max_logit_change:.2g}{self._where()}")
         factor = ("" if self.attention_scaling == self.shipped_attention_scaling
-                  else f", cos and sin x {self.attention_scaling:.3f}")
+                  else f", cos and sin x {self.shipped_attention_scaling:.3f} -> x {self.attention_scaling:.3f}")
         return (f"{self.label:<22} frequencies divided by {self.divisor.min():.2f} to {self.divisor.max():.2f}"
                 f"{factor}; logits moved by up to {self.max_logit_change:.2g} (largest logit {self.logit_scale:.2g})"
                 f"{self._where()}")
