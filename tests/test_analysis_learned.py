@@ -291,22 +291,43 @@ def test_left_pad_puts_every_prompt_flush_right():
 
 
 def test_position_ids_from_mask_counts_real_tokens_before_each_slot():
-    """Oracle: a loop that counts the real tokens before each slot; padded slots get 1."""
+    """Oracle: a loop that counts the real tokens before each slot; padded slots get 0 (transformers 5)."""
     mask = torch.tensor([[0, 0, 1, 1, 1], [1, 1, 1, 1, 1], [0, 1, 0, 1, 1]])
-    want = [[1 if m == 0 else sum(row[:t]) for t, m in enumerate(row)] for row in mask.tolist()]
+    want = [[0 if m == 0 else sum(row[:t]) for t, m in enumerate(row)] for row in mask.tolist()]
     assert L.position_ids_from_mask(mask).tolist() == want
     assert L.position_ids_from_mask(mask.bool()).tolist() == want
 
 
-@hf4_only("prepare_inputs_for_generation returns position_ids in 4.x only")
-def test_position_ids_from_mask_equals_hugging_face_generate():
+def _tiny_llama():
     transformers = pytest.importorskip("transformers")
     cfg = transformers.LlamaConfig(vocab_size=32, hidden_size=16, intermediate_size=32, num_hidden_layers=1,
                                    num_attention_heads=2, num_key_value_heads=2)
-    hf = transformers.LlamaForCausalLM(cfg).eval()
+    return transformers.LlamaForCausalLM(cfg).eval()
+
+
+@pytest.mark.oracle
+def test_position_ids_from_mask_equals_hugging_face_generate():
+    """Oracle in the pinned transformers 5: `generate` takes its position ids from
+    `_prepare_position_ids_for_generation`, pads included (filled with 0)."""
+    hf = _tiny_llama()
+    if not hasattr(hf, "_prepare_position_ids_for_generation"):
+        pytest.skip("transformers 4.x: see the hf4 test below")
+    idx, mask = L.left_pad(_prompts((7, 3, 5)))
+    want = hf._prepare_position_ids_for_generation(idx, {"attention_mask": mask})
+    assert (mask == 0).any(), "the oracle must see padded slots"
+    assert torch.equal(L.position_ids_from_mask(mask), want)
+
+
+@hf4_only("prepare_inputs_for_generation returns position_ids in 4.x only")
+def test_position_ids_from_mask_equals_hugging_face_4_generate_on_every_real_token():
+    """4.57 filled the pads with 1 instead of 0: the real tokens' positions agree, the pads' dummy differs."""
+    hf = _tiny_llama()
     idx, mask = L.left_pad(_prompts((7, 3, 5)))
     want = hf.prepare_inputs_for_generation(idx, attention_mask=mask)["position_ids"]
-    assert torch.equal(L.position_ids_from_mask(mask), want)
+    got = L.position_ids_from_mask(mask)
+    real = mask.bool()
+    assert torch.equal(got[real], want[real])
+    assert (want[~real] == 1).all() and (got[~real] == 0).all()
 
 
 @pytest.mark.parametrize("positional", ["learned", "sinusoidal"])

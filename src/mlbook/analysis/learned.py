@@ -502,12 +502,14 @@ def left_pad(prompts: Sequence[torch.Tensor], pad_id: int = 0) -> tuple[torch.Te
 def position_ids_from_mask(attention_mask: torch.Tensor) -> torch.Tensor:
     """Per-row position ids of a padded batch: count real tokens, so each row starts at 0.
 
-        position_ids = attention_mask.cumsum(-1) - 1,  then 1 in every padded slot
+        position_ids = attention_mask.cumsum(-1) - 1,  then 0 in every padded slot
 
-    This is the rule of Hugging Face's `GenerationMixin.prepare_inputs_for_generation`
-    (transformers 4.57: `attention_mask.long().cumsum(-1) - 1`, then `masked_fill_(attention_mask
-    == 0, 1)`); the padded slots get a dummy position that attention never reads. Taking the
-    column index instead, arange(T), shifts every real token of a row with k pads by k.
+    This is the rule of Hugging Face's `GenerationMixin._prepare_position_ids_for_generation`
+    (transformers 5.15: `attention_mask.long().cumsum(-1) - 1`, then `masked_fill(attention_mask
+    == 0, 0)`). transformers 4.57 computed the same sum in `prepare_inputs_for_generation` and
+    filled the pads with 1 instead; the filler is a dummy position that attention never reads
+    (the pads are masked), so the real tokens' positions, and the outputs, are the same. Taking
+    the column index instead, arange(T), shifts every real token of a row with k pads by k.
     attention_mask: (B, T) of 0/1 (integer or bool). Returns (B, T) long.
     """
     if not isinstance(attention_mask, torch.Tensor) or attention_mask.dim() != 2 or attention_mask.is_floating_point():
@@ -515,7 +517,7 @@ def position_ids_from_mask(attention_mask: torch.Tensor) -> torch.Tensor:
     mask = attention_mask.long()
     if not ((mask == 0) | (mask == 1)).all():
         raise ValueError("attention_mask must hold only 0 (padding) and 1 (real token)")
-    return (mask.cumsum(-1) - 1).masked_fill(mask == 0, 1)  # (B, T)
+    return (mask.cumsum(-1) - 1).masked_fill(mask == 0, 0)  # (B, T)
 
 
 def _check_padded_model(model: object) -> GPT:
