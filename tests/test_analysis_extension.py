@@ -332,3 +332,90 @@ def test_bound_ratio_count_below_counts_distances():
     assert br.count_below(br.ratio.min()) == 0 and br.count_below(br.ratio.max() + 1) == br.ratio.size
     with pytest.raises(ValueError, match="value"):
         br.count_below(0.0)
+
+
+# ---------------------------------------------------------------------------
+# YaRN bands: what truncate and the clamp do, and bands read from a config
+# ---------------------------------------------------------------------------
+
+
+def test_truncate_never_changes_band_membership():
+    """Integer pair i <= low iff i <= floor(low), and i >= high iff i >= ceil(high): `truncate` moves only the
+    blend weights, never which band a pair is in (the section states it in general, for gpt-oss's false),
+    provided the slowest pair turns at most beta_slow times in L, as in every shipped config. Past that the
+    slow edge is clamped to pair d_head - 1, the ramp can run backwards and the two settings differ."""
+    rng = np.random.default_rng(0)
+    moved = tried = 0
+    while tried < 300:
+        d = int(rng.choice([8, 12, 32, 64, 128, 256]))
+        base = float(10 ** rng.uniform(2, 7))
+        L = int(2 ** rng.uniform(5, 18))
+        bs = float(rng.uniform(0.25, 4))
+        bf = float(bs * rng.uniform(1, 64))
+        if turns64(d, base, L)[-1] > bs:
+            continue
+        tried += 1
+        a, b = E.yarn_bands(d, base, L, bf, bs), E.yarn_bands(d, base, L, bf, bs, truncate=False)
+        assert (a.keep, a.blend, a.interpolate) == (b.keep, b.blend, b.interpolate), (d, base, L, bf, bs)
+        moved += any(abs(x - y) > 1e-6 for x, y in zip(a.ramp, b.ramp))
+    assert moved > 100  # the weights do move: the comparison above is not between two equal ramps
+
+
+def test_pair_0_is_kept_even_below_beta_fast_and_the_text_says_so():
+    """Experiment 3's head (d_head 12, L 128): pair 0 turns 20.4 times < 32, the ramp's start is clamped to pair 0
+    (Hugging Face's find_correction_range: max(low, 0)), so it is kept; the turns rule alone would blend it."""
+    b = E.yarn_bands(12, 10000.0, 128, 32.0, 1.0)
+    assert b.turns[0] < 32.0 and b.keep == (0,)
+    text = E.yarn_bands_text(b)
+    assert "fewer than beta_fast" in text and "kept" in text
+    assert "fewer than beta_fast" not in E.yarn_bands_text(E.yarn_bands())  # no note where the rule already keeps
+    inv = _hf_inv_freq("yarn", 12, 10000.0, 128, 4.0)
+    plain = theta64(12, 10000.0)
+    assert abs(inv[0].item() / plain[0] - 1.0) < 1e-6  # Hugging Face keeps pair 0 too
+
+
+@pytest.mark.parametrize("anchor", [True, False])
+def test_config_yarn_bands_match_hugging_face_on_gpt_oss(anchor):
+    """gpt-oss-20b's published config, with and without its anchor: the bands from every input read off the
+    config equal those transformers' YaRN frequencies imply (ratio 1: keep, 1/factor: interpolate)."""
+    transformers = pytest.importorskip("transformers")
+    from mlbook.analysis.model_config import load_config
+
+    config = load_config("gpt-oss-20b")
+    if not anchor:
+        del config["rope_scaling"]["original_max_position_embeddings"]
+    bands = E.config_yarn_bands(config)
+    hf = transformers.GptOssConfig(**{k: v for k, v in config.items() if k not in ("architectures",)})
+    inv = rope_init_function("yarn")(hf, "cpu")[0].double().numpy()
+    ratio = inv / theta64(64, 150000.0)
+    factor = config["rope_scaling"]["factor"]
+    assert bands.keep == tuple(int(i) for i in np.flatnonzero(abs(ratio - 1) < 1e-5))
+    assert bands.interpolate == tuple(int(i) for i in np.flatnonzero(abs(ratio - 1 / factor) < 1e-5))
+    assert bands.original_max_len == (4096 if anchor else config["max_position_embeddings"])
+
+
+def test_config_yarn_bands_refuses_another_scaling():
+    from mlbook.analysis.model_config import load_config
+
+    with pytest.raises(ValueError, match="not 'yarn'"):
+        E.config_yarn_bands(load_config("llama-3.1-8b"))
+
+
+def test_experiment_readings_print_the_record_s_paired_differences():
+    from mlbook.experiments import exp_context_extension as X
+    from mlbook.experiments.registry import load_result
+
+    record = load_result("context_extension", "full")
+    if record is None:
+        pytest.skip("no full record")
+    text = " ".join(E.experiment_readings(record).split())
+    for a, b, phase, metric, i in (("none", "reference", "before", "tail_minus_head", 1),
+                                   ("linear", "none", "after", "mean", -1),
+                                   ("ntk", "reference", "before", "mean", -1)):
+        assert X.pm(X.paired_at(record, a, b, phase, metric, i), 2) in text
+    after = X.summary(record, "after")
+    names = [v for v in record["results"]["variants"] if v != "dynamic"]
+    order = sorted(names, key=lambda v: after[v][-1]["mean"])
+    pos = [text.index(f"{X.SHORT[v]} {X.pm(after[v][-1], 2)}") for v in order]
+    assert pos == sorted(pos)  # best first
+    assert "keep [0]" in text  # the band table: YaRN (32/1) keeps only the clamped pair 0

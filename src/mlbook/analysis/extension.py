@@ -13,6 +13,8 @@ Every frequency comes from `mlbook.transformer` (`positional.frequency_ladder`; 
     ntk_factor_needed     the NTK factor s that leaves no never-wrapped pair past its trained range
     yarn_bands_text       which pairs YaRN keeps, blends and interpolates (`yarn_bands`, from
                           `rope_scaling`, re-exported here), as the section prints it; its temperature
+    config_yarn_bands     the same bands for a published config, every input read from it
+    experiment_readings   the paired comparisons section 2.6 reads Experiment 3's record with
     method_wavelength_table
                           wavelength 2 pi / theta_i' per method for chosen pairs
     fit_attention_score, extrapolation_sum, interpolation_bound, bound_ratio, compare_fit
@@ -25,7 +27,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import torch
@@ -59,6 +61,8 @@ __all__ = [
     "YarnBands",
     "yarn_bands",
     "yarn_bands_text",
+    "config_yarn_bands",
+    "experiment_readings",
     "YarnTemperature",
     "yarn_temperature",
     "MethodWavelengthTable",
@@ -386,13 +390,94 @@ def yarn_bands_text(bands: YarnBands) -> str:
         lo, hi = ix[0], ix[-1]
         return f"pairs {lo}..{hi}: {format_sig(bands.turns[hi], 3)} to {format_sig(bands.turns[lo], 3)} turns in L"
 
-    return "\n".join([
+    lines = [
         f"YaRN bands, d_head = {bands.d_head}, base = {bands.base:,g}, L = {bands.original_max_len:,},",
         f"beta_fast = {bands.beta_fast:g}, beta_slow = {bands.beta_slow:g}",
         f"  keep theta_i (extrapolate)      {span(bands.keep)}",
         f"  blend                           {span(bands.blend)}",
         f"  theta_i / s (interpolate)       {span(bands.interpolate)}",
-    ])
+    ]
+    if bands.keep and bands.turns[0] < bands.beta_fast:  # the ramp's start clamped to pair 0 (max(low, 0))
+        lines.append(f"  (pair 0 turns {format_sig(bands.turns[0], 3)} times, fewer than beta_fast, and is kept\n"
+                     "   all the same: the ramp starts at pair 0 at the earliest)")
+    return "\n".join(lines)
+
+
+def config_yarn_bands(config: Mapping[str, Any]) -> YarnBands:
+    """YaRN's bands for a published config (either layout), every input read from it as transformers reads it.
+
+    The rotary width and base (`rotary_width`, `hf_rope_base`), and the betas, `truncate` and the anchor L
+    (`rope_scaling_from_hf`: `original_max_position_embeddings`, or `max_position_embeddings` where the config
+    states none, as `standardize_rope_params` fills it in). Refuses a config whose scaling is not YaRN.
+    """
+    from mlbook.analysis.model_config import rotary_width
+    from mlbook.transformer.hf import hf_rope_base, rope_scaling_from_hf
+
+    scaling = rope_scaling_from_hf(config)
+    if scaling.name != "yarn":
+        raise ValueError(f"config: its scaling is {scaling.name!r}, not 'yarn'; YaRN's bands are defined for yarn")
+    return yarn_bands(rotary_width(config), hf_rope_base(config), scaling.original_max_len, scaling.beta_fast,
+                      scaling.beta_slow, truncate=scaling.truncate)
+
+
+def experiment_readings(record: Mapping[str, Any]) -> str:
+    """The comparisons section 2.6 reads Experiment 3's record with, each a paired difference over seeds [95% CI].
+
+    1. Unmodified RoPE at 2L: tail minus head against 0 (the within-window rule) and against the same
+       difference of the model trained at 4L, whose tail shows what the extra context is worth to a model
+       that knows those offsets (a different, weaker model: untuned batches).
+    2. After the fine-tune at 4L: every setting's loss, best first; PI's gain from it against the others';
+       PI against unmodified RoPE fine-tuned alike and against the model trained at 4L.
+    3. The best setting without fine-tuning against the model trained at 4L.
+    4. Which pairs each YaRN setting keeps, blends and interpolates (`band_table`).
+    Loss in nats/char; every number is computed from the record.
+    """
+    from mlbook.experiments import exp_context_extension as E
+
+    r = record["results"]
+    L, T = r["train_len"], r["eval_lengths"]
+    n = len(r["seeds"])
+    names = [v for v in r["variants"] if v != "dynamic"]  # dynamic NTK is NTK itself at 4L (same fine-tune)
+
+    def change(name: str) -> dict[str, Any]:  # after - before at 4L
+        return E.paired([a - b for a, b in zip(E.variant_metrics(record, name, "after", "mean")[-1],
+                                               E.variant_metrics(record, name, "before", "mean")[-1])], [0.0] * n)
+
+    def said(d: dict[str, Any]) -> str:
+        return "cannot tell at this scale" if d["verdict"] == "indistinguishable" else d["verdict"]
+
+    tmh = E.variant_metrics(record, "none", "before", "tail_minus_head")[1]
+    vs0 = E.paired(tmh, [0.0] * n)
+    lines = [f"Unmodified RoPE at {T[1]}, tail ({L}..{T[1] - 1}) minus head (0..{L - 1}) of the same windows: "
+             f"{E.pm(vs0, 2)} ({said(vs0)})"]
+    if "reference" in r:
+        vs_ref = E.paired_at(record, "none", "reference", "before", "tail_minus_head", 1)
+        lines[-1] += (f"; minus the same difference of the model trained at {T[-1]}: {E.pm(vs_ref, 2)} "
+                      f"({said(vs_ref)})")
+    after = E.summary(record, "after")
+    ranked = sorted(names, key=lambda v: after[v][-1]["mean"])
+    lines.append(f"After {r['finetune']['steps']} steps at {T[-1]}, loss at {T[-1]}, best first (mean ± sd): "
+                 + ", ".join(f"{E.SHORT[v]} {E.pm(after[v][-1], 2)}" for v in ranked)
+                 + (f"; trained at {T[-1]} {E.pm(after['reference'][-1], 2)}" if "reference" in after else ""))
+    gains = {v: change(v) for v in names}
+    most = min(names, key=lambda v: gains[v]["mean"])
+    lines.append(f"Change from the fine-tune at {T[-1]} (after - before): "
+                 + ", ".join(f"{E.SHORT[v]} {E.pm(gains[v], 2)}" for v in names)
+                 + f"; the largest gain is {E.SHORT[most]}'s")
+    if "linear" in names and "none" in names:
+        pi_none = E.paired_at(record, "linear", "none", "after", "mean")
+        line = f"PI after - unmodified RoPE after, at {T[-1]}: {E.pm(pi_none, 2)} ({said(pi_none)})"
+        if "reference" in r:
+            pi_ref = E.paired_at(record, "linear", "reference", "after", "mean")
+            line += f"; PI after - trained at {T[-1]}: {E.pm(pi_ref, 2)} ({said(pi_ref)})"
+        lines.append(line)
+    if "reference" in r:
+        before = E.summary(record, "before")
+        zs = min(names, key=lambda v: before[v][-1]["mean"])
+        d = E.paired_at(record, zs, "reference", "before", "mean")
+        lines.append(f"Best without fine-tuning ({E.SHORT[zs]}) - trained at {T[-1]} with untuned batches, "
+                     f"at {T[-1]}: {E.pm(d, 2)} ({said(d)})")
+    return E.findings(lines) + "\n\n" + E.band_table(record)
 
 
 @dataclass(frozen=True)
