@@ -202,6 +202,11 @@ def test_pairs_slower_than_closed_form_and_shipped_windows():
     g3, mb = A.local_window_fit("Gemma 3"), A.local_window_fit("ModernBERT")
     assert (g3.slower_than_window, g3.pairs, g3.longest_offset) == (57, 128, 1023)
     assert (mb.slower_than_window, mb.slower_than_offset, mb.pairs, mb.longest_offset) == (21, 23, 32, 64)
+    # the fitted base is fitted to the longest offset the layer compares, not to the window's span
+    assert mb.fitted_base == pytest.approx(A.window_fitted_base(64, 64)) and round(mb.fitted_base) == 11
+    assert g3.fitted_base == pytest.approx(A.window_fitted_base(1023, 256)) and round(g3.fitted_base) == 169
+    assert g3.checkpoint == "gemma-3-12b-pt"  # the 12B geometry (d_head 256); Gemma 3 27B has d_head 128
+    assert A.pairs_slower_than(128, 1e4, 1024) == 28
     # the fitted base's slowest pair turns exactly once over the window
     b = A.window_fitted_base(1024, 256)
     assert 2 * math.pi * b ** (254 / 256) == pytest.approx(1024, rel=1e-9)
@@ -231,6 +236,31 @@ def test_mla_softmax_scale_matches_deepseek_v3_attention():
         A.mla_softmax_scale("Llama 3.1")
 
 
+def test_mla_softmax_scale_other_mla_releases():
+    """Kimi K2 (DeepseekV3 architecture, YaRN 32, mscale = mscale_all_dim = 1) and GLM-5 (no scaling, 192 + 64)."""
+    transformers = pytest.importorskip("transformers")
+    from transformers.models.deepseek_v3.modeling_deepseek_v3 import DeepseekV3Attention
+    from transformers.models.glm_moe_dsa.modeling_glm_moe_dsa import GlmMoeDsaAttention
+    kimi = A.mla_softmax_scale("Kimi K2")
+    from mlbook.data.model_families import family
+    row = family("Kimi K2")
+    rope_scaling = {"type": "yarn", "factor": row.scaling_factor, **row.scaling_params}
+    cfg = transformers.DeepseekV3Config(hidden_size=64, num_attention_heads=2, num_key_value_heads=2,
+                                        q_lora_rank=None, kv_lora_rank=16, qk_rope_head_dim=64, qk_nope_head_dim=128,
+                                        v_head_dim=16, num_hidden_layers=1, rope_scaling=rope_scaling,
+                                        max_position_embeddings=row.max_len)
+    assert kimi.factor == 32.0 and kimi.released == pytest.approx(DeepseekV3Attention(cfg, 0).scaling, rel=1e-12)
+    assert kimi.temperature == pytest.approx((0.1 * math.log(32) + 1) ** 2, rel=1e-12) and kimi.cos_sin_factor == 1
+    glm = A.mla_softmax_scale("GLM-5")
+    cfg = transformers.GlmMoeDsaConfig(hidden_size=64, num_attention_heads=2, num_key_value_heads=2, q_lora_rank=16,
+                                       kv_lora_rank=16, qk_rope_head_dim=64, qk_nope_head_dim=192, v_head_dim=16,
+                                       num_hidden_layers=1, rope_parameters={"rope_type": "default",
+                                                                              "rope_theta": 1e6})
+    assert (glm.d_qk, glm.temperature) == (256, 1.0)
+    assert glm.released == pytest.approx(GlmMoeDsaAttention(cfg, 0).scaling, rel=1e-12)
+    assert set(A.MLA_FAMILIES) == {"DeepSeek-V3", "Kimi K2", "GLM-5"}
+
+
 def test_interleaved_axes_match_qwen3_vl():
     pytest.importorskip("transformers")
     from transformers.models.qwen3_vl.modeling_qwen3_vl import Qwen3VLTextRotaryEmbedding
@@ -253,6 +283,28 @@ def test_xpos_zeta_matches_reference_and_damps_fast_pairs():
     assert torch.all(z[1:] > z[:-1])
     with pytest.raises(ValueError, match="even"):
         A.xpos_zeta(63)
+
+
+def test_xpos_overflow_matches_reference_scale():
+    """torchscale's XPOS builds scale = zeta ** (positions / gamma), keys get 1 / scale: the factor on the fastest
+    pair reaches the dtype's largest value at xpos_overflow_length, and centring the positions doubles it."""
+    z0 = float(A.xpos_zeta(64)[0])
+    assert A.xpos_largest_scale(8192) == pytest.approx(z0 ** (-8191 / 512), rel=1e-12)
+    assert A.xpos_largest_scale(8193, centred=True) == pytest.approx(z0 ** (-4097 / 512), rel=1e-12)
+    for dtype in (torch.float16, torch.bfloat16, torch.float32):
+        big = torch.finfo(dtype).max
+        for centred in (False, True):
+            L = A.xpos_overflow_length(dtype, centred=centred)
+            assert A.xpos_largest_scale(L - 1, centred=centred) <= big < A.xpos_largest_scale(L, centred=centred)
+        # torchscale's own arithmetic in that dtype: the uncentred key factor turns inf within a token or two of L
+        L = A.xpos_overflow_length(dtype)
+        n = torch.arange(L - 3, L + 3, dtype=torch.float64)
+        key = (torch.tensor(z0, dtype=torch.float64) ** (-n / 512)).to(dtype)
+        assert torch.isfinite(key[0]) and torch.isinf(key[-1])
+    assert 4000 < A.xpos_overflow_length(torch.float16) < 5000
+    assert 30000 < A.xpos_overflow_length(torch.float32) < 40000
+    with pytest.raises(TypeError, match="dtype"):
+        A.xpos_overflow_length(torch.int32)
 
 
 def test_deepseek_row_matches_transformers_defaults():

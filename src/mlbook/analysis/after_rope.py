@@ -47,6 +47,7 @@ __all__ = [
     "MLACacheRow",
     "mla_cache_rows",
     "MLASoftmaxScale",
+    "MLA_FAMILIES",
     "mla_softmax_scale",
     "mrope_score_map",
     "QWEN3_VL_SECTION",
@@ -57,6 +58,8 @@ __all__ = [
     "shipped_scaling",
     "scaled_frequency_ratio",
     "xpos_zeta",
+    "xpos_largest_scale",
+    "xpos_overflow_length",
 ]
 
 
@@ -229,7 +232,8 @@ class WindowFit(NamedTuple):
     pairs: int  # d_head / 2
     slower_than_window: int  # pairs whose wavelength exceeds the window
     slower_than_offset: int  # pairs that do not complete one turn over the offsets the layer sees
-    fitted_base: float  # window_fitted_base(window, d_head): the base a window-sized ladder would have
+    fitted_base: float  # window_fitted_base(longest_offset, d_head): slowest pair one turn over the offsets seen
+    checkpoint: str = ""  # the released checkpoint the row describes (Gemma 3: its 12B geometry, d_head 256)
 
 
 LOCAL_BASE_FAMILIES: tuple[str, ...] = ("Gemma 3", "ModernBERT")  # stacks whose local layers have a base of their own
@@ -239,7 +243,8 @@ def local_window_fit(name: str) -> WindowFit:
     """`WindowFit` of a `data.model_families` row with a sliding window and a local base (Gemma 3, ModernBERT).
 
     A causal sliding layer (Hugging Face: key j visible when i - W < j <= i) sees offsets 0..W-1; ModernBERT's
-    bidirectional local layers see W // 2 tokens on each side (`local_attention // 2`).
+    bidirectional local layers see W // 2 tokens on each side (`local_attention // 2`). The fitted base is fitted
+    to that longest offset, the distance the layer can actually compare (Gemma 3: 1,023; ModernBERT: 64).
     """
     row = family(name)
     if row.window is None or row.rope_local_base is None:
@@ -249,7 +254,7 @@ def local_window_fit(name: str) -> WindowFit:
     base = float(row.rope_local_base)
     return WindowFit(row.name, row.d_head, base, row.window, longest, row.d_head // 2,
                      pairs_slower_than(row.d_head, base, row.window), pairs_slower_than(row.d_head, base, longest),
-                     window_fitted_base(row.window, row.d_head))
+                     window_fitted_base(longest, row.d_head), row.checkpoint)
 
 
 def windowed_kv_bytes(types: Sequence[str], window: int | None, context_len: int, n_kv_heads: int, d_head: int,
@@ -356,6 +361,12 @@ class MLASoftmaxScale(NamedTuple):
     temperature: float  # yarn_mscale(s, mscale_all_dim)^2, the factor on the softmax scale of the whole score
     released: float  # plain * temperature, what the released model uses
     cos_sin_factor: float  # YaRN's factor on cos and sin of the rotary part: mscale / mscale_all_dim terms
+    name: str = ""  # the family, as `data.model_families` names it
+    factor: float = 1.0  # the shipped YaRN factor s (1: no context-extension scaling)
+
+
+# released models with multi-head latent attention, in `data.model_families`
+MLA_FAMILIES: tuple[str, ...] = ("DeepSeek-V3", "Kimi K2", "GLM-5")
 
 
 def mla_softmax_scale(model: str = "DeepSeek-V3") -> MLASoftmaxScale:
@@ -365,20 +376,24 @@ def mla_softmax_scale(model: str = "DeepSeek-V3") -> MLASoftmaxScale:
     config.rope_parameters, qk_head_dim ** -0.5)`, which multiplies 1/sqrt(d_qk) by
     yarn_get_mscale(factor, mscale_all_dim)^2 = (0.1 mscale_all_dim ln s + 1)^2; DeepSeek's own inference
     code does the same. The factor on cos and sin is `yarn_scaling_attention_factor`, 1 when mscale =
-    mscale_all_dim, as DeepSeek-V3's config ships them. So the frequencies change only on the rotary part,
-    while the temperature multiplies the score of all d_qk dimensions.
+    mscale_all_dim, as DeepSeek-V3's config ships them (and Kimi K2's, factor 32). So the frequencies change only
+    on the rotary part, while the temperature multiplies the score of all d_qk dimensions. A model that ships no
+    scaling (GLM-5, whose `GlmMoeDsaAttention` calls the same `yarn_apply_mscale`) keeps 1/sqrt(d_qk).
     """
     row = family(model)
     if row.qk_rope_head_dim is None or row.qk_nope_head_dim is None:
         raise ValueError(f"{row.name} does not use multi-head latent attention (no qk_rope_head_dim in its row)")
-    if row.scaling != "yarn":
-        raise ValueError(f"{row.name} ships no YaRN scaling (scaling={row.scaling!r})")
     d_qk = row.qk_nope_head_dim + row.qk_rope_head_dim
+    plain = 1.0 / math.sqrt(d_qk)
+    if row.scaling in (None, "none"):
+        return MLASoftmaxScale(d_qk, plain, 1.0, plain, 1.0, row.name, 1.0)
+    if row.scaling != "yarn":
+        raise ValueError(f"{row.name} ships {row.scaling!r} scaling; the MLA softmax scale is defined for YaRN or none")
     mscale_all_dim = float(row.scaling_params.get("mscale_all_dim") or 0.0)
     temperature = yarn_mscale(float(row.scaling_factor), mscale_all_dim) ** 2 if mscale_all_dim else 1.0
-    plain = 1.0 / math.sqrt(d_qk)
     return MLASoftmaxScale(d_qk, plain, temperature, plain * temperature,
-                           yarn_scaling_attention_factor(_shipped(row).rope_scaling()))
+                           yarn_scaling_attention_factor(_shipped(row).rope_scaling()), row.name,
+                           float(row.scaling_factor))
 
 
 # ---------------------------------------------------------------------------
@@ -518,3 +533,37 @@ def xpos_zeta(d_head: int = 64) -> torch.Tensor:
     if d % 2:
         raise ValueError(f"d_head must be even (pairs of channels), got {d}")
     return (torch.arange(0, d, 2, dtype=torch.float64) / d + 0.4) / 1.4  # (d/2,)
+
+
+def xpos_largest_scale(length: int, d_head: int = 64, scale_base: float = 512.0, *, centred: bool = False) -> float:
+    """The largest factor xPos puts on any query or key of a `length`-token sequence: zeta_0^(-e / gamma).
+
+    The key at position n is multiplied by zeta_i^(-n/gamma) and the query at m by zeta_i^(m/gamma); with
+    zeta_0 = 0.4/1.4 < 1 the fastest pair's factor grows as 3.5^(n/gamma). Numbered 0..L-1 the largest exponent
+    is e = L - 1 (the last key). torchscale's `XPOS.forward` centres the positions instead, `min_pos =
+    -(length + offset) // 2`, so they run from -ceil(L/2) to floor(L/2) - 1 and e = ceil(L/2) (the first
+    query): half the exponent. Computed in float64 from `xpos_zeta`.
+    """
+    L = check_int("length", length, 1)
+    gamma = check_positive_float("scale_base", scale_base)
+    zeta0 = float(xpos_zeta(d_head)[0])
+    e = -(-L // 2) if centred else L - 1
+    return zeta0 ** (-e / gamma)
+
+
+def xpos_overflow_length(dtype: torch.dtype, d_head: int = 64, scale_base: float = 512.0, *,
+                         centred: bool = False) -> int:
+    """The shortest sequence whose largest xPos factor (`xpos_largest_scale`) exceeds `dtype`'s largest finite
+    value: past it the fastest pair's key (or, centred, query) scale is inf in that dtype.
+
+    With x = gamma ln(max) / -ln(zeta_0), the exponent must exceed x: L - 1 > x from position 0, ceil(L/2) > x
+    when centred. fp16 (max 65,504) overflows from about 4,500 tokens at gamma = 512, fp32 and bf16 (about
+    3.4e38) from about 36,000; centring doubles both.
+    """
+    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+        raise TypeError(f"dtype must be a floating torch.dtype (torch.float16, ...), got {dtype!r}")
+    gamma = check_positive_float("scale_base", scale_base)
+    zeta0 = float(xpos_zeta(d_head)[0])
+    x = gamma * math.log(torch.finfo(dtype).max) / -math.log(zeta0)
+    e = math.floor(x) + 1  # the smallest whole exponent above x
+    return 2 * e - 1 if centred else e + 1
