@@ -31,6 +31,7 @@ _LAYOUTS: tuple[list[Any], ...] = (
     [2, (1, 3, 2), 1, (2, 2, 2), 3],
     [4],
     [(1, 2, 2), 3],
+    [2, (4, 1, 2), 3],  # a video longer (4 frames) than it is high or wide: max(t, h, w) = t, not max(h, w)
 )
 
 
@@ -74,6 +75,20 @@ def _image_advances_by_tokens(layout: list[Any]) -> list[list[int]]:
     return torch.cat(parts, dim=1).tolist()
 
 
+def _image_advances_by_spatial(layout: list[Any]) -> list[list[int]]:
+    """The slip of transformers 5.15's `get_rope_index`: after a grid, resume at start + max(h, w), forgetting the
+    frames, so for a video with t > max(h, w) the next text overlaps the last frames' time ids."""
+    parts, start = [], 0
+    for item in layout:
+        if isinstance(item, tuple):
+            parts.append(mrope_position_ids([item]) + start)
+            start += max(item[1], item[2])
+        else:
+            parts.append(torch.arange(start, start + item).expand(3, item))
+            start += item
+    return torch.cat(parts, dim=1).tolist()
+
+
 @guarded
 def check_mrope_ids(fn: Callable[[list], object]) -> bool:
     """Check fn(layout) -> (3, T) ids (time, height, width), Qwen2-VL's numbering (`mrope_position_ids`).
@@ -99,6 +114,12 @@ def check_mrope_ids(fn: Callable[[list], object]) -> bool:
             return verdict(False, f"The text after an image resumes at start + max(t, h, w), one past the image's "
                                   f"largest id, not t*h*w ids later ({where}): an image advances the positions by "
                                   "its largest extent.")
+        if got == _image_advances_by_spatial(layout):
+            return verdict(False, f"The text after a video resumes at start + max(h, w) in your ids {where}, which "
+                                  "forgets the frames: a video of t > max(h, w) frames has time ids up to "
+                                  "start + t - 1, so the text would reuse them. Resume one past the largest id, "
+                                  "start + max(t, h, w), as Qwen's code does (transformers 5.15's get_rope_index "
+                                  "has this slip).")
         if got == [want[0], want[2], want[1]]:
             return verdict(False, f"Height and width are swapped {where}: row 1 holds the row index (h), row 2 "
                                   "the column (w).")
@@ -119,10 +140,20 @@ _STACKS: tuple[tuple[tuple[str, ...], int, int, int, int, float], ...] = (
 )
 
 
+def _chunk_exact_bytes(types: tuple[str, ...], window: int, C: int, h: int, d: int, b: float) -> float:
+    """The tightest count: a chunked layer needs only the tokens of the current chunk, (C - 1) mod W + 1 of them
+    (its queries never see an earlier chunk), where Hugging Face's cache keeps a W-token buffer, min(C, W)."""
+    per = 2 * h * d * b
+    held = {"full_attention": C, "sliding_attention": min(C, window), "chunked_attention": (C - 1) % window + 1}
+    return sum(held[t] for t in types) * per
+
+
 @guarded
 def check_windowed_cache(fn: Callable[..., object]) -> bool:
     """Check fn(types, window, context_len, n_kv_heads, d_head, bytes_per_value) -> bytes of one request's
-    KV cache: global ("full_attention") layers hold every token, any other layer the last `window`."""
+    KV cache: global ("full_attention") layers hold every token, any other layer the last `window`
+    (min(context, window), as Hugging Face's sliding cache does). For a chunked layer the exact count, only the
+    current chunk's (context - 1) mod window + 1 tokens, is accepted as well."""
     for types, window, C, h, d, b in _STACKS:
         want = windowed_kv_bytes(types, window, C, h, d, b)
         value, err = call_answer(fn, types, window, C, h, d, b)
@@ -132,7 +163,7 @@ def check_windowed_cache(fn: Callable[..., object]) -> bool:
         got, problem = number_answer(value, f"Your function ({where})", "a number of bytes (an int or a float)")
         if problem is not None:
             return verdict(False, problem)
-        if got == want:
+        if got == want or got == _chunk_exact_bytes(types, window, C, h, d, b):
             continue
         per = 2 * h * d * b  # bytes per layer and token, keys and values
         n_global = types.count("full_attention")
