@@ -372,6 +372,23 @@ def test_a_bf16_ladder_used_everywhere_stays_relative_and_rounded_positions_do_n
     assert rel.mismatch["bfloat16_inv_freq"][0] < rel.mismatch["bfloat16_inv_freq"][-1]
 
 
+def test_over_many_pairs_all_bf16_is_worse_than_the_ladder_alone_and_bf16_activations_stay_flat():
+    rel = R.precision_relativity(d_head=64, base=10000.0, distances=(16, 1000, 10000), samples=2000)
+    ladder, everything, acts = (rel.mismatch[p] for p in ("bfloat16_inv_freq", "bfloat16", R.ACTIVATIONS_BF16))
+    assert everything[1] > 2 * ladder[1]  # a one-sample difference can cancel and reverse this
+    assert ladder[0] < acts[0] < ladder[1]  # below the bf16 activations' floor at 16, far above it at 1,000
+    assert max(acts) < 1e-3 and max(acts) < 1.5 * min(acts)  # bounded, not growing with distance
+    assert rel.shifted[R.ACTIVATIONS_BF16] < 1e-3
+    assert rel.score_scale == pytest.approx(64 ** -0.5, rel=0.05)  # the RMS of the normalised score itself
+
+
+def test_precision_relativity_at_no_shift_is_exact_and_samples_is_validated():
+    rel = R.precision_relativity(d_head=16, base=10000.0, shift=0, distance=5, distances=(5,), samples=1)
+    assert rel.shifted["float32"] == 0.0 and rel.samples == 1
+    with pytest.raises(ValueError, match="samples"):
+        R.precision_relativity(samples=0)
+
+
 @pytest.mark.parametrize("pair", [1, 8, 20])
 def test_a_mismatched_ladder_errs_by_distance_times_the_frequency_error(pair):
     theta = R._rope(64, 10000.0, "half").inv_freq[pair].double()
@@ -395,6 +412,9 @@ _PUBLISHED = {
     "Gemma 3": ("medgemma-27b-it.json", ("text_config", "rope_theta"), ("text_config", "rope_local_base_freq")),
     "gpt-oss": ("gpt-oss-120b.json", ("rope_theta",), None),
     "DeepSeek-V3": ("deepseek-r1.json", ("rope_theta",), None),  # DeepSeek-R1 is DeepSeek-V3's architecture
+    "Llama 4": ("llama-4-scout-17b-16e-instruct.json", ("text_config", "rope_theta"), None),
+    "Kimi K2": ("kimi-k2-instruct.json", ("rope_theta",), None),
+    "GLM-5": ("glm-5.json", ("rope_parameters", "rope_theta"), None),
 }
 
 
@@ -421,6 +441,31 @@ def test_shipped_bases_equal_the_published_configs(name):
         assert row.rotated == cfg["qk_rope_head_dim"] == 64 and row.pairing == "interleaved"
     if name in ("Qwen3-Next",):
         assert row.rotated == round(cfg["partial_rotary_factor"] * cfg["head_dim"])
+    if name in ("Kimi K2", "GLM-5"):
+        assert row.rotated == cfg["qk_rope_head_dim"] == 64 and row.pairing == "interleaved"
+    if name == "GLM-5":
+        assert cfg["rope_interleave"] is True
+    text = cfg.get("text_config", cfg)
+    scaling = text.get("rope_scaling")
+    if scaling is None:
+        assert row.scaling == "none" or not row.scaling_in_config
+    else:  # the config's own scaling and factor, which the table prints
+        assert row.scaling == scaling.get("rope_type", scaling.get("type")) and row.scaling_in_config
+        assert row.scaling_factor == float(scaling["factor"])
+    assert row.max_len == text["max_position_embeddings"] or not row.scaling_in_config
+
+
+def test_shipped_bases_scaled_wavelength_is_the_slowest_pair_divided_by_the_factor():
+    # linear, YaRN below beta_slow turns and Llama 3's scaling past original / low_freq_factor all divide the
+    # slowest frequency by the factor: Gemma 3 45.1 M, gpt-oss 20.8 M, DeepSeek-V3 1.88 M tokens
+    rows = {r.name: r for r in R.shipped_bases()}
+    for name, factor in (("Gemma 3", 8), ("gpt-oss", 32), ("DeepSeek-V3", 40), ("Llama 4", 16), ("Kimi K2", 32)):
+        row = rows[name]
+        assert row.scaled_wavelength == pytest.approx(factor * row.slowest_wavelength, rel=1e-5)
+    assert round(rows["DeepSeek-V3"].scaled_wavelength, -4) == 1.88e6 > rows["DeepSeek-V3"].max_len
+    for name in ("Qwen3", "Llama 3", "GLM-5", "Code Llama"):  # nothing in config.json (Qwen: the card's YaRN)
+        assert rows[name].scaled_wavelength is None
+    assert rows["Qwen3"].scaling_label == "(card: YaRN x4)" and rows["DeepSeek-V3"].scaling_label == "YaRN x40"
 
 
 def test_shipped_bases_deepseek_v3_rotates_interleaved_in_transformers():

@@ -31,11 +31,13 @@ import torch
 from mlbook.data.model_families import family
 from mlbook.transformer.attention import MultiHeadAttention
 from mlbook.transformer.models import GPT, GPTConfig
-from mlbook.transformer.positional import ROPE_PAIRINGS, RotaryEmbedding, convert_rotary_weights
+from mlbook.transformer.positional import ROPE_PAIRINGS, RotaryEmbedding, convert_rotary_weights, rotate_half
+from mlbook.transformer.rope_scaling import RopeScaling
 from mlbook.transformer.validate import check_choice, check_even_d, check_int, check_positive_float
 
 __all__ = [
     "PRECISIONS",
+    "ACTIVATIONS_BF16",
     "rotate_at",
     "rope_score",
     "rotation_matrix",
@@ -669,14 +671,21 @@ def _angles_at(m: torch.Tensor, inv_freq: torch.Tensor, precision: str) -> torch
     return torch.outer(m.bfloat16(), inv_freq.bfloat16()).double()  # positions, inv_freq, product in bf16
 
 
+ACTIVATIONS_BF16 = "bfloat16_activations"  # q, k in bf16; float32 angles; cos, sin cast to bf16; rotation in bf16
+
+
 @dataclass(frozen=True)
 class PrecisionRelativity:
-    """Scores of one random q and k whose angles are computed at each precision.
+    """Root-mean-square score errors over `samples` random (q, k) whose angles are computed at each precision.
 
-    shifted[p]: |score(D + c, c) - score(D, 0)| / (|q| |k|), the same distance D at two absolute
-    positions: 0 (to float32 rounding) iff the recipe keeps the score a function of n - m.
-    mismatch[p][j]: |score_p(D_j, 0) - score_float32(D_j, 0)| / (|q| |k|), a model trained with the
-    float32 ladder and run with recipe p: the phase error of pair i is D |theta~_i - theta_i|.
+    shifted[p]: RMS of score(D + c, c) - score(D, 0), the same distance D at two absolute positions,
+    scores / (|q| |k|): 0 (to float32 rounding) iff the recipe keeps the score a function of n - m.
+    mismatch[p][j]: RMS of score_p(D_j, 0) - score_float32(D_j, 0), a model trained with the float32 ladder
+    and run with recipe p: the phase error of pair i is D |theta~_i - theta_i|.
+    Besides PRECISIONS, ACTIVATIONS_BF16 is what a bf16 model runs with float32 angles (Hugging Face's
+    `cos.to(x.dtype)`): q, k, cos and sin rounded to bf16 and the rotation done in bf16, a rounding set per
+    entry that does not grow with distance. score_scale: the RMS of the normalised score itself (1/sqrt(d_head)
+    for random q, k), the size of the signal the errors are set against.
     """
 
     d_head: int
@@ -684,51 +693,73 @@ class PrecisionRelativity:
     shift: int
     distance: int
     distances: tuple[int, ...]
+    samples: int
     shifted: dict[str, float]
     mismatch: dict[str, tuple[float, ...]]
+    score_scale: float
 
     def __repr__(self) -> str:
-        lines = [f"d_head = {self.d_head}, base = {self.base:,.0f}, one random q and k; score differences / (|q| |k|)",
+        lines = [f"d_head = {self.d_head}, base = {self.base:,.0f}; RMS over {self.samples:,} random q and k of score "
+                 f"differences / (|q| |k|); the score / (|q| |k|) itself has RMS {self.score_scale:.3f} "
+                 f"(1/sqrt(d_head) = {self.d_head ** -0.5:.3f})",
                  f"same distance, two places: score({self.distance:,} + {self.shift:,}, {self.shift:,}) "
                  f"vs score({self.distance:,}, 0)"]
-        lines += [f"  {p:19s}{self.shifted[p]:9.1e}" for p in PRECISIONS]
+        lines += [f"  {p:21s}{self.shifted[p]:9.1e}" for p in (*PRECISIONS, ACTIVATIONS_BF16)]
         lines.append("against the float32 ladder a model was trained with, score(D, 0) at D ="
                      + "".join(f"{d:>9,}" for d in self.distances))
-        lines += [f"  {p:19s}" + "".join(f"{e:9.1e}" for e in self.mismatch[p]) for p in PRECISIONS]
+        lines += [f"  {p:21s}" + "".join(f"{e:9.1e}" for e in self.mismatch[p])
+                  for p in (*PRECISIONS, ACTIVATIONS_BF16)]
         return "\n".join(lines)
 
 
 def precision_relativity(
     d_head: int = 64, base: float = 10000.0, *, shift: int = 3000, distance: int = 1000,
-    distances: Sequence[int] = (16, 1000, 10000), seed: int = 0,
+    distances: Sequence[int] = (16, 1000, 10000), samples: int = 2000, seed: int = 0,
 ) -> PrecisionRelativity:
-    """Which low-precision recipe keeps RoPE relative (see `PrecisionRelativity`), in float64 scores.
+    """Which low-precision recipe keeps RoPE relative (see `PrecisionRelativity`), RMS over random (q, k).
 
     The score is computed in the complex view, Re sum_i q_i conj(k_i) e^{i (a_m - a_n)}, with the
-    angles a_m = m theta_i rounded as the recipe rounds them (`angle_error`'s precisions). A ladder
-    rounded to bfloat16 and used at every position is still a ladder: a_m - a_n = (m - n) theta~_i.
-    Rounding the positions or the products makes a_m - a_n depend on m and n themselves.
+    angles a_m = m theta_i rounded as the recipe rounds them (`angle_error`'s precisions), in float64. A
+    ladder rounded to bfloat16 and used at every position is still a ladder: a_m - a_n = (m - n) theta~_i.
+    Rounding the positions or the products makes a_m - a_n depend on m and n themselves. ACTIVATIONS_BF16
+    rotates bf16 q and k with float32 angles whose cos and sin are cast to bf16, in bf16 arithmetic, and
+    takes the dot product in float64 (a kernel accumulates in float32). One sample can hide an error by
+    cancellation between pairs; the RMS over `samples` does not.
     """
     check_even_d("d_head", d_head)
     check_int("shift", shift, 0)
     check_int("distance", distance, 0)
+    check_int("samples", samples, 1)
     for d in distances:
         check_int("distances", d, 0)
     gen = torch.Generator().manual_seed(seed)
-    q = torch.randn(d_head, generator=gen, dtype=torch.float64)  # (d_head,)
-    k = torch.randn(d_head, generator=gen, dtype=torch.float64)  # (d_head,)
-    qk = as_complex(q) * as_complex(k).conj()  # (d/2,) q_i conj(k_i)
-    norm = float(q.norm() * k.norm())
-    inv_freq = _rope(d_head, base, "half").inv_freq  # (d/2,) float32
+    q = torch.randn(samples, d_head, generator=gen, dtype=torch.float64)  # (S, d_head)
+    k = torch.randn(samples, d_head, generator=gen, dtype=torch.float64)  # (S, d_head)
+    qk = as_complex(q) * as_complex(k).conj()  # (S, d/2) q_i conj(k_i)
+    norm = q.norm(dim=-1) * k.norm(dim=-1)  # (S,)
+    rope = _rope(d_head, base, "half")
+    inv_freq = rope.inv_freq  # (d/2,) float32
 
-    def score(m: int, n: int, precision: str) -> float:
+    def rotate_bf16(x: torch.Tensor, m: int) -> torch.Tensor:
+        angle = torch.outer(torch.tensor([float(m)]), inv_freq)  # (1, d/2) float32, the library's angles
+        table = torch.cat([angle, angle], dim=-1)  # (1, d)
+        xb = x.bfloat16()  # (S, d)
+        return xb * table.cos().bfloat16() + rotate_half(xb) * table.sin().bfloat16()  # (S, d) bf16 throughout
+
+    def score(m: int, n: int, precision: str) -> torch.Tensor:  # (S,)
+        if precision == ACTIVATIONS_BF16:
+            return (rotate_bf16(q, m).double() * rotate_bf16(k, n).double()).sum(-1) / norm
         a = _angles_at(torch.tensor([m, n]), inv_freq, precision)  # (2, d/2)
-        return float((qk * torch.polar(torch.ones_like(a[0]), a[0] - a[1])).real.sum()) / norm
+        return (qk * torch.polar(torch.ones_like(a[0]), a[0] - a[1])).real.sum(-1) / norm
 
-    shifted = {p: abs(score(distance + shift, shift, p) - score(distance, 0, p)) for p in PRECISIONS}
-    mismatch = {p: tuple(abs(score(d, 0, p) - score(d, 0, "float32")) for d in distances) for p in PRECISIONS}
-    return PrecisionRelativity(d_head, float(base), shift, distance, tuple(int(d) for d in distances), shifted,
-                               mismatch)
+    def rms(t: torch.Tensor) -> float:
+        return float(t.pow(2).mean().sqrt())
+
+    recipes = (*PRECISIONS, ACTIVATIONS_BF16)
+    shifted = {p: rms(score(distance + shift, shift, p) - score(distance, 0, p)) for p in recipes}
+    mismatch = {p: tuple(rms(score(d, 0, p) - score(d, 0, "float32")) for d in distances) for p in recipes}
+    return PrecisionRelativity(d_head, float(base), shift, distance, tuple(int(d) for d in distances), samples,
+                               shifted, mismatch, rms(score(0, 0, "float32")))
 
 
 # ---------------------------------------------------------------------------
@@ -739,8 +770,14 @@ def precision_relativity(
 _SHIPPED_ROWS: tuple[tuple[str, str], ...] = (
     ("LLaMA 1", "LLaMA"), ("Llama 2", "Llama 2"), ("Llama 3", "Llama 3"), ("Qwen2", "Qwen2"),
     ("Qwen2.5", "Qwen2.5"), ("Qwen3", "Qwen3"), ("Qwen3-Next", "Qwen3-Next"), ("Qwen3.5", "Qwen3.5"),
-    ("Gemma 3", "Gemma 3"), ("gpt-oss", "gpt-oss"), ("DeepSeek-V3", "DeepSeek-V3"),
+    ("Gemma 3", "Gemma 3"), ("gpt-oss", "gpt-oss"), ("DeepSeek-V3", "DeepSeek-V3"), ("Llama 4", "Llama 4"),
+    ("Kimi K2", "Kimi K2"), ("GLM-5", "GLM-5"),
 )
+# the context scalings whose slowest pair is divided by the factor (yarn: below beta_slow turns in the original
+# context; llama3: wavelengths above original / low_freq_factor; linear: every pair)
+_STRETCHING = ("linear", "yarn", "llama3")
+_SCALING_LABELS = {"linear": "linear", "yarn": "YaRN", "llama3": "Llama 3"}
+_PARAM_NAMES = {"original_max_position_embeddings": "original_max_len"}  # config key -> RopeScaling argument
 
 
 @dataclass(frozen=True)
@@ -756,11 +793,37 @@ class ShippedBase:
     d_head: int
     pairing: str
     source: str  # a citation key in book/references.bib, or the row's config URL
+    original_len: int | None = None  # the context it was pretrained at, tokens
+    max_len: int | None = None  # the context the release supports, tokens
+    scaling: str = "none"  # the context scaling in its config.json (the library's name), or the card's
+    scaling_factor: float | None = None
+    scaling_in_config: bool = True  # False: the model card has the user add it (Qwen's YaRN)
+    scaled_wavelength: float | None = None  # the slowest pair's wavelength under the config's scaling
 
     @property
     def slowest_wavelength(self) -> float:
-        """2 pi / theta_last, theta_last = base^(-(r - 2)/r) the slowest of the r/2 rotated pairs (float64)."""
+        """2 pi / theta_last, theta_last = base^(-(r - 2)/r) the slowest of the r/2 rotated pairs (float64),
+        before any context scaling."""
         return 2 * math.pi * self.base ** ((self.rotated - 2) / self.rotated)
+
+    @property
+    def scaling_label(self) -> str:
+        """The scaling as the table prints it: "none", "YaRN x40", or "(card: YaRN x4)" where the user adds it."""
+        if self.scaling == "none":
+            return "none"
+        label = f"{_SCALING_LABELS.get(self.scaling, self.scaling)} x{self.scaling_factor:g}"
+        return label if self.scaling_in_config else f"(card: {label})"
+
+
+def _scaled_slowest_wavelength(row, rotated: int) -> float | None:
+    """The slowest rotated pair's wavelength under the scaling the row's config.json ships (None: none shipped),
+    from the library's `RopeScaling.frequencies`."""
+    if row.scaling not in _STRETCHING or not row.scaling_in_config:
+        return None
+    params = {_PARAM_NAMES.get(k, k): v for k, v in row.scaling_params.items()}
+    inv_freq, _ = RopeScaling(row.scaling, factor=float(row.scaling_factor), **params).frequencies(
+        rotated, float(row.rope_base))  # (r/2,)
+    return 2 * math.pi / float(inv_freq.double().min())
 
 
 def shipped_bases() -> tuple[ShippedBase, ...]:
@@ -774,10 +837,12 @@ def shipped_bases() -> tuple[ShippedBase, ...]:
         row = family(key)
         rotated, width = row.global_rotation
         rows.append(ShippedBase(name, row.checkpoint, float(row.rope_base), row.rope_local_base, rotated, width,
-                                row.rope_pairing, next((u for u in row.urls if u.endswith("config.json")), row.urls[-1])))
-        if key == "Llama 2":
+                                row.rope_pairing, next((u for u in row.urls if u.endswith("config.json")), row.urls[-1]),
+                                row.original_len, row.max_len, row.scaling, row.scaling_factor, row.scaling_in_config,
+                                _scaled_slowest_wavelength(row, rotated)))
+        if key == "Llama 2":  # Code Llama: 16,384-token fine-tuning, 100k tokens in the paper's evaluation
             rows.append(ShippedBase("Code Llama", "CodeLlama-7b", 1000000.0, None, 128, 128, "half",
-                                    "roziere2023codellama"))
+                                    "roziere2023codellama", 16384, 16384))
     return tuple(rows)
 
 
