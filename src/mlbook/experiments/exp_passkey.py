@@ -32,6 +32,8 @@ from typing import Any
 
 import torch
 
+from mlbook.experiments.claims import claims_table as rows_table
+from mlbook.experiments.claims import decide, survivors_line
 from mlbook.experiments.common import (
     findings,
     FINETUNE,
@@ -44,6 +46,7 @@ from mlbook.experiments.common import (
     paired,
     per_position_loss,
     pm,
+    seed_split,
     seeds_of,
 )
 from mlbook.experiments.data import PasskeyTask, corpus_tokens, digit_accuracy, passkey_and_text, split_tokens
@@ -54,7 +57,8 @@ from mlbook.transformer.models import GPT
 __all__ = ["METHODS", "METHOD_ROPE", "LABELS", "CLAIMS", "FINETUNE_RECIPE", "ACC_MARGIN", "RETRIEVES", "method_model", "digit_accuracy", "passkey_accuracy",
            "grid", "summary", "format_table", "finetune_mix", "accuracy_per_seed", "loss_per_seed", "paired_accuracy",
            "failures_at_train_len", "failures_text", "length_change", "pattern", "comparisons", "comparison_table",
-           "claims_table", "verdict_line", "headline"]
+           "claims_table", "patterns_table", "decided_claims", "recipe_check_table", "seed_splits", "baseline_line",
+           "verdict_line", "headline"]
 
 METHODS: tuple[str, ...] = ("rope", "rope_pi", "rope_ntk", "rope_yarn", "alibi")
 # RoPE options of each RoPE method for the extension factor s (filled in by method_model)
@@ -395,7 +399,8 @@ def comparisons(record: dict[str, Any]) -> list[dict[str, Any]]:
             d = length_change(record, phase, m)
             add("length", f"{SHORT[m]} {_PHASE[phase]} at {T}", f"at {L}", "accuracy", d["accuracy"])
             add("length", f"{SHORT[m]} {_PHASE[phase]} at {T}", f"at {L}", "corpus loss", d["loss"])
-    pairs = [(a, b) for a, b in (("rope_yarn", "rope_pi"), ("rope_yarn", "rope"), ("rope_pi", "rope"),
+    pairs = [(a, b) for a, b in (("rope_yarn", "rope_pi"), ("rope_ntk", "rope_pi"), ("rope_yarn", "rope_ntk"),
+                                 ("rope_yarn", "rope"), ("rope_ntk", "rope"), ("rope_pi", "rope"),
                                  ("alibi", "rope_yarn"), ("alibi", "rope")) if a in methods and b in methods]
     for phase in r["phases"]:
         for a, b in pairs:
@@ -481,7 +486,19 @@ def verdict_line(record: dict[str, Any]) -> str:
     text = f"From the trained length {L} to {T} ({k} seeds, paired 95% intervals): " + "; ".join(parts)
     if not flat_any:
         text += "; in no case does retrieval fall while the corpus loss stays flat"
-    return text + "."
+    text += "."
+    b = r.get("baselines", {}).get("ngram")
+    if b:  # whether the models learned enough to answer, said first
+        four = b["4"]["in_range"]
+        beat = [m for m in r["methods"] if any(x < four for x in _side(record, ["zero_shot", m, f"loss@{L}"]))]
+        first = (f"No model beats a count 4-gram model at L ({four:.3f} nats/char) on any seed: these are under-trained "
+                 "models, and the verdicts are about this budget. " if not beat else
+                 f"Models below a count 4-gram model at L ({four:.3f} nats/char) on some seed: "
+                 f"{_join([SHORT[m] for m in beat])}. ")
+        text = first + text
+    if record["config"].get("claims"):
+        text += " " + survivors_line(decided_claims(record))
+    return text
 
 
 def failures_text(record: dict[str, Any]) -> str:
@@ -492,9 +509,10 @@ def failures_text(record: dict[str, Any]) -> str:
     return "; ".join(items) if items else "none"
 
 
-def claims_table(record: dict[str, Any]) -> str:
-    """The claims the page tests, what the record measured (paired differences, mean [95%
-    interval]) and the verdict under common.VERDICT_RULE, as a markdown table."""
+def patterns_table(record: dict[str, Any]) -> str:
+    """The patterns the page describes (flat loss with lower retrieval, and so on), what the record measured
+    (paired differences, mean [95% interval], uncorrected) as a markdown table: a description beside the
+    registered claims (`claims_table`), which decide."""
     r = record["results"]
     L, T, k = r["lengths"][0], r["lengths"][-1], len(r["seeds"])
     methods = r["methods"]
@@ -568,8 +586,8 @@ def headline(record: dict[str, Any]) -> str:
         lines.append(f"{T} minus {L}, {_PHASE[phase]}, mean [95% interval]: accuracy "
                      + "; ".join(f"{SHORT[m]} {d(ch[m]['accuracy'])}" for m in methods) + "; corpus loss "
                      + "; ".join(f"{SHORT[m]} {d(ch[m]['loss'])}" for m in methods) + ".")
-    pairs = [(a, b) for a, b in (("rope_yarn", "rope_pi"), ("rope_yarn", "rope"), ("alibi", "rope_yarn"),
-                                 ("alibi", "rope")) if a in methods and b in methods]
+    pairs = [(a, b) for a, b in (("rope_yarn", "rope_pi"), ("rope_ntk", "rope_pi"), ("rope_yarn", "rope"),
+                                 ("alibi", "rope_yarn"), ("alibi", "rope")) if a in methods and b in methods]
     for phase in r["phases"]:
         lines.append(f"Accuracy at {T}, {_PHASE[phase]}: " + "; ".join(
             f"{SHORT[a]} − {SHORT[b]} {d(paired_accuracy(record, (phase, a), (phase, b)))}" for a, b in pairs) + ".")
@@ -582,3 +600,121 @@ def headline(record: dict[str, Any]) -> str:
     verdict = textwrap.fill(verdict_line(record), 78, initial_indent="- ", subsequent_indent="  ",
                             break_on_hyphens=False, break_long_words=False)
     return verdict + "\n" + findings(lines)
+
+
+# -- the registered claims, the recipe check, seeds that split ----------------------------------------------
+
+
+def _side(record: dict[str, Any], side: list[Any]) -> list[float]:
+    """One value per seed of (phase, method, measure): phase zero_shot, finetuned or finetuned_check (the check
+    recipe); measure acc@N (depth-averaged), acc@N:dK (K-th depth), loss@N."""
+    phase, method, measure = side
+    r = record["results"]
+    if method not in r["methods"]:
+        raise ValueError(f"method must be one of {', '.join(r['methods'])}, got {method!r}")
+    if phase == "finetuned_check":
+        if not r.get("results_check"):
+            raise ValueError("this record has no check recipe (results_check)")
+        rows = r["results_check"][method]
+    elif phase in PHASES:
+        rows = r["results"][phase][method]
+    else:
+        raise ValueError(f"phase must be one of {', '.join(PHASES)} or finetuned_check, got {phase!r}")
+    kind, _, where = measure.partition("@")
+    length, _, depth = where.partition(":")
+    if kind not in ("acc", "loss") or not length.isdigit() or int(length) not in r["lengths"]:
+        raise ValueError(f"measure must be acc@N, acc@N:dK or loss@N with N in {r['lengths']}, got {measure!r}")
+    i = r["lengths"].index(int(length))
+    if kind == "loss":
+        return [row["loss"][i] for row in rows]
+    if depth:
+        j = int(depth.lstrip("d"))
+        if not 0 <= j < len(r["depths"]):
+            raise ValueError(f"depth index must be in 0..{len(r['depths']) - 1}, got {measure!r}")
+        return [row["accuracy"][i][j] for row in rows]
+    return [sum(row["accuracy"][i]) / len(row["accuracy"][i]) for row in rows]
+
+
+def decided_claims(record: dict[str, Any]) -> list[dict[str, Any]]:
+    """The record's registered claims (config "claims"), decided by claims.decide, Holm over the family."""
+    return decide(record["config"].get("claims", []), lambda c, which: _side(record, c[which]))
+
+
+_PH = {"zero_shot": "zero-shot", "finetuned": "fine-tuned", "finetuned_check": "check fine-tune"}
+
+
+def _label(c: dict[str, Any]) -> str:
+    (pa, ma, xa), (pb, mb, xb) = c["a"], c["b"]
+    if (pa, ma) == (pb, mb):
+        return f"{SHORT[ma]} {_PH[pa]}: {xa} − {xb}"
+    if xa == xb and pa == pb:
+        return f"{_PH[pa]} {xa}: {SHORT[ma]} − {SHORT[mb]}"
+    return f"{SHORT[ma]} {_PH[pa]} {xa} − {SHORT[mb]} {_PH[pb]} {xb}"
+
+
+def claims_table(record: dict[str, Any]) -> str:
+    """The registered claims, each decided by the extended rule, Holm-corrected as one family (markdown)."""
+    return rows_table(decided_claims(record), 2, _label)
+
+
+def recipe_check_table(record: dict[str, Any]) -> str:
+    """Per method: depth-averaged accuracy at L and 4L zero-shot, after the registered fine-tune and after the
+    check recipe (mean ± sd), and registered minus check at 4L (mean [95% interval]): whether a verdict about
+    the fine-tune is a property of the recipe."""
+    r = record["results"]
+    if not r.get("results_check"):
+        return "This record has no check recipe."
+    L, T = r["lengths"][0], r["lengths"][-1]
+    reg, chk = r["finetune"], r["finetune_check"]
+    w = 13
+    head = (f"{'method':<13}" + "".join(f"{h:>{w}}" for h in (f"zero {L}", f"zero {T}", f"reg. {L}", f"reg. {T}",
+                                                               f"check {L}", f"check {T}")) + f"{'reg. − check @' + str(T):>26}")
+    lines = [findings([f"registered fine-tune: {reg['steps']} steps at lr {reg['lr']:g}; check: {chk['steps']} steps at "
+                       f"lr {chk['lr']:g}; both at {r['finetune_len']} on {finetune_mix(record)}, from the same weights "
+                       f"and batches; all-digits accuracy averaged over depths, mean ± sd over seeds {r['seeds']}"]),
+             head, "-" * len(head)]
+    for m in r["methods"]:
+        cells = [pm(mean_sd(_side(record, [p, m, f"acc@{n}"])), 2)
+                 for p in ("zero_shot", "finetuned", "finetuned_check") for n in (L, T)]
+        d = paired(_side(record, ["finetuned", m, f"acc@{T}"]), _side(record, ["finetuned_check", m, f"acc@{T}"]))
+        lines.append(f"{SHORT[m]:<13}" + "".join(f"{c:>{w}}" for c in cells) + f"{pm(d, 2):>26}")
+    return "\n".join(lines)
+
+
+def seed_splits(record: dict[str, Any]) -> list[str]:
+    """Every (phase, method, length) where seeds split around RETRIEVES (some retrieve, some do not), and every
+    one where the farthest key (depth 0) splits: the seed-level results a mean and a t-interval hide."""
+    r = record["results"]
+    out = []
+    phases = list(r["phases"]) + (["finetuned_check"] if r.get("results_check") else [])
+    for phase in phases:
+        for m in r["methods"]:
+            for n in r["lengths"]:
+                for measure, what in ((f"acc@{n}", "averaged over depths"), (f"acc@{n}:d0", "key at depth 0")):
+                    v = _side(record, [phase, m, measure])
+                    sp = seed_split(v, RETRIEVES)
+                    if sp["split"]:
+                        low = ", ".join(f"{r['seeds'][i]} ({v[i]:.2f})" for i in sp["below"])
+                        out.append(f"{SHORT[m]} {_PH[phase]} at {n}, {what}: seeds {low} below {RETRIEVES:g}, "
+                                   f"the other {len(sp['above'])} at or above")
+    return out
+
+
+def baseline_line(record: dict[str, Any]) -> str:
+    """The count n-gram models on the record's loss windows, in range, beside each model's loss at L: which
+    models beat the 4-gram, and each one's gain over the bigram."""
+    r = record["results"]
+    b = r.get("baselines", {}).get("ngram")
+    if not b:
+        return "This record predates the n-gram baselines."
+    L = r["lengths"][0]
+    parts = [f"count n-gram models on the same windows, positions < {L}: " +
+             ", ".join(f"{n}-gram {v['in_range']:.3f}" for n, v in b.items())]
+    for phase in r["phases"]:
+        for m in r["methods"]:
+            v = _side(record, [phase, m, f"loss@{L}"])
+            beat = sum(x < b["4"]["in_range"] for x in v)
+            gain = mean_sd([b["2"]["in_range"] - x for x in v])
+            parts.append(f"{SHORT[m]} {_PH[phase]}: loss at {L} {pm(mean_sd(v), 3)}, gain on the bigram "
+                         f"{pm(gain, 3)}, below the 4-gram on {beat} of {len(v)} seeds")
+    return findings(parts)
