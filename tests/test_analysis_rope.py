@@ -479,3 +479,24 @@ def test_shipped_bases_wavelength_is_the_slowest_pair_of_the_rotated_channels():
     for row in R.shipped_bases():
         theta = R._rope(row.rotated, row.base, "half").inv_freq[-1].double()
         assert row.slowest_wavelength == pytest.approx(2 * math.pi / float(theta), rel=1e-6)
+
+
+@pytest.mark.oracle
+def test_transformers_casts_inv_freq_under_module_to_but_not_under_from_pretrained(tmp_path):
+    # page 05 says so: Hugging Face's LlamaRotaryEmbedding does not guard its inv_freq buffer, so model.to(bf16)
+    # gives the mismatched ladder (forward's .to(torch.float) cannot undo the rounding); from_pretrained(dtype=...)
+    # keeps it float32; the library's RotaryEmbedding keeps float32 under .to(...)
+    transformers = pytest.importorskip("transformers")
+    cfg = transformers.LlamaConfig(vocab_size=32, hidden_size=64, intermediate_size=64, num_hidden_layers=1,
+                                   num_attention_heads=2, num_key_value_heads=2)
+    model = transformers.LlamaForCausalLM(cfg)
+    model.save_pretrained(tmp_path)
+    ladder = model.model.rotary_emb.inv_freq.clone()
+    assert ladder.dtype == torch.float32
+    model.to(torch.bfloat16)
+    assert model.model.rotary_emb.inv_freq.dtype == torch.bfloat16
+    assert not torch.equal(model.model.rotary_emb.inv_freq.float(), ladder)  # rounded for good
+    assert transformers.LlamaForCausalLM(cfg).half().model.rotary_emb.inv_freq.dtype == torch.float16
+    loaded = transformers.LlamaForCausalLM.from_pretrained(tmp_path, dtype=torch.bfloat16)
+    assert loaded.model.rotary_emb.inv_freq.dtype == torch.float32
+    assert R.RotaryEmbedding(64).to(torch.bfloat16).inv_freq.dtype == torch.float32
