@@ -140,6 +140,8 @@ def test_hugging_face_t5_adds_the_bias_to_unscaled_scores():
         scores = q @ k.transpose(-2, -1)  # (1, H, T, T)
     torch.testing.assert_close(weights, (scores + bias).softmax(-1))
     assert not torch.allclose(weights, (scores / d_kv**0.5 + bias).softmax(-1), atol=1e-3)
+    if hasattr(attn, "scaling"):  # transformers 5 passes this factor to its attention function (page 04 quotes it)
+        assert attn.scaling == 1.0
     # the initialisation that stands in for the scale: std (d_model * d_kv)^-0.5 for the query projection
     model = transformers.T5EncoderModel(transformers.T5Config(d_model=256, d_kv=64, num_heads=4, num_layers=1,
                                                               vocab_size=8, initializer_factor=1.0))
