@@ -1325,8 +1325,11 @@ def test_save_record_falls_back_to_the_working_folder_then_names_every_place_tri
 _BAD_CONFIG_VALUES = {
     "base 0, transformers 5 layout": ({**LLAMA31_V5, "rope_parameters": {**LLAMA31_ROPE, "rope_theta": 0}},
                                       ValueError, r"rope_parameters\['rope_theta'\] must be a finite number > 0, got 0"),
-    "base 0 as rotary_emb_base": ({**{k: v for k, v in LLAMA31_V4.items() if k != "rope_theta"}, "rotary_emb_base": 0},
+    "base 0 as rotary_emb_base": ({**{k: v for k, v in LLAMA31_V4.items() if k not in ("rope_theta", "rope_scaling")},
+                                   "model_type": "gpt_neox", "rotary_emb_base": 0},
                                   ValueError, r"rope_theta must be a finite number > 0, got 0"),
+    "rotary_emb_base on a Llama config": ({**LLAMA31_V4, "rotary_emb_base": 1e6}, ValueError,
+                                          r"\['rotary_emb_base'\] for model_type='llama'.*does not read"),
     "trained length 512.5, transformers 5 layout": (
         {**LLAMA31_V5, "rope_parameters": {**LLAMA31_ROPE, "original_max_position_embeddings": 512.5}}, TypeError,
         r"rope_parameters\['original_max_position_embeddings'\] must be a whole number of tokens, got float \(512.5\)"),

@@ -222,21 +222,26 @@ def test_longrope_factor_lists_must_fit_the_head() -> None:
 
 
 def test_layer_settings_map_to_gpt_config() -> None:
-    """Windows, NoPE layers, local base and GQA reach GPTConfig; partial rotation becomes a rope option."""
-    c = {**BASE, "num_key_value_heads": 2, "layer_types": ["sliding_attention", "full_attention"],
-         "sliding_window": 8, "rope_local_base_freq": 10.0, "no_rope_layers": [1, 0], "partial_rotary_factor": 0.5}
+    """Windows, NoPE layers, local base and GQA reach GPTConfig; partial rotation becomes a rope option. Each key
+    is given to a family whose config class reads it (Gemma 3: rope_local_base_freq; SmolLM3: no_rope_layers)."""
+    c = {**BASE, "model_type": "gemma3_text", "num_key_value_heads": 2,
+         "layer_types": ["sliding_attention", "full_attention"], "sliding_window": 8, "rope_local_base_freq": 10.0,
+         "partial_rotary_factor": 0.5}
     g = gpt_config_from_hf(c)
     assert isinstance(g, GPTConfig)
     assert (g.n_kv_heads, g.layer_types, g.sliding_window, g.rope_local_base, g.nope_layers) == (
-        2, ("sliding_attention", "full_attention"), 8, 10.0, (1,))
+        2, ("sliding_attention", "full_attention"), 8, 10.0, ())
     assert rope_options_from_hf(c)["partial_rotary_factor"] == 0.5
+    nope = gpt_config_from_hf({**BASE, "model_type": "smollm3", "no_rope_layers": [1, 0]})
+    assert nope.nope_layers == (1,)
     mistral = gpt_config_from_hf({**BASE, "model_type": "mistral", "sliding_window": 16})
     assert mistral.layer_types == ("sliding_attention",) * 2 and mistral.sliding_window == 16
     gemma2 = gpt_config_from_hf({**BASE, "model_type": "gemma2", "sliding_window": 16})  # Gemma2Config alternates
     assert gemma2.layer_types == ("sliding_attention", "full_attention") and gemma2.sliding_window == 16
     qwen = gpt_config_from_hf({**BASE, "sliding_window": 16, "use_sliding_window": False})
     assert qwen.layer_types is None
-    hybrid = gpt_config_from_hf({**BASE, "num_hidden_layers": 8, "no_rope_layer_interval": 4})
+    hybrid = gpt_config_from_hf({**BASE, "model_type": "smollm3", "num_hidden_layers": 8,
+                                 "no_rope_layer_interval": 4})
     assert hybrid.nope_layers == (3, 7)  # transformers: layer i is NoPE when (i + 1) % interval == 0
 
 

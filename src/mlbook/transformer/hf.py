@@ -66,8 +66,9 @@ How the scaling keys map (the same names in rope_scaling and rope_parameters):
 
 from __future__ import annotations
 
+import inspect
 import math
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, is_dataclass
 from os import PathLike
 from typing import Any, Mapping
 
@@ -81,6 +82,12 @@ from mlbook.transformer.validate import check_bool, check_choice, check_int
 
 __all__ = [
     "HF_ROPE_TYPES",
+    "ROPE_KEYS_EVERY_FAMILY",
+    "ROPE_KEYS_BY_FAMILY",
+    "ROPE_KEYS_INERT_WHEN_FALSE",
+    "ROPE_PAIRING_KEYS",
+    "is_rope_key",
+    "check_rope_keys",
     "ATTRIBUTE_ALIASES",
     "hf_layer_overrides",
     "HF_SCALING_KEYS",
@@ -1021,11 +1028,97 @@ def _class_rope_check(text: Any, family: str, prefix: str) -> Any:
     return text
 
 
+# Top-level RoPE keys, by the families whose transformers 5.15 config class reads them (a dataclass field, or a
+# kwarg its __post_init__ / convert_rope_params_to_dict pops); tests/test_hf_rope_keys.py rebuilds this from
+# transformers. Every family's class reads the first four (standardize_rope_params); any other key that looks like a
+# RoPE setting (`is_rope_key`) is refused by name for a family whose class does not read it: rope_ratio (ChatGLM's
+# base multiplier), rope_pct (StableLM's share), a typo such as rope_thetta, each would be dropped by transformers,
+# and the model would rotate at the class default (base 10,000 for a missing rope_theta).
+ROPE_KEYS_EVERY_FAMILY: frozenset[str] = frozenset({"rope_theta", "rope_parameters", "rope_scaling",
+                                                     "partial_rotary_factor"})
+ROPE_KEYS_BY_FAMILY: dict[str, frozenset[str]] = {
+    "rotary_emb_base": frozenset({"gpt_neox", "gpt_neox_japanese"}),
+    "rotary_pct": frozenset({"gpt_neox", "gpt_neox_japanese"}),
+    "rotary_dim": frozenset({"gptj", "codegen", "minimax_m3_vl_text"}),
+    "rope_local_base_freq": frozenset({"gemma3", "gemma3_text", "gemma3n", "gemma3n_text", "t5gemma2",
+                                       "t5gemma2_text", "t5gemma2_encoder", "t5gemma2_decoder"}),
+    "global_rope_theta": frozenset({"modernbert", "modernbert-decoder"}),
+    "local_rope_theta": frozenset({"modernbert", "modernbert-decoder"}),
+    "qk_rope_head_dim": frozenset({"axk1", "axk2", "deepseek_v2", "deepseek_v3", "deepseek_v32", "glm4_moe_lite",
+                                   "glm_moe_dsa", "longcat_flash", "minicpm3", "mistral4", "youtu", "kimi_k2",
+                                   "deepseek_v4"}),
+    # read by vLLM's DeepSeek-V2 indexer, by no transformers class; checked by hf_indexer_rope_pairing
+    "indexer_rope_interleave": frozenset(DSA_INDEXER_PAIRING),
+    "no_rope_layers": frozenset({"llama4_text", "smollm3"}),
+    "no_rope_layer_interval": frozenset({"llama4_text", "smollm3"}),
+    "compress_rope_theta": frozenset({"deepseek_v4"}),
+    "layer_rope_theta": frozenset({"granite_swa", "granitemoe_swa", "muse_glimmer_text"}),
+    "use_mem_rope": frozenset({"zamba2"}),
+}
+# the pairing flag checked against the family's code for every family by hf_rope_pairing (rope_interleave: refused
+# where it says a pairing the code does not rotate)
+ROPE_PAIRING_KEYS: frozenset[str] = frozenset({"rope_interleave"})
+# keys read by no engine, whatever their value: Qwen2's use_mrope (M-RoPE is stated by rope_scaling's mrope_section,
+# which is what transformers and vLLM read), refused only when it says true
+ROPE_KEYS_INERT_WHEN_FALSE: frozenset[str] = frozenset({"use_mrope"})
+
+
+def is_rope_key(key: str) -> bool:
+    """True for a config key that looks like a RoPE setting: a word (split at '_' or '-') starting with rope,
+    rotary or mrope, or any key containing theta (rope_ratio, rotary_emb_base, qk_rope_head_dim, rope_thetta)."""
+    words = key.lower().replace("-", "_").split("_")
+    return any(w.startswith(("rope", "rotary", "mrope")) for w in words) or "theta" in key.lower()
+
+
+def _config_keys(text: Any) -> list[str]:
+    """A dict's keys; a config object's attributes other than those its class defines (its class has read them):
+    what remains are the kwargs it kept without reading, a typo among them."""
+    if isinstance(text, Mapping):
+        return [str(k) for k in text]
+    cls = type(text)
+    own = set(inspect.signature(cls.__init__).parameters) | {"ignore_keys_at_rope_validation"}
+    if is_dataclass(cls):
+        own |= {f.name for f in fields(cls)}
+    return [k for k in vars(text) if not k.startswith("_") and k not in own and not hasattr(cls, k)]
+
+
+def check_rope_keys(config: Any) -> None:
+    """Refuse every top-level key of the text config that looks like a RoPE setting (`is_rope_key`) and that the
+    family's transformers 5.15 config class does not read (`ROPE_KEYS_EVERY_FAMILY`, `ROPE_KEYS_BY_FAMILY`) and no
+    pairing check of this module reads (`ROPE_PAIRING_KEYS`),
+    naming it: transformers would drop it and rotate at its class default, so reading the config without it would be
+    silently wrong (rope_ratio 2 halves ChatGLM's rotation speed; a rope_thetta typo leaves base 10,000). Keys
+    stated null are ignored. A config with no model_type is checked as Llama's."""
+    text = hf_text_config(config)
+    family = hf_rope_family(config) or "llama"
+    unread = []
+    for key in _config_keys(text):
+        value = hf_get(text, key)
+        if value is None or not is_rope_key(key) or key in ROPE_KEYS_EVERY_FAMILY | ROPE_PAIRING_KEYS:
+            continue
+        if family in ROPE_KEYS_BY_FAMILY.get(key, ()):
+            continue
+        if key in ROPE_KEYS_INERT_WHEN_FALSE and value is False:
+            continue
+        unread.append(key)
+    if unread:
+        readers = {k: sorted(ROPE_KEYS_BY_FAMILY[k]) for k in unread if k in ROPE_KEYS_BY_FAMILY}
+        where = "; ".join(f"{k} is read only by {v}" for k, v in readers.items())
+        named = [f"{_text_prefix(config)}{k}" for k in unread]
+        raise ValueError(f"config states {named} for model_type={family!r}, which its "
+                         f"transformers 5.15 config class does not read{' (' + where + ')' if where else ''}: "
+                         "transformers would drop them and rotate at the class defaults, so this library refuses "
+                         "rather than guess. Fold each into the keys the family reads (the base into rope_theta, a "
+                         "share of the head into partial_rotary_factor; rope_ratio r multiplies the base by r), or "
+                         "delete it if it is a typo or has no effect")
+
+
 def _read_rope(config: Any) -> _RopeRead:
     text = hf_text_config(config)
     prefix = _text_prefix(config)
     family = hf_rope_family(config)  # refuses a family whose code this module has not read
     model_type = family or ""
+    check_rope_keys(config)
     if family in ROTARY_DIM_FAMILIES:
         return _rotary_dim_read(text, family, prefix)
     text = _class_rope_check(text, model_type, prefix)
