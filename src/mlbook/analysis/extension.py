@@ -449,7 +449,7 @@ def experiment_readings(record: Mapping[str, Any]) -> str:
     tmh = E.variant_metrics(record, "none", "before", "tail_minus_head")[1]
     vs0 = E.paired(tmh, [0.0] * n)
     lines = [f"Unmodified RoPE at {T[1]}, tail ({L}..{T[1] - 1}) minus head (0..{L - 1}) of the same windows: "
-             f"{E.pm(vs0, 2)} ({said(vs0)})"]
+             f"{E.pm(vs0, 2)} ({said(vs0)}{'' if vs0['verdict'] == 'indistinguishable' else ' than 0'})"]
     if "reference" in r:
         vs_ref = E.paired_at(record, "none", "reference", "before", "tail_minus_head", 1)
         lines[-1] += (f"; minus the same difference of the model trained at {T[-1]}: {E.pm(vs_ref, 2)} "
