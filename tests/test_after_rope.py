@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import torch
 from figure_checks import _assert_distinct_frames, _last_plot
-from hf_versions import rope_theta
+from hf_versions import HF_MAJOR, TRANSFORMERS, rope_theta
 
 from mlbook.analysis import after_rope as A
 from mlbook.viz import after_rope as V
@@ -283,6 +283,60 @@ def test_xpos_zeta_matches_reference_and_damps_fast_pairs():
     assert torch.all(z[1:] > z[:-1])
     with pytest.raises(ValueError, match="even"):
         A.xpos_zeta(63)
+
+
+@pytest.mark.skipif(HF_MAJOR < 5, reason="the claim is about transformers 5's get_rope_index")
+def test_transformers5_get_rope_index_resumes_at_spatial_extent():
+    """Page 09 (and its exercise) say transformers 5's `Qwen2VLModel.get_rope_index` numbers patches as
+    `mrope_position_ids` does but resumes after a grid at s + max(h, w) (merged), not one past the largest id:
+    equal for images and short videos, its text reusing the last frames' time ids after a video with t > max(h, w).
+    If this fails, transformers changed the rule: update the page's sentence in cell ar23c and the solution."""
+    import transformers
+    from types import SimpleNamespace
+
+    from mlbook.transformer.multimodal import mrope_position_ids
+    from transformers.models.qwen2_vl.modeling_qwen2_vl import Qwen2VLModel
+    IMAGE, VIDEO, START = 151, 152, 150
+    cfg = transformers.Qwen2VLConfig(vision_config={"spatial_merge_size": 2}, image_token_id=IMAGE,
+                                     video_token_id=VIDEO, vision_start_token_id=START,
+                                     text_config=dict(hidden_size=64, num_attention_heads=2, num_key_value_heads=2,
+                                                      rope_scaling={"type": "mrope", "mrope_section": [4, 6, 6]}))
+    model = SimpleNamespace(config=cfg)
+    model.get_vision_position_ids = lambda *a, **k: Qwen2VLModel.get_vision_position_ids(model, *a, **k)
+
+    def hf(layout):  # the layout as token ids: text (the last one before a grid is the vision start), grids
+        ids, kinds, images, videos = [], [], [], []
+        for item in layout:
+            if isinstance(item, tuple):
+                t, h, w = item
+                ids += [VIDEO if t > 1 else IMAGE] * (t * h * w)
+                kinds += [2 if t > 1 else 1] * (t * h * w)
+                (videos if t > 1 else images).append([t, 2 * h, 2 * w])
+            else:
+                ids += [5] * (item - 1) + [START]
+                kinds += [0] * item
+        out, _ = Qwen2VLModel.get_rope_index(model, torch.tensor([ids]), torch.tensor([kinds]),
+                                             image_grid_thw=torch.tensor(images) if images else None,
+                                             video_grid_thw=torch.tensor(videos) if videos else None)
+        return out[:, 0]
+
+    def spatial_resume(layout):  # the library's ids with the text after each grid resuming at s + max(h, w)
+        parts, start = [], 0
+        for item in layout:
+            if isinstance(item, tuple):
+                parts.append(mrope_position_ids([item]) + start)
+                start += max(item[1], item[2])
+            else:
+                parts.append(torch.arange(start, start + item).expand(3, item))
+                start += item
+        return torch.cat(parts, dim=1)
+
+    for layout in ([4, (1, 2, 3), 3], [4, (2, 2, 2), 3], [3, (1, 3, 2), 2, (1, 2, 2), 2]):
+        assert torch.equal(hf(layout), mrope_position_ids(layout)), (TRANSFORMERS, layout)
+    long_video = [4, (1, 2, 3), 3, (2, 1, 1), 4]  # the M-RoPE test's layout: a 2-frame video of 1 x 1 merged patches
+    got, ours = hf(long_video), mrope_position_ids(long_video)
+    assert not torch.equal(got, ours) and torch.equal(got, spatial_resume(long_video)), TRANSFORMERS
+    assert got[0, 14].item() == got[0, 15].item() == 11 and ours[0, 15].item() == 12  # last frame's time id reused
 
 
 def test_xpos_overflow_matches_reference_scale():
