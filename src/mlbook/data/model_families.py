@@ -199,7 +199,8 @@ MODEL_FAMILIES: tuple[ModelFamily, ...] = (
         sources=("dubey2024llama3",),
         urls=("https://arxiv.org/abs/2407.21783", "https://huggingface.co/meta-llama/Meta-Llama-3-8B/blob/main/config.json"),
         hf_check="not checked against class defaults (none carries base 500,000)",
-        notes="base raised from 10,000 to 500,000 at pretraining; grouped-query attention with 8 KV heads at every size",
+        notes="trained with base 500,000 from the start (Llama 2: 10,000); grouped-query attention with 8 KV heads at "
+              "every size",
     ),
     ModelFamily(
         "Llama 3.1", "Llama-3.1-8B", 2024, "rope", 8192, 131072, 32, 32, 8, 128, rope_base=500000.0,
@@ -241,14 +242,16 @@ MODEL_FAMILIES: tuple[ModelFamily, ...] = (
               "high frequency factor 4, the Hugging Face converter's defaults: check the config you load",
     ),
     ModelFamily(
-        "Mistral", "Mistral-7B-v0.1", 2023, "rope", 8192, 8192, 32, 32, 8, 128, rope_base=10000.0,
+        "Mistral", "Mistral-7B-v0.1", 2023, "rope", 8192, 32768, 32, 32, 8, 128, rope_base=10000.0,
         rope_pairing="half", window=4096,
         sources=("jiang2023mistral",),
         urls=("https://arxiv.org/abs/2310.06825", "https://huggingface.co/mistralai/Mistral-7B-v0.1/blob/main/config.json"),
         hf_check="MistralConfig() defaults are Mistral-7B: rope_theta, sliding_window, layers, heads, KV heads, "
                  "hidden / heads (not max_position_embeddings: the class default 131,072 is not the release's)",
-        notes="sliding-window attention over 4096 tokens with a rolling cache; later versions (v0.2) raised the base "
-              "to 1,000,000 and dropped the window",
+        notes="sliding-window attention over 4096 tokens with a rolling cache; a context of 8,192 in the paper, while "
+              "the published config.json allows 32,768 (max_position_embeddings; an engine's default max_model_len), "
+              "which the rolling 4,096-token cache keeps cheap; later versions (v0.2) raised the base to 1,000,000 and "
+              "dropped the window",
     ),
     ModelFamily(
         "Mixtral", "Mixtral-8x7B-v0.1", 2024, "rope", 32768, 32768, 32, 32, 8, 128, rope_base=1000000.0,
