@@ -484,18 +484,32 @@ def verdict_line(record: dict[str, Any]) -> str:
     evict = _grouped({k: s["window_minus_sink4"]["verdict"] for k, s in sums.items()}, [
         ("higher", "lowers the loss past the window", "lowers it"),
         ("lower", "raises the loss past the window", "raises it"),
-        ("indistinguishable", "leaves the loss past the window indistinguishable", "leaves it indistinguishable")])
+        ("indistinguishable", "changes the loss past the window by an amount we cannot tell from zero at this scale",
+         "changes it by an amount we cannot tell from zero")])
     early = _grouped({k: s["drop_first_early"]["verdict"] for k, s in sums.items()}, [
         ("higher", f"raises the loss of queries {first['early_queries']}", "raises it"),
         ("lower", f"lowers the loss of queries {first['early_queries']}", "lowers it"),
-        ("indistinguishable", f"leaves the loss of queries {first['early_queries']} indistinguishable",
-         "leaves it indistinguishable")])
+        ("indistinguishable", f"changes the loss of queries {first['early_queries']} by an amount we cannot tell "
+         "from zero at this scale", "changes it by an amount we cannot tell from zero")])
     late = _grouped({k: s["drop_first_late"]["verdict"] for k, s in sums.items()}, [
         ("higher", "an increase", "an increase"), ("lower", "a decrease", "a decrease"),
-        ("indistinguishable", "indistinguishable from zero", "indistinguishable from zero")])
-    return (f"Over {n} seeds (paired 95% intervals), pinning 4 sink tokens in a sliding window of {r['window']} "
+        ("indistinguishable", "too small to tell from zero at this scale", "too small to tell from zero")])
+    text = (f"Over {n} seeds (paired 95% intervals), pinning 4 sink tokens in a sliding window of {r['window']} "
             f"cache slots {evict}; deleting the first token from the cache during generation {early}, and for "
             f"queries {first['late_queries']} the change is {late}.")
+    rows = decided_claims(record)
+    if rows:
+        lost = [_claim_label(x["claim"]) for x in rows if x["holds"] and not x["survives"]]
+        text += (f" {sum(x['survives'] for x in rows)} of the page's {len(rows)} claims survive Holm's correction"
+                 + (f" (not {', '.join(lost)}, which holds before it)" if lost else "") + ".")
+    if record["config"].get("stream"):  # the count baseline regenerates the record's streams
+        beat = beats_4gram(record)
+        if all(len(v) == n for v in beat.values()):
+            text += " Every model beats a count 4-gram inside the first window of the same streams."
+        else:
+            text = ("Not every model here beats a count 4-gram inside the first window of the same streams: these are "
+                    "under-trained models, and the verdicts are about this budget. " + text)
+    return text
 
 
 def headline(record: dict[str, Any]) -> str:
