@@ -163,3 +163,11 @@ def test_passkey_alibi_lines_read_the_record():
         s = P.summary(record, phase, "alibi")
         assert P.pm(s["accuracy"][0], 2) in line and P.pm(s["accuracy"][-1], 2) in line
         assert P.pm(P.length_change(record, phase, "alibi")["accuracy"], 2) in line
+
+
+def test_no_2025_or_2026_family_in_the_model_table_uses_alibi():
+    # page 06 says so, of the library's model table
+    from mlbook.data.model_families import MODEL_FAMILIES
+
+    recent = [row for row in MODEL_FAMILIES if row.year >= 2025]
+    assert recent and all(row.scheme != "alibi" for row in recent)
