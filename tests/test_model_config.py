@@ -416,3 +416,39 @@ def test_a_field_left_to_the_class_is_refused_by_name_with_the_class_default(con
     assert getattr(transformers.AutoConfig.for_model(**config), key) == default
     with pytest.raises(ValueError, match=rf"states no {key}.*fills its default \({default}\)"):
         summarize_config(config)
+
+
+# Phi-3-mini-128k-instruct's lengths (its published config.json); the factors do not enter vLLM's length rule
+PHI3_LONGROPE = {"model_type": "phi3", "hidden_size": 3072, "num_attention_heads": 32, "num_hidden_layers": 32,
+                 "max_position_embeddings": 131072, "original_max_position_embeddings": 4096, "rope_theta": 10000.0,
+                 "rope_scaling": {"rope_type": "longrope", "short_factor": [1.0] * 48, "long_factor": [2.0] * 48}}
+
+
+@pytest.mark.parametrize("rule", ["current", "before-56446"])
+def test_vllm_defaults_a_longrope_model_to_its_original_length(rule):
+    """vllm/config/model.py: without --max-model-len, a longrope config runs at original_max_position_embeddings
+    (the short factors); the limit an explicit --max-model-len may reach stays max_position_embeddings."""
+    from mlbook.analysis.model_config import vllm_default_max_model_len, vllm_max_model_len
+
+    assert vllm_max_model_len(PHI3_LONGROPE, rule=rule)[0] == 131072
+    default, why = vllm_default_max_model_len(PHI3_LONGROPE, rule=rule)
+    assert default == 4096 and "short factors" in why and "131,072" in why
+    plain = {"model_type": "qwen3", "max_position_embeddings": 40960, "rope_theta": 1e6, "head_dim": 128}
+    assert vllm_default_max_model_len(plain, rule=rule) == vllm_max_model_len(plain, rule=rule)
+
+
+def test_vllm_length_is_capped_by_the_tokenizer_before_the_factor():
+    """tokenizer_config.json's model_max_length caps the derived length (min), and a linear factor then multiplies
+    the capped length, in that order in _get_and_verify_max_len."""
+    from mlbook.analysis.model_config import vllm_max_model_len
+
+    linear = {"model_type": "qwen3", "max_position_embeddings": 40960, "rope_theta": 1e6, "head_dim": 128,
+              "rope_scaling": {"rope_type": "linear", "factor": 4.0}}
+    assert vllm_max_model_len(linear)[0] == 163840
+    limit, why = vllm_max_model_len(linear, tokenizer_model_max_length=32768)
+    assert limit == 131072 and "tokenizer_config.json" in why
+    assert vllm_max_model_len(linear, tokenizer_model_max_length=10 ** 6)[0] == 163840  # a larger cap: no effect
+    with pytest.raises((TypeError, ValueError), match="tokenizer_model_max_length"):
+        vllm_max_model_len(linear, tokenizer_model_max_length=0)
+    top = {**linear, "model_max_length": 65536}  # a top-level model_max_length wins outright, not by being smallest
+    assert vllm_max_model_len(top)[1].startswith("model_max_length 65,536")

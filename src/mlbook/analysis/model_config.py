@@ -70,6 +70,7 @@ __all__ = [
     "VLLM_LENGTH_KEYS",
     "VLLM_LENGTH_RULES",
     "vllm_max_model_len",
+    "vllm_default_max_model_len",
     "SHIPPED_CONFIGS",
     "PUBLISHED_CONFIGS",
     "load_config",
@@ -552,12 +553,16 @@ _VLLM_UNSCALED_TYPES = {"current": ("longrope", "llama3", "yarn"), "before-56446
 _VLLM_NEEDS_ORIGINAL = ("yarn", "llama3", "longrope")
 
 
-def vllm_max_model_len(config: Mapping[str, Any], *, rule: str = "current") -> tuple[int, str]:
+def vllm_max_model_len(config: Mapping[str, Any], *, rule: str = "current",
+                       tokenizer_model_max_length: int | None = None) -> tuple[int, str]:
     """The longest --max-model-len vLLM accepts for config without VLLM_ALLOW_LONG_MAX_MODEL_LEN=1, and why.
 
-    vLLM's rule (vllm/config/model.py, _get_and_verify_max_len): the smallest of the length keys the config
-    states (model_max_length, where stated, wins), then, unless the model type is a Gemma 3 one, times the RoPE
-    factor of the types it scales by. `rule` picks which vLLM:
+    vLLM's rule (vllm/config/model.py, _get_and_verify_max_len): a top-level model_max_length, where the config
+    states one, is taken outright; otherwise the smallest of the length keys it states. The model_max_length of
+    the checkpoint's tokenizer_config.json, a second file (`tokenizer_model_max_length`), caps that, before the
+    factor. Then, unless the model type is a Gemma 3 one, it is multiplied by the RoPE factor of the types it
+    scales by. Without --max-model-len vLLM runs at this limit, except for LongRoPE
+    (`vllm_default_max_model_len`). `rule` picks which vLLM:
 
         "current"       since vllm#56446 (merged 2026-09-11): linear and dynamic multiply by the factor;
                         yarn, llama3 and longrope do not (a YaRN config's max_position_embeddings is taken as
@@ -578,6 +583,10 @@ def vllm_max_model_len(config: Mapping[str, Any], *, rule: str = "current") -> t
     key = "model_max_length" if "model_max_length" in found else min(found, key=lambda k: found[k])
     derived = float(found[key])
     why = f"{key} {int(derived):,}"
+    if tokenizer_model_max_length is not None:
+        cap = check_int("tokenizer_model_max_length", tokenizer_model_max_length, 1)
+        if cap < derived:
+            derived, why = float(cap), f"tokenizer_config.json's model_max_length {cap:,} (under {why})"
     per = hf_rope_parameters(text)
     if "gemma3" not in str(text.get("model_type", "")):
         factor = 1.0
@@ -594,6 +603,25 @@ def vllm_max_model_len(config: Mapping[str, Any], *, rule: str = "current") -> t
         elif rule == "current" and any(p["rope_type"] == "yarn" for p in per.values()):
             why += ", not multiplied by the YaRN factor since vllm#56446"
     return int(derived), why
+
+
+def vllm_default_max_model_len(config: Mapping[str, Any], *, rule: str = "current",
+                               tokenizer_model_max_length: int | None = None) -> tuple[int, str]:
+    """The max_model_len vLLM runs config at when no --max-model-len is given, and why: the derived limit
+    (`vllm_max_model_len`), except that a config with a `longrope` layer defaults to its top-level
+    original_max_position_embeddings, "to avoid performance degradation for shorter sequences"
+    (vllm/config/model.py, _get_and_verify_max_len). vLLM's LongRoPE module uses the long factors only when
+    max_model_len exceeds that length, so Phi-3-mini-128k and Phi-4-mini serve at 4,096 tokens with the short
+    factors unless --max-model-len asks for more (up to the limit)."""
+    limit, why = vllm_max_model_len(config, rule=rule, tokenizer_model_max_length=tokenizer_model_max_length)
+    text = hf_text_config(_check_dict(config))
+    if any(p["rope_type"] == "longrope" for p in hf_rope_parameters(text).values()):
+        orig = text.get("original_max_position_embeddings")  # vLLM: getattr(hf_config, ..., the derived length)
+        if orig is not None:
+            orig = check_int("original_max_position_embeddings", orig, 1)
+            return orig, (f"LongRoPE: original_max_position_embeddings {orig:,}, with the short factors; "
+                          f"--max-model-len up to {limit:,} ({why}) switches to the long ones")
+    return limit, why
 
 
 def serving_override(
