@@ -80,8 +80,8 @@ def test_permutation_verdict_line_follows_the_rule_for_each_comparison(perm_reco
         "gpt_zeroed": [b["causal"] - 0.050, b["causal"] - 0.051],  # clearly below (t(0.975, 1) = 12.7)
     })
     line = PE.verdict_line(rec)
-    assert "2 seeds" in line and line.count(".") == 1 and line.endswith(".")
-    assert "encoder is indistinguishable from the bidirectional guesser" in line
+    assert "2 seeds" in line and line.endswith(".")
+    assert "encoder is at a level we cannot tell at this scale from the bidirectional guesser" in line
     assert "trained without positions is above the causal guesser" in line
     assert "zeroed is below the causal guesser and below the GPT trained without positions" in line
     cmp = PE.comparisons(rec)
