@@ -1,4 +1,5 @@
-"""Figures of Experiment 7 (notebooks/26_exp_after_rope): RoPE, NoPE, partial rotary, p-RoPE and hybrids."""
+"""Figures of Experiment 7 (notebooks/26_exp_after_rope): RoPE, NoPE, partial rotary, p-RoPE and the NoPE/RoPE
+and local/global stacks."""
 
 from __future__ import annotations
 
@@ -23,8 +24,8 @@ def _results(record: Any) -> dict[str, Any]:
 
 
 def fig_after_rope_lengths(record: dict[str, Any], method: str = "all") -> go.Figure:
-    """Left: loss per quarter-L block of positions on the same 4L windows. Right: passkey accuracy by
-    length. Mean ± sd over seeds; `method` picks one method against RoPE, or "all"."""
+    """Left: loss per quarter-L block of positions on the same 4L windows. Right: passkey accuracy in each
+    (length, distance) cell. Mean ± sd over seeds; `method` picks one method against RoPE, or "all"."""
     r = _results(record)
     if method != "all" and method not in r["methods"]:
         raise ValueError(f"method must be 'all' or one of {', '.join(r['methods'])}, got {method!r}")
@@ -32,7 +33,8 @@ def fig_after_rope_lengths(record: dict[str, Any], method: str = "all") -> go.Fi
     # every method's traces are always there (a slider needs the same traces at every value); the
     # ones not picked are hidden
     L = r["train_len"]
-    fig = make_subplots(rows=1, cols=2, subplot_titles=("loss by position", "passkey, all digits"),
+    cells = [f"{n}:{d}" for n, d in r["passkey_cells"]]
+    fig = make_subplots(rows=1, cols=2, subplot_titles=("loss by position", "passkey, all digits (length:distance)"),
                         horizontal_spacing=0.14)
     for m in r["methods"]:
         i = r["methods"].index(m)
@@ -40,9 +42,9 @@ def fig_after_rope_lengths(record: dict[str, Any], method: str = "all") -> go.Fi
         n_bins = len(rows[0]["loss_by_quarter_L"])
         x = [(b + 0.5) * L / 4 for b in range(n_bins)]
         loss = [mean_sd(row["loss_by_quarter_L"][b] for row in rows) for b in range(n_bins)]
-        acc = [mean_sd(row["passkey"][j] for row in rows) for j in range(len(r["lengths"]))]
+        acc = [mean_sd(row["passkey"][j] for row in rows) for j in range(len(cells))]
         style = dict(color=LINE_COLORS[i % len(LINE_COLORS)], dash=_DASHES[i % len(_DASHES)])
-        for col, xs, stats in ((1, x, loss), (2, r["lengths"], acc)):
+        for col, xs, stats in ((1, x, loss), (2, cells, acc)):
             fig.add_trace(go.Scatter(
                 x=xs, y=[s["mean"] for s in stats], mode="lines+markers", name=r["labels"][m], legendgroup=m,
                 showlegend=col == 1, line=style, marker=dict(symbol=i), visible=m in shown,
@@ -50,7 +52,7 @@ def fig_after_rope_lengths(record: dict[str, Any], method: str = "all") -> go.Fi
             ), row=1, col=col)
     fig.add_vline(x=L, line=dict(color="grey", dash="dot"), row=1, col=1)
     fig.update_xaxes(title="position (characters)", row=1, col=1)
-    fig.update_xaxes(title="context length", tickvals=r["lengths"], row=1, col=2)
+    fig.update_xaxes(title="input length : key distance (characters)", type="category", row=1, col=2)
     fig.update_yaxes(title="loss (nats per character)", row=1, col=1)
     fig.update_yaxes(title="accuracy (fraction)", range=[0, 1.05], row=1, col=2)
     n = len(r["seeds"])
@@ -78,7 +80,7 @@ def fig_pair_usage(record: dict[str, Any], method: str = "rope", which: str = "q
         colorscale=SEQUENTIAL, colorbar=dict(title="mean norm"),
         hovertemplate="pair %{x}, %{y}: %{z:.2f}<extra></extra>",
     ))
-    note = " (the last quarter of pairs has frequency 0)" if method == "prope" else ""
+    note = " (the last quarter of pairs has frequency 0)" if method.startswith("prope") else ""
     fig.update_layout(height=360, margin=dict(t=80),
                       title=dict(text=f"{r['labels'][method]}: norm of {which} per frequency pair<br>"
                                       f"<sup>pair 0 turns fastest, the last pair slowest{note}</sup>"),
