@@ -619,8 +619,8 @@ def vllm_default_max_model_len(config: Mapping[str, Any], *, rule: str = "curren
         orig = text.get("original_max_position_embeddings")  # vLLM: getattr(hf_config, ..., the derived length)
         if orig is not None:
             orig = check_int("original_max_position_embeddings", orig, 1)
-            return orig, (f"LongRoPE: original_max_position_embeddings {orig:,}, with the short factors; "
-                          f"--max-model-len up to {limit:,} ({why}) switches to the long ones")
+            return orig, (f"LongRoPE: original_max_position_embeddings {orig:,}, with the short factors; a "
+                          f"--max-model-len above it, up to {limit:,} ({why}), switches to the long ones")
     return limit, why
 
 
