@@ -540,7 +540,9 @@ MODEL_FAMILIES: tuple[ModelFamily, ...] = (
         hf_check="Phi3Config() defaults are Phi-3-mini's shape and base: layers, heads, KV heads, hidden / heads, "
                  "rope_theta, original_max_position_embeddings",
         notes="LongRoPE: searched per-frequency factors, one list below 4,096 tokens (short_factor) and one above "
-              "(long_factor); the 48 factors of each list are in the config and not copied here",
+              "(long_factor); the 48 factors of each list are in the config and not copied here; vLLM started "
+              "without --max-model-len serves LongRoPE at original_max_position_embeddings, 4,096, with the short "
+              "factors (vllm/config/model.py), so the 131,072 needs --max-model-len 131072",
     ),
     ModelFamily(
         "Phi-4-mini", "Phi-4-mini-instruct", 2025, "rope", 4096, 131072, 32, 24, 8, 128, rope_base=10000.0,
@@ -551,7 +553,8 @@ MODEL_FAMILIES: tuple[ModelFamily, ...] = (
         hf_check="not checked against class defaults (Phi3Config's are Phi-3-mini's); partial_rotary_factor 0.75 "
                  "rotates 96 of 128 channels",
         notes="partial rotary: the first 96 channels of each 128-wide head rotate, 32 carry no position; LongRoPE "
-              "over the rotated 48 pairs",
+              "over the rotated 48 pairs; as for Phi-3, vLLM's default length is 4,096 unless --max-model-len asks "
+              "for more",
     ),
     ModelFamily(
         "gpt-oss", "gpt-oss-20b", 2025, "rope", 4096, 131072, 24, 64, 8, 64, rope_base=150000.0, rope_pairing="half",
