@@ -25,6 +25,7 @@ import torch
 
 from mlbook.experiments.claims import claims_table as _rows_table
 from mlbook.experiments.claims import decide, survivors_line
+from mlbook.experiments.common import seed_split
 from mlbook.experiments.common import (
     findings,
     ngram_baselines,
@@ -55,7 +56,7 @@ from mlbook.transformer.rope_scaling import yarn_bands
 __all__ = ["VARIANTS", "LABELS", "SHORT", "TUNED_BETAS", "FINETUNE", "variant_model", "variant_metrics", "summary",
            "format_table", "band_table", "paired_at", "verdict_line", "claims_markdown", "headline", "CLAIMS",
            "CLAIMS_REGISTERED", "AFTER_DATA_MARGIN", "claim_values", "decided_claims", "registered_claims_table",
-           "claims_verdict", "ngram_levels", "baseline_table", "beats_4gram"]
+           "claims_verdict", "seed_splits_line", "ngram_levels", "baseline_table", "beats_4gram"]
 
 # RoPE options per variant; "original_max_len" is filled in with the trained length.
 VARIANTS: dict[str, dict[str, Any]] = {
@@ -497,7 +498,25 @@ def registered_claims_table(record: dict[str, Any]) -> str:
 
 def claims_verdict(record: dict[str, Any]) -> str:
     """Which claims survive Holm's correction over the page's family."""
-    return survivors_line(decided_claims(record))
+    rows = decided_claims(record)
+    split = seed_splits_line(record, rows, 3)
+    return survivors_line(rows) + (" " + split if split else "")
+
+def seed_splits_line(record: dict[str, Any], rows: list[dict[str, Any]] | None = None, digits: int = 3) -> str:
+    """The claims the rule cannot decide whose per-seed differences have both signs (common.seed_split at 0),
+    each with its seeds on either side and the per-seed differences: what a mean and an interval hide."""
+    rows = decided_claims(record) if rows is None else rows
+    seeds = record["results"]["seeds"]
+    parts = []
+    for r in rows:
+        sp = seed_split(r["diff"]["per_seed"], 0.0)
+        if sp["split"] and r["outcome"] == "cannot tell":
+            per = ", ".join(f"{v:.{digits}f}".replace("-0." + "0" * digits, "0." + "0" * digits)
+                            for v in r["diff"]["per_seed"])
+            parts.append(f"{r['claim']['id']}: seeds {[seeds[i] for i in sp['below']]} below 0, "
+                         f"{[seeds[i] for i in sp['above']]} above ({per})")
+    return ("Seeds split where the rule cannot tell: " + "; ".join(parts) + ".") if parts else ""
+
 
 
 def ngram_levels(record: dict[str, Any]) -> dict[str, dict[str, float]]:

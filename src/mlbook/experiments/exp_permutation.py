@@ -39,6 +39,7 @@ from torch import nn
 
 from mlbook.experiments.claims import claims_table as _rows_table
 from mlbook.experiments.claims import decide, survivors_line
+from mlbook.experiments.common import seed_split
 from mlbook.experiments.common import Timer, findings, last_mean, mean_sd, paired, pm, seeds_of, wrap_text
 from mlbook.experiments.registry import register
 from mlbook.experiments.train import TrainConfig, train
@@ -51,7 +52,7 @@ __all__ = ["MODELS", "LABELS", "TinyEncoder", "lag_batch", "equivariance_gap", "
            "causal_bag_curve", "bag_guesser_accuracy", "order_blind_baselines", "against_baseline",
            "share_of_the_way", "comparisons", "format_comparisons", "claims_markdown", "verdict_line", "headline",
            "CLAIMS", "CLAIMS_REGISTERED", "AFTER_DATA_MARGIN", "claim_values", "decided_claims",
-           "registered_claims_table", "claims_verdict", "ngram_probe", "ngram_table"]
+           "registered_claims_table", "claims_verdict", "seed_splits_line", "ngram_probe", "ngram_table"]
 
 MODELS: tuple[str, ...] = ("encoder_none", "encoder_learned", "gpt_learned", "gpt_zeroed", "gpt_none")
 LABELS: dict[str, str] = {
@@ -591,7 +592,25 @@ def registered_claims_table(record: dict[str, Any]) -> str:
 
 def claims_verdict(record: dict[str, Any]) -> str:
     """Which claims survive Holm's correction over the page's family."""
-    return survivors_line(decided_claims(record))
+    rows = decided_claims(record)
+    split = seed_splits_line(record, rows, 3)
+    return survivors_line(rows) + (" " + split if split else "")
+
+def seed_splits_line(record: dict[str, Any], rows: list[dict[str, Any]] | None = None, digits: int = 3) -> str:
+    """The claims the rule cannot decide whose per-seed differences have both signs (common.seed_split at 0),
+    each with its seeds on either side and the per-seed differences: what a mean and an interval hide."""
+    rows = decided_claims(record) if rows is None else rows
+    seeds = record["results"]["seeds"]
+    parts = []
+    for r in rows:
+        sp = seed_split(r["diff"]["per_seed"], 0.0)
+        if sp["split"] and r["outcome"] == "cannot tell":
+            per = ", ".join(f"{v:.{digits}f}".replace("-0." + "0" * digits, "0." + "0" * digits)
+                            for v in r["diff"]["per_seed"])
+            parts.append(f"{r['claim']['id']}: seeds {[seeds[i] for i in sp['below']]} below 0, "
+                         f"{[seeds[i] for i in sp['above']]} above ({per})")
+    return ("Seeds split where the rule cannot tell: " + "; ".join(parts) + ".") if parts else ""
+
 
 
 def ngram_probe(record: dict[str, Any], orders: tuple[int, ...] = (1, 2, 3, 4, 5)) -> dict[str, float]:

@@ -33,6 +33,7 @@ import torch.nn.functional as F
 
 from mlbook.experiments.claims import claims_table as _rows_table
 from mlbook.experiments.claims import decide, survivors_line
+from mlbook.experiments.common import seed_split
 from mlbook.experiments.common import CORPUS, Timer, findings, build_gpt, last_mean, mean_sd, paired, pm, seeds_of
 from mlbook.experiments.common import ngram_curve
 from mlbook.experiments.data import TOKENIZER, corpus_tokens, random_windows, split_tokens
@@ -46,7 +47,7 @@ __all__ = ["BOS", "SETTINGS", "CACHE_KINDS", "TruncatedKVCache", "repetitive_tok
            "truncation_curve", "strongest_head_per_query", "truncation_change", "format_tables", "sink_mass",
            "sink_map", "stream_losses", "truncation_losses", "summary", "mass_above_uniform", "training_scale",
            "verdict_line", "headline", "CLAIMS", "CLAIMS_REGISTERED", "claim_values", "decided_claims",
-           "registered_claims_table", "claims_verdict", "ngram_levels", "baseline_table", "beats_4gram"]
+           "registered_claims_table", "claims_verdict", "seed_splits_line", "ngram_levels", "baseline_table", "beats_4gram"]
 
 BOS: int = TOKENIZER.vocab_size  # one id past the character vocabulary: the models get vocab_size + 1 rows
 CACHE_KINDS: tuple[str, ...] = ("full", "window", "sink1", "sink4")
@@ -590,7 +591,25 @@ def registered_claims_table(record: dict[str, Any]) -> str:
 
 def claims_verdict(record: dict[str, Any]) -> str:
     """Which claims survive Holm's correction over the page's family."""
-    return survivors_line(decided_claims(record))
+    rows = decided_claims(record)
+    split = seed_splits_line(record, rows, 4)
+    return survivors_line(rows) + (" " + split if split else "")
+
+def seed_splits_line(record: dict[str, Any], rows: list[dict[str, Any]] | None = None, digits: int = 4) -> str:
+    """The claims the rule cannot decide whose per-seed differences have both signs (common.seed_split at 0),
+    each with its seeds on either side and the per-seed differences: what a mean and an interval hide."""
+    rows = decided_claims(record) if rows is None else rows
+    seeds = record["results"]["seeds"]
+    parts = []
+    for r in rows:
+        sp = seed_split(r["diff"]["per_seed"], 0.0)
+        if sp["split"] and r["outcome"] == "cannot tell":
+            per = ", ".join(f"{v:.{digits}f}".replace("-0." + "0" * digits, "0." + "0" * digits)
+                            for v in r["diff"]["per_seed"])
+            parts.append(f"{r['claim']['id']}: seeds {[seeds[i] for i in sp['below']]} below 0, "
+                         f"{[seeds[i] for i in sp['above']]} above ({per})")
+    return ("Seeds split where the rule cannot tell: " + "; ".join(parts) + ".") if parts else ""
+
 
 
 def ngram_levels(record: dict[str, Any]) -> dict[str, dict[str, dict[str, float]]]:

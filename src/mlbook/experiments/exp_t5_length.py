@@ -26,6 +26,7 @@ import torch
 
 from mlbook.experiments.claims import claims_table as _rows_table
 from mlbook.experiments.claims import decide, survivors_line
+from mlbook.experiments.common import seed_split
 from mlbook.experiments.common import Timer, findings, last_mean, mean_sd, paired, pm, seeds_of, wrap_text
 from mlbook.experiments.registry import register
 from mlbook.experiments.train import TrainConfig, train
@@ -35,7 +36,7 @@ from mlbook.transformer.positional import relative_position_bucket
 __all__ = ["BOS", "VARIANTS", "reverse_batch", "bucket_table", "build_model", "evaluate", "run", "metric",
            "per_position", "format_table", "comparisons", "comparison_table", "claims_table", "verdict_line",
            "headline", "CLAIMS", "CLAIMS_REGISTERED", "claim_values", "decided_claims", "registered_claims_table",
-           "claims_verdict", "ngram_outputs", "ngram_table"]
+           "claims_verdict", "seed_splits_line", "ngram_outputs", "ngram_table"]
 
 BOS = 0  # decoder start token; symbols are 1 .. n_symbols
 
@@ -478,7 +479,25 @@ def registered_claims_table(record: dict[str, Any]) -> str:
 
 def claims_verdict(record: dict[str, Any]) -> str:
     """Which claims survive Holm's correction over the page's family."""
-    return survivors_line(decided_claims(record))
+    rows = decided_claims(record)
+    split = seed_splits_line(record, rows, 3)
+    return survivors_line(rows) + (" " + split if split else "")
+
+def seed_splits_line(record: dict[str, Any], rows: list[dict[str, Any]] | None = None, digits: int = 3) -> str:
+    """The claims the rule cannot decide whose per-seed differences have both signs (common.seed_split at 0),
+    each with its seeds on either side and the per-seed differences: what a mean and an interval hide."""
+    rows = decided_claims(record) if rows is None else rows
+    seeds = record["results"]["seeds"]
+    parts = []
+    for r in rows:
+        sp = seed_split(r["diff"]["per_seed"], 0.0)
+        if sp["split"] and r["outcome"] == "cannot tell":
+            per = ", ".join(f"{v:.{digits}f}".replace("-0." + "0" * digits, "0." + "0" * digits)
+                            for v in r["diff"]["per_seed"])
+            parts.append(f"{r['claim']['id']}: seeds {[seeds[i] for i in sp['below']]} below 0, "
+                         f"{[seeds[i] for i in sp['above']]} above ({per})")
+    return ("Seeds split where the rule cannot tell: " + "; ".join(parts) + ".") if parts else ""
+
 
 
 def _train_sequences(record: dict[str, Any], seed: int) -> torch.Tensor:
