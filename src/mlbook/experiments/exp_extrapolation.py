@@ -25,6 +25,7 @@ import torch
 
 from mlbook.experiments.claims import claims_table as _rows_table
 from mlbook.experiments.claims import decide, survivors_line
+from mlbook.experiments.common import seed_split
 from mlbook.experiments.common import (
     findings,
     ngram_baselines,
@@ -48,7 +49,7 @@ from mlbook.experiments.registry import register
 from mlbook.experiments.train import TrainConfig
 
 __all__ = ["SCHEMES", "LABELS", "CLAIMS", "CLAIMS_REGISTERED", "AFTER_DATA_MARGIN", "scheme_metrics", "claim_values",
-           "decided_claims", "registered_claims_table", "claims_verdict", "ngram_levels", "baseline_table",
+           "decided_claims", "registered_claims_table", "claims_verdict", "seed_splits_line", "ngram_levels", "baseline_table",
            "beats_4gram", "summary", "format_table", "comparisons", "verdict_line", "claims_markdown", "headline", "unigram_loss", "per_position_loss", "binned"]
 
 # name -> GPT options; "sinusoidal" is the original Transformer's (sqrt(d_model) embedding scale)
@@ -412,8 +413,12 @@ def claim_values(record: dict[str, Any], claim: dict[str, Any], side: str) -> li
 
 
 def decided_claims(record: dict[str, Any]) -> list[dict[str, Any]]:
-    """The record's claims (its config's "claims"), decided by claims.decide: Holm over the whole family."""
-    return decide(record["config"].get("claims", []), lambda c, side: claim_values(record, c, side))
+    """The record's claims (its config's "claims"), decided by claims.decide: Holm over the whole family. A record
+    made with fewer schemes than the registered config (a run with its own `schemes`) is decided on the claims
+    whose schemes it has; a committed record always has them all (registry.load_result matches the config)."""
+    have = record["results"]["schemes"]
+    claims = [c for c in record["config"].get("claims", []) if c["a"] in have and c["b"] in have]
+    return decide(claims, lambda c, side: claim_values(record, c, side))
 
 
 def _claim_label(c: dict[str, Any]) -> str:
@@ -440,7 +445,24 @@ def claims_verdict(record: dict[str, Any]) -> str:
                     else o)
             words.append(f"{word} at {r['claim']['factor']:g}L ({pm(r['diff'], 3)})")
         text += " ALiBi against the model trained at 4L, tail − head: " + "; ".join(words) + "."
-    return text
+    split = seed_splits_line(record, rows)
+    return text + (" " + split if split else "")
+
+def seed_splits_line(record: dict[str, Any], rows: list[dict[str, Any]] | None = None, digits: int = 3) -> str:
+    """The claims the rule cannot decide whose per-seed differences have both signs (common.seed_split at 0),
+    each with its seeds on either side and the per-seed differences: what a mean and an interval hide."""
+    rows = decided_claims(record) if rows is None else rows
+    seeds = record["results"]["seeds"]
+    parts = []
+    for r in rows:
+        sp = seed_split(r["diff"]["per_seed"], 0.0)
+        if sp["split"] and r["outcome"] == "cannot tell":
+            per = ", ".join(f"{v:.{digits}f}".replace("-0." + "0" * digits, "0." + "0" * digits)
+                            for v in r["diff"]["per_seed"])
+            parts.append(f"{r['claim']['id']}: seeds {[seeds[i] for i in sp['below']]} below 0, "
+                         f"{[seeds[i] for i in sp['above']]} above ({per})")
+    return ("Seeds split where the rule cannot tell: " + "; ".join(parts) + ".") if parts else ""
+
 
 
 def ngram_levels(record: dict[str, Any]) -> dict[str, dict[str, float]]:
