@@ -421,7 +421,9 @@ def format_comparisons(record: dict[str, Any]) -> str:
                        f"sequences: mean [95% interval] (verdict)")]
 
     def verdict(d: dict[str, Any]) -> str:
-        return d["verdict"] if d["ci95"] is not None else "one seed: no interval, no verdict"
+        if d["ci95"] is None:
+            return "one seed: no interval, no verdict"
+        return "cannot tell at this scale" if d["verdict"] == "indistinguishable" else d["verdict"]
 
     for a, c in _PAIRS:
         d = cmp[f"{a} - {c}"]

@@ -391,6 +391,13 @@ def strongest_head_per_query(record: dict[str, Any], setting: str, layer: int) -
     return {"mean": [st["mean"] for st in stats], "sd": [st["sd"] for st in stats]}
 
 
+def _word(d: dict[str, Any]) -> str:
+    """A paired dict's verdict as the extended rule writes it."""
+    if d["ci95"] is None:
+        return "one seed: no interval, no verdict"
+    return "cannot tell at this scale" if d["verdict"] == "indistinguishable" else d["verdict"]
+
+
 def format_tables(record: dict[str, Any]) -> str:
     """Per setting: mass on key 0 per layer (mean over heads; largest head; late queries), streaming
     loss past the window per cache, and truncation changes, all mean ± sd over seeds."""
@@ -410,13 +417,13 @@ def format_tables(record: dict[str, Any]) -> str:
         lines.append(findings([
             f"stream of {r['stream_length']} tokens, cache of {r['window']} slots; loss past the first {r['window']} "
             "tokens: " + ", ".join(f"{k} {pm(v)}" for k, v in s["past_window"].items()),
-            f"window minus 4 sinks: {pm(s['window_minus_sink4'])} ({s['window_minus_sink4']['verdict']}); "
-            f"window minus 1 sink: {pm(s['window_minus_sink1'])} ({s['window_minus_sink1']['verdict']})",
+            f"window minus 4 sinks: {pm(s['window_minus_sink4'])} ({_word(s['window_minus_sink4'])}); "
+            f"window minus 1 sink: {pm(s['window_minus_sink1'])} ({_word(s['window_minus_sink1'])})",
             f"first token deleted right after it was written, change in loss: queries {s['early_queries']} "
-            f"{pm(s['drop_first_early'], 4)} ({s['drop_first_early']['verdict']}), queries {s['late_queries']} "
-            f"{pm(s['drop_first_late'], 4)} ({s['drop_first_late']['verdict']})",
+            f"{pm(s['drop_first_early'], 4)} ({_word(s['drop_first_early'])}), queries {s['late_queries']} "
+            f"{pm(s['drop_first_late'], 4)} ({_word(s['drop_first_late'])})",
             f"slots deleted after a prefix of {r['truncate_prefix']}, change in loss on the rest: "
-            + ", ".join(f"{d} {pm(v, 4)} ({v['verdict']})" for d, v in s["truncate"].items()),
+            + ", ".join(f"{d} {pm(v, 4)} ({_word(v)})" for d, v in s["truncate"].items()),
         ]))
     return "\n".join(lines)
 
