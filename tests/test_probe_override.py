@@ -297,3 +297,25 @@ def test_a_stale_top_level_anchor_is_warned_about_and_printed():
         warnings.simplefilter("error")
         assert P.trained_length(stated.config) == M
         assert not P.positional_settings(stated.config).lines()[-1].startswith("note")
+
+
+def test_the_stale_anchor_warning_comes_once_in_the_pages_flow():
+    """Page 14 prints the settings (which warn), then its rotation and loss cells read L again: settings.trained_len,
+    capture_rotary, pair_norms and loss_by_position must not repeat the warning, and each warning names the
+    caller's line, not the library's."""
+    import warnings
+
+    phi3 = tiny_phi3()  # the stale top-level 4,096 beside M = 64
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")  # count every call, not the first per location
+        settings = P.positional_settings(phi3.config)
+        L = settings.trained_len
+        ids = P.encode_text(P.library_text(), None, vocab_size=256, max_tokens=2 * M + 1)
+        capture = P.capture_rotary(phi3, ids[:, : min(16, L)])
+        P.pair_norms(capture, phi3.config)
+        P.loss_by_position(phi3, ids, 8)
+    stale = [w for w in caught if "no scaling reads it" in str(w.message)]
+    assert len(stale) == 1 and stale[0].filename == __file__
+    with pytest.warns(UserWarning, match="no scaling reads it") as again:  # asked for by name, it still warns
+        P.trained_length(phi3.config)
+    assert again[0].filename == __file__

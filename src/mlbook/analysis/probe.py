@@ -325,7 +325,17 @@ def trained_length(config: Any) -> int:
     `mlbook.analysis.model_config.context_lengths` reads it: rope_scaling's original_max_position_embeddings,
     else the top-level one (Phi-3's LongRoPE), else initial_context_length (gpt-oss), else
     max_position_embeddings. Not always the length the model was last trained at (the module docstring
-    names Llama 3.x, Qwen3 and Gemma 3). config: a transformers config or a dict read from config.json."""
+    names Llama 3.x, Qwen3 and Gemma 3). config: a transformers config or a dict read from config.json.
+
+    Warns where the anchor looks wrong: a top-level original_max_position_embeddings beside plain RoPE that
+    differs from max_position_embeddings (a stale key), or L above max_position_embeddings. `positional_settings`
+    warns the same way; `pair_norms` and `loss_by_position` read L without warning again."""
+    return _anchor_length(config, warn=True)
+
+
+def _anchor_length(config: Any, *, warn: bool, stacklevel: int = 3) -> int:
+    """`trained_length`'s L; warn=False for the library's own later reads of a config already checked, so a page
+    that prints the settings shows each warning once. stacklevel: the warning names the frame that many up."""
     hf_text_config(config)  # a model name, None or a number refused here, by type
     if not isinstance(config, Mapping):
         to_dict = getattr(config, "to_dict", None)
@@ -336,14 +346,16 @@ def trained_length(config: Any) -> int:
     L = context_lengths(config).original
     text = hf_text_config(config)
     M, top = hf_get(text, "max_position_embeddings"), text.get("original_max_position_embeddings")
+    if not warn:
+        return L
     if top is not None and hf_rope_parameters_for(text)["rope_type"] in ("default", "proportional") and top != M:
         warnings.warn(f"original_max_position_embeddings={top:,} sits at the config's top level but no scaling reads "
                       f"it (rope_type 'default'): anchor length L = {L:,} against max_position_embeddings M = {M:,}. "
                       "A stale key (Phi3Config's class default is 4,096) makes the loss cells read 2L + 1 tokens; "
-                      "pass encode_text a smaller max_tokens if L is not the length you mean", stacklevel=2)
+                      "pass encode_text a smaller max_tokens if L is not the length you mean", stacklevel=stacklevel)
     elif M is not None and L > M:
         warnings.warn(f"anchor length L = {L:,} exceeds max_position_embeddings M = {M:,}: the config anchors its "
-                      "scaling past the length it states as its maximum (check the config)", stacklevel=2)
+                      "scaling past the length it states as its maximum (check the config)", stacklevel=stacklevel)
     return L
 
 
@@ -424,7 +436,7 @@ def positional_settings(config: Any) -> PositionalSettings:
         partial_rotary_factor=hf_rotary_dim(config) / hf_head_dim(config),
         rope_scaling=None if scaling.get("rope_type") == "default" else scaling,
         max_position_embeddings=check_int("max_position_embeddings", hf_get(config, "max_position_embeddings"), 1),
-        trained_len=trained_length(full), sliding_window=int(window) if uses_window else None,
+        trained_len=_anchor_length(full, warn=True), sliding_window=int(window) if uses_window else None,
         wavelengths=wavelengths, layer_type=_default_layer_type(config) if differ else None,
         per_layer_type={k: (p, types.count(k)) for k, p in per_type.items()} if differ else {},
     )
@@ -922,7 +934,7 @@ def pair_norms(capture: RotaryCapture, config: Any) -> PairNorms:
         return rotary_pair_norms(x[..., perm].double(), r).mean(dim=-2).numpy()  # (H, P)
 
     return PairNorms(np.stack([norms(q) for q in capture.q_pre]), np.stack([norms(k) for k in capture.k_pre]),
-                     wavelengths, trained_length(config), _layer_ids(capture))
+                     wavelengths, _anchor_length(config, warn=False), _layer_ids(capture))
 
 
 # ---------------------------------------------------------------------------
@@ -1390,4 +1402,4 @@ def loss_by_position(
     per_token = torch.cat(nll).double().numpy()  # (T - 1,) loss of the prediction made at position t
     n = (T - 1) // window
     loss = per_token[: n * window].reshape(n, window).mean(axis=1)  # (n,)
-    return PositionLoss(np.arange(n) * window, loss, window, trained_length(model.config), label)
+    return PositionLoss(np.arange(n) * window, loss, window, _anchor_length(model.config, warn=False), label)
