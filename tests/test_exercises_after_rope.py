@@ -69,3 +69,29 @@ def test_windowed_cache_reference_and_mistakes(capsys):
                       ({"no_min": True}, "shorter than the window"), ({"chunked_global": True}, "Chunked layers")):
         assert not check_windowed_cache(lambda *a, kw=kw: _cache(*a, **kw))
         assert words in capsys.readouterr().out, kw
+
+
+def _local_rule(types, window, C, h, d, b, *, sliding, chunked):
+    held = {"full_attention": C, "sliding_attention": sliding(C, window), "chunked_attention": chunked(C, window)}
+    return int(sum(held[t] for t in types) * 2 * h * d * b)
+
+
+def test_windowed_cache_sliding_is_not_chunked(capsys):
+    # the chunk rule applied to sliding layers too: right for chunked layers, wrong for a sliding one past its window
+    chunk = lambda C, W: (C - 1) % W + 1  # noqa: E731
+    assert not check_windowed_cache(lambda *a: _local_rule(*a, sliding=chunk, chunked=chunk))
+    out = capsys.readouterr().out
+    assert "never drops a whole chunk" in out and "window 4096, context 10,000" in out
+    assert (10000 - 1) % 4096 + 1 == 1808
+
+
+def test_windowed_cache_accepts_hf_between_steps(capsys):
+    # transformers' DynamicSlidingWindowLayer keeps the last W - 1 tokens between steps (cache_utils.py)
+    keep = lambda C, W: min(C, W - 1)  # noqa: E731
+    assert check_windowed_cache(lambda *a: _local_rule(*a, sliding=keep, chunked=keep))
+    assert "window - 1" in capsys.readouterr().out
+    # the reference's message does not claim W - 1
+    assert check_windowed_cache(windowed_kv_bytes)
+    assert "window - 1" not in capsys.readouterr().out
+    # W - 1 on sliding layers only, W on chunked ones, is no consistent rule: rejected
+    assert not check_windowed_cache(lambda *a: _local_rule(*a, sliding=keep, chunked=lambda C, W: min(C, W)))

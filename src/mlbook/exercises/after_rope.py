@@ -137,6 +137,8 @@ _STACKS: tuple[tuple[tuple[str, ...], int, int, int, int, float], ...] = (
     (("sliding_attention", "full_attention") * 3, 128, 100, 8, 64, 2.0),
     (("chunked_attention",) * 3 + ("full_attention",), 8192, 20000, 8, 128, 1.0),
     (("full_attention",) * 2, 16, 1000, 4, 32, 2.0),
+    # a sliding layer past its window with context mod window != 0: it holds 4,096 tokens, not 10,000 mod 4,096
+    (("sliding_attention",) * 3 + ("full_attention",), 4096, 10000, 8, 128, 2.0),
 )
 
 
@@ -148,12 +150,22 @@ def _chunk_exact_bytes(types: tuple[str, ...], window: int, C: int, h: int, d: i
     return sum(held[t] for t in types) * per
 
 
+def _held_bytes(types: tuple[str, ...], window: int, C: int, h: int, d: int, b: float, *, sliding: int,
+                chunked: int) -> float:
+    """Bytes when global layers hold C tokens, sliding layers `sliding` and chunked layers `chunked`."""
+    held = {"full_attention": C, "sliding_attention": sliding, "chunked_attention": chunked}
+    return sum(held[t] for t in types) * 2 * h * d * b
+
+
 @guarded
 def check_windowed_cache(fn: Callable[..., object]) -> bool:
     """Check fn(types, window, context_len, n_kv_heads, d_head, bytes_per_value) -> bytes of one request's
     KV cache: global ("full_attention") layers hold every token, any other layer the last `window`
-    (min(context, window), as Hugging Face's sliding cache does). For a chunked layer the exact count, only the
-    current chunk's (context - 1) mod window + 1 tokens, is accepted as well."""
+    (min(context, window): the keys the last query attends to). Two other counts are right too and accepted:
+    for a chunked layer only the current chunk's (context - 1) mod window + 1 tokens, and for every local layer
+    the min(context, window - 1) tokens Hugging Face's `DynamicSlidingWindowLayer` keeps between steps (it
+    appends the new token to them for the step itself)."""
+    hf_between_steps = True  # every stack so far matched min(context, window - 1) on its local layers
     for types, window, C, h, d, b in _STACKS:
         want = windowed_kv_bytes(types, window, C, h, d, b)
         value, err = call_answer(fn, types, window, C, h, d, b)
@@ -163,6 +175,10 @@ def check_windowed_cache(fn: Callable[..., object]) -> bool:
         got, problem = number_answer(value, f"Your function ({where})", "a number of bytes (an int or a float)")
         if problem is not None:
             return verdict(False, problem)
+        between = _held_bytes(types, window, C, h, d, b, sliding=min(C, window - 1), chunked=min(C, window - 1))
+        if got == between and hf_between_steps:
+            continue
+        hf_between_steps = hf_between_steps and got == between
         if got == want or got == _chunk_exact_bytes(types, window, C, h, d, b):
             continue
         per = 2 * h * d * b  # bytes per layer and token, keys and values
@@ -176,6 +192,13 @@ def check_windowed_cache(fn: Callable[..., object]) -> bool:
         if "chunked_attention" in types and got == chunked_as_global * per:
             return verdict(False, f"Chunked layers are local too {where}: a query sees only its own chunk, so the "
                                   "layer needs at most one chunk of keys.")
+        if "sliding_attention" in types and got == _held_bytes(types, window, C, h, d, b,
+                                                              sliding=(C - 1) % window + 1,
+                                                              chunked=(C - 1) % window + 1):
+            return verdict(False, f"Your sliding layers hold (context - 1) mod window + 1 tokens {where}, the "
+                                  "count of a chunked layer: a sliding window moves one token at a time and never "
+                                  "drops a whole chunk, so past the window it always holds the last "
+                                  "min(context, window) tokens.")
         if got == len(types) * C * per:
             return verdict(False, f"You kept every token in every layer {where}: a local layer never looks back more "
                                   "than its window, so it keeps min(context, window) tokens.")
@@ -184,5 +207,10 @@ def check_windowed_cache(fn: Callable[..., object]) -> bool:
                                   "min(context, window) tokens, not the whole window.")
         return verdict(False, f"Expected {want:,} bytes {where}; got {got:,}. Global layers: context tokens; local "
                               "layers: min(context, window); each token 2 * n_kv_heads * d_head * bytes_per_value.")
+    if hf_between_steps:
+        return verdict(True, "You count what Hugging Face's cache keeps between steps, min(context, window - 1) per "
+                             "local layer; the step itself appends the new token, so the last query attends to "
+                             "min(context, window) keys. Global layers grow with the context, local ones stop at "
+                             "the window.")
     return verdict(True, "Global layers grow with the context, local ones stop at the window: Gemma 3's five-in-six "
                          "local layers at 1024 tokens keep its cache near a sixth of the all-global size at 128k.")
