@@ -148,7 +148,7 @@ def _not_invariant(w):
 
 
 @pytest.mark.parametrize("fn, message", [
-    (lambda w: _index(w, swap=True), "slow (multiplied) position"),
+    (lambda w: _index(w, swap=True), "Which part of your index did that step in x move?"),
     (lambda w: _index(w, sign=-1), "read mirrored"),
     (lambda w: _index(w, sign=-1, swap=True), "Two things are off"),
     (lambda w: _index(w, shift=w), "Your largest index is 182"),
@@ -156,7 +156,7 @@ def _not_invariant(w):
     (lambda w: _index(w, stride=w), "share a row. How many values"),
     (lambda w: _index(w, stride=2 * w), "leave gaps"),
     (lambda w: _index(w, shift=0), "negative for half the pairs"),
-    (lambda w: _index(w, col=True), "column-major"),  # the same index as swapped axes: named together
+    (lambda w: _index(w, col=True), "Which part of your index"),  # the same index as swapped axes
     (lambda w: _index(w).float(), "integer tensor"),
     (lambda w: _index(w)[:-1], "shape"),
     (lambda w: _index(w).tolist(), "torch.Tensor"),
@@ -198,6 +198,7 @@ SWIN_STAGED = [
      "(dy + w - 1) * (2w - 1) + (dx + w - 1)"),
     (check_swin_index, lambda w: _index(w, sign=-1), "read mirrored", "query cell - key cell"),
     (check_swin_index, lambda w: _index(w, sign=-1, swap=True), "Two things are off", "Two slips"),
+    (check_swin_index, lambda w: _index(w, col=True), "reads row 71 instead of row 83", "column-major"),
     (check_swin_index, lambda w: _index(w, shift=w), "largest index", "instead of w - 1"),
     (check_swin_index, lambda w: _index(w, shift=w - 2), "smallest index", "instead of w - 1"),
     (check_swin_index, lambda w: _index(w, stride=w), "share a row", "the stride must be 2w - 1"),
@@ -222,6 +223,37 @@ def test_swin_hints_give_the_symptom_first_and_the_fix_on_a_second_failure(capsy
         assert not ok and symptom in second and fix in second, second
     finally:
         reset_hints()
+
+
+@pytest.mark.parametrize("fn", [
+    lambda w: _index(w, swap=True), lambda w: _index(w, sign=-1, swap=True), lambda w: _index(w, col=True),
+])
+def test_swin_swapped_axes_first_hint_is_a_symptom_not_a_choice_of_axis(capsys, fn):
+    """The first stage shows the row that is wrong and asks a neutral question: it names neither dy nor dx
+    (a choice between the two on the one wrong line would be the answer)."""
+    from mlbook.exercises.common import reset_hints
+
+    reset_hints()
+    try:
+        ok, first = _run(check_swin_index, fn, capsys)
+        assert not ok and "from 84 to 83" in first, first
+        for giveaway in ("dy", "dx", "slow", "column-major", "key minus query"):
+            assert giveaway not in first, (giveaway, first)
+    finally:
+        reset_hints()
+
+
+def test_swin_stride_w_hint_counts_the_distinct_rows(capsys):
+    """Oracle: count by hand the distinct rows (dy + w - 1) * w + (dx + w - 1) takes over the (2w - 1)^2 offsets."""
+    w = 7
+    span = range(-(w - 1), w)
+    rows = [(dy + w - 1) * w + (dx + w - 1) for dy in span for dx in span]
+    distinct = len(set(rows))
+    alone = sum(rows.count(r) == 1 for r in set(rows))
+    assert (len(rows), distinct, alone) == (169, 97, 25)
+    ok, out = _run(check_swin_index, lambda w: _index(w, stride=w), capsys)
+    assert not ok and f"Your {len(rows)} offsets use only {distinct} distinct rows" in out, out
+    assert "of their own" not in out, "97 rows are used, but only 25 offsets have a row to themselves"
 
 
 # ---------------------------------------------------------------------------

@@ -76,20 +76,27 @@ def check_swin_index(fn: Callable[[int], object]) -> bool:
         seen = (f"Query cell (y, x) = {divmod(q, w)}, key cell {divmod(k, w)} reads row {int(got[q, k])} instead of "
                 f"row {int(want[q, k])} {where}.")
         lo, hi, rows = int(got.min()), int(got.max()), torch.unique(got).numel()
+        # the swapped-axes variants first go wrong at query (0, 0), key (0, 1): one step in x from the diagonal
+        centre = int(want[q, q])  # the row of offset (0, 0), the same in every variant
+        step = (f"The two cells are in the same row, one column apart, so their offset differs by one step in x "
+                f"from that of a cell paired with itself (row {centre}).")
         # (answer, key, symptom, fix): each named mistake is a two-stage hint, the symptom first
         named = [
             (_variant(w, swap=True), "swapped axes",
-             "Which of dy and dx belongs in the slow (multiplied) position? (Numbering the cells column-major, "
-             "x * w + y, instead of row-major gives exactly this index.)",
+             f"{step} Swin's row goes from {centre} to {int(want[q, k])}, yours to {int(got[q, k])}. Which part "
+             "of your index did that step in x move?",
              "Your axes are swapped: you put dx in the slow position. Swin's table is indexed "
-             "(dy + w - 1) * (2w - 1) + (dx + w - 1): rows of the 2-D table are dy, columns dx."),
+             "(dy + w - 1) * (2w - 1) + (dx + w - 1): rows of the 2-D table are dy, columns dx. (Numbering the "
+             "cells column-major, x * w + y, instead of row-major gives exactly this index: if dy is already the "
+             "multiplied one, check how you numbered the cells.)"),
             (_variant(w, sign=-1), "key minus query",
              "Every index is valid and translation invariant, but each offset is read mirrored: which cell is "
              "subtracted from which?",
              "You used key minus query. Swin (and RelativePositionBias2D) take (dy, dx) = query cell - key cell, so "
              "a pretrained table would be read back to front."),
             (_variant(w, sign=-1, swap=True), "two slips",
-             "Two things are off: the direction of the offset, and which of dy and dx is the slow one.",
+             f"Two things are off. {step} Swin's row goes from {centre} to {int(want[q, k])}, yours to "
+             f"{int(got[q, k])}. Compare how far, and in which direction, your row moved.",
              "Two slips: key minus query instead of query minus key, and dx in the slow position instead of dy."),
             (_variant(w, shift=w), "shift w",
              f"Your largest index is {hi}, past the table's {size} rows (0..{size - 1}): by how much must the "
@@ -101,7 +108,7 @@ def check_swin_index(fn: Callable[[int], object]) -> bool:
              "offsets be shifted so that the smallest is 0?",
              f"Off by one: you shifted the offsets by w - 2 = {w - 2} instead of w - 1 = {w - 1}."),
             (_variant(w, stride=w), "stride w",
-             f"Only {rows} of the {size} offsets get a row of their own: different offsets share a row. How many "
+             f"Your {size} offsets use only {rows} distinct rows: different offsets share a row. How many "
              "values does dx + w - 1 take?",
              f"Wrong stride: you multiplied (dy + w - 1) by w = {w}. There are 2w - 1 = {2 * w - 1} values of "
              "dx + w - 1, so the stride must be 2w - 1."),
@@ -128,8 +135,8 @@ def check_swin_index(fn: Callable[[int], object]) -> bool:
                                       "get different rows. The index must depend on the cells only through "
                                       "their difference.")
         if torch.unique(got).numel() < size:
-            return verdict(False, f"Different offsets share a row {where}: only {torch.unique(got).numel()} of the "
-                                  f"{size} offsets get a row of their own.")
+            return verdict(False, f"Different offsets share a row {where}: your {size} offsets use only "
+                                  f"{torch.unique(got).numel()} distinct rows.")
         return verdict(False, f"A consistent labelling {where}, but not Swin's: use (dy + w - 1) * (2w - 1) + "
                               "(dx + w - 1) with (dy, dx) = query cell - key cell.")
     return verdict(True, "(dy + w - 1)(2w - 1) + (dx + w - 1) for every pair, with (dy, dx) = query minus key and "
