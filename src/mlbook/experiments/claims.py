@@ -20,9 +20,9 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
-from mlbook.experiments.common import detectable_difference, holm, paired, pm, t_test_p, tost
+from mlbook.experiments.common import detectable_difference, holm, paired, pm, seed_split, t_test_p, tost
 
-__all__ = ["EXPECT", "EXTENDED_RULE", "check_claims", "decide", "claims_table", "survivors_line"]
+__all__ = ["EXPECT", "EXTENDED_RULE", "check_claims", "decide", "claims_table", "survivors_line", "split_seeds_line"]
 
 EXPECT: tuple[str, ...] = ("lower", "higher", "equivalent")
 
@@ -153,3 +153,17 @@ def survivors_line(rows: Sequence[dict[str, Any]]) -> str:
     if lost:
         text += f"; lost to the correction: {', '.join(lost)}"
     return text + "."
+
+
+def split_seeds_line(rows: Sequence[dict[str, Any]], seeds: Sequence[int], digits: int = 3) -> str:
+    """The decided claims the rule cannot tell whose per-seed differences have both signs (common.seed_split at 0),
+    each with its seeds on either side and the per-seed differences: what a mean and an interval hide. "" if none."""
+    parts = []
+    for r in rows:
+        sp = seed_split(r["diff"]["per_seed"], 0.0)
+        if sp["split"] and r["outcome"] == "cannot tell":
+            per = ", ".join(f"{v:.{digits}f}".replace("-0." + "0" * digits, "0." + "0" * digits)
+                            for v in r["diff"]["per_seed"])
+            parts.append(f"{r['claim']['id']}: seeds {[seeds[i] for i in sp['below']]} below 0, "
+                         f"{[seeds[i] for i in sp['above']]} above ({per})")
+    return ("Seeds split where the rule cannot tell: " + "; ".join(parts) + ".") if parts else ""

@@ -23,9 +23,8 @@ from typing import Any
 
 import torch
 
-from mlbook.experiments.claims import claims_table as _rows_table
+from mlbook.experiments.claims import claims_table as _rows_table, split_seeds_line
 from mlbook.experiments.claims import decide, survivors_line
-from mlbook.experiments.common import seed_split
 from mlbook.experiments.common import (
     findings,
     ngram_baselines,
@@ -449,19 +448,9 @@ def claims_verdict(record: dict[str, Any]) -> str:
     return text + (" " + split if split else "")
 
 def seed_splits_line(record: dict[str, Any], rows: list[dict[str, Any]] | None = None, digits: int = 3) -> str:
-    """The claims the rule cannot decide whose per-seed differences have both signs (common.seed_split at 0),
-    each with its seeds on either side and the per-seed differences: what a mean and an interval hide."""
-    rows = decided_claims(record) if rows is None else rows
-    seeds = record["results"]["seeds"]
-    parts = []
-    for r in rows:
-        sp = seed_split(r["diff"]["per_seed"], 0.0)
-        if sp["split"] and r["outcome"] == "cannot tell":
-            per = ", ".join(f"{v:.{digits}f}".replace("-0." + "0" * digits, "0." + "0" * digits)
-                            for v in r["diff"]["per_seed"])
-            parts.append(f"{r['claim']['id']}: seeds {[seeds[i] for i in sp['below']]} below 0, "
-                         f"{[seeds[i] for i in sp['above']]} above ({per})")
-    return ("Seeds split where the rule cannot tell: " + "; ".join(parts) + ".") if parts else ""
+    """The claims the rule cannot decide whose per-seed differences have both signs, with their seeds
+    (claims.split_seeds_line)."""
+    return split_seeds_line(decided_claims(record) if rows is None else rows, record["results"]["seeds"], digits)
 
 
 
