@@ -26,6 +26,10 @@ def _rotate(kind: str = "ok"):
             angle = m * theta.bfloat16().float()
         elif kind == "bf16_product":  # theta = theta.bfloat16(): m * theta is then a bfloat16 product, m exact
             angle = (m * theta.bfloat16()).float()
+        elif kind == "bf16_angle":  # float32 ladder and product, then the angle table cast (emb.to(dtype))
+            angle = (m * theta).bfloat16().float()
+        elif kind == "fp16_freq":
+            angle = m * theta.half().float()
         elif kind == "float64":
             angle = (m * base ** (-torch.arange(0, d, 2, dtype=torch.float64) / d))
         else:
@@ -84,6 +88,8 @@ def test_rotation_reference_solutions_pass(kind, capsys):
         ("bf16", "Angles computed in bfloat16"),
         ("bf16_freq", "frequency ladder is rounded to bfloat16"),
         ("bf16_product", "product m * theta_i in bfloat16"),
+        ("bf16_angle", "angles are rounded to bfloat16 after a float32 product"),
+        ("fp16_freq", "frequency ladder is rounded to float16"),
         ("returns_bf16", "you return torch.bfloat16"),
     ],
 )
@@ -97,6 +103,7 @@ def test_rotation_mistakes_are_named(kind, phrase, capsys):
     ("bf16_freq", "grows with the distance", ("3000 becomes 3008", "m itself is rounded", "product m * theta_i in")),
     ("bf16_product", "m itself is exact", ("3000 becomes 3008", "m itself is rounded")),
     ("bf16", "3000 becomes 3008", ("m itself is exact", "frequency ladder is rounded")),
+    ("bf16_angle", "emb.to(x.dtype)", ("3000 becomes 3008", "m itself is", "frequency ladder is rounded")),
 ])
 def test_bf16_recipes_are_told_apart(kind, says, never, capsys):
     # at m = 5 and 37 a bfloat16 position is exact, so the three recipes agree there: the diagnosis must come
@@ -167,3 +174,17 @@ def test_permutation_reference_solution_passes(capsys):
 def test_permutation_mistakes_are_named(fn, phrase, capsys):
     ok, out = _run(ex.check_pairing_permutation, fn, capsys)
     assert not ok and out.startswith("Not yet.") and phrase in out, out
+
+
+def test_a_float16_ladder_is_told_it_stays_relative_when_used_everywhere(capsys):
+    # like the bfloat16 ladder: a consistent ladder is another ladder; only a train/inference mismatch hurts
+    ok, out = _run(ex.check_rope_rotation, _rotate("fp16_freq"), capsys)
+    assert not ok and "score stays relative" in out and "|n - m| * |theta~_i - theta_i|" in out, out
+
+
+def test_a_bf16_angle_and_a_bf16_product_are_told_apart_where_they_differ():
+    # at d_head = 8 (m = 3000, base 10,000) the two recipes give the same angles; at d_head = 64 they do not
+    theta = 10000.0 ** (-torch.arange(0, 64, 2, dtype=torch.float32) / 64)
+    assert not torch.equal((3000 * theta).bfloat16(), 3000 * theta.bfloat16())
+    theta8 = 10000.0 ** (-torch.arange(0, 8, 2, dtype=torch.float32) / 8)
+    assert torch.equal((3000 * theta8).bfloat16(), 3000 * theta8.bfloat16())

@@ -48,6 +48,7 @@ def _candidates(d: int, m: int, base: float) -> list[tuple[str, Callable[[torch.
     bf16_all = (torch.tensor(float(m)).bfloat16() * theta.bfloat16()).double()  # (d/2,) product in bf16
     bf16_freq = m * theta.bfloat16().double()  # (d/2,) inv_freq rounded to bf16
     bf16_product = (m * theta.bfloat16()).double()  # (d/2,) m exact, inv_freq and the product in bf16
+    bf16_angle = (m * theta).bfloat16().double()  # (d/2,) float32 ladder and product, the angle cast to bf16
     fp16_all = (torch.tensor(float(m)).half() * theta.half()).double()  # (d/2,) product in float16
     fp16_freq = m * theta.half().double()  # (d/2,) inv_freq rounded to float16
     rope = RotaryEmbedding(d, base)
@@ -95,36 +96,56 @@ def _candidates(d: int, m: int, base: float) -> list[tuple[str, Callable[[torch.
          "model trained with float32 frequencies sees the phase of pair i off by |n - m| * |theta~_i - theta_i|, "
          "an error that grows with the distance between query and key (radians at m = 3000 here). Keep inv_freq "
          "in float32, whatever dtype the model runs in."),
+        ("bf16_angle", lambda x: _rotate_with(x, _half_table(bf16_angle)),
+         "Your angles are rounded to bfloat16 after a float32 product: theta_i and m * theta_i are right, but "
+         "the angle table is cast to bfloat16 before cos and sin (the emb.to(x.dtype) slip). bfloat16 keeps 8 "
+         "significant bits, so near an angle of 3,000 radians (pair 0 at m = 3000) the rounding step is 16 "
+         "radians, and the rounding depends on m: the score then depends on where the tokens sit, not only on "
+         "n - m. Take cos and sin of the float32 angles and cast those to x's dtype, not the angles."),
         ("fp16", lambda x: _rotate_with(x, _half_table(fp16_all)),
          "Angles computed in float16: your answer is close at small positions but off by up to a radian at "
          "large m. float16 keeps 11 significant bits, so above m = 2048 the product m * theta_i is rounded to "
          "a multiple of 2 (and past 65504 it overflows to inf). Compute m * theta_i in float32 (or float64), "
          "take cos and sin, and only then cast to x's dtype."),
         ("fp16_freq", lambda x: _rotate_with(x, _half_table(fp16_freq)),
-         "inv_freq in float16: theta_i is rounded to 11 significant bits (off by up to 0.05%), and at position "
-         "m = 3000 that moves the angle by a tenth of a radian. Keep the frequencies and the angles in float32, "
-         "whatever dtype the model runs in."),
+         "Your frequency ladder is rounded to float16 (theta_i off by up to 0.05%, 11 significant bits); the "
+         "positions and the product are exact. Used everywhere that is just another ladder and the score stays "
+         "relative, but a model trained with float32 frequencies sees the phase of pair i off by "
+         "|n - m| * |theta~_i - theta_i|, an error that grows with the distance between query and key (up to "
+         "0.07 rad on the 8-wide head and 0.48 on the 64-wide one at m = 3000 here). Keep inv_freq in "
+         "float32, whatever dtype the model runs in."),
     ]
 
 
 _ROTATION_CASES = ((8, 5, 10000.0), (16, 37, 100.0), (8, 3000, 10000.0))
-_LOW_PRECISION = ("bf16", "bf16_product", "bf16_freq", "fp16", "fp16_freq")
+_LOW_PRECISION = ("bf16", "bf16_product", "bf16_freq", "bf16_angle", "fp16", "fp16_freq")
+
+
+_TELL_APART = ((8, 3000, 10000.0), (64, 3000, 10000.0))  # at d_head = 8 a bf16 product and a bf16 angle agree
 
 
 def _low_precision_message(fn: Callable, fallback: str) -> str:
     """Which low-precision recipe fn follows, told apart at m = 3000 (at small m a rounded position is exact,
-    so bfloat16 positions, products and ladders can look alike): the closest recipe's message, or `fallback`."""
-    d, m, base = _ROTATION_CASES[-1]
-    x = torch.randn(3, d, generator=torch.Generator().manual_seed(1))  # (3, d_head)
-    value, err = call_answer(fn, x.clone(), m, base)
-    if err is not None or not isinstance(value, torch.Tensor) or tuple(value.shape) != tuple(x.shape):
-        return fallback
-    got = value.double()
-    near = [(float((got - rotate(x).double()).abs().max()), message)
-            for name, rotate, message in _candidates(d, m, base)[1:] if name in _LOW_PRECISION]
-    gap, message = min(near)
-    where = f"at m = {m}, d_head = {d}, base = {base:g}"
-    return f"{message} (Seen {where}.)" if gap <= 2e-2 else fallback
+    so bfloat16 positions, products and ladders can look alike) on a head of 8 and one of 64 (at 8 a bfloat16
+    product and a float32 product rounded to bfloat16 give the same angles): the closest recipe's message, or
+    `fallback`."""
+    gaps: dict[str, float] = {}
+    messages: dict[str, str] = {}
+    for d, m, base in _TELL_APART:
+        x = torch.randn(3, d, generator=torch.Generator().manual_seed(1))  # (3, d_head)
+        value, err = call_answer(fn, x.clone(), m, base)
+        if err is not None or not isinstance(value, torch.Tensor) or tuple(value.shape) != tuple(x.shape):
+            return fallback
+        got = value.double()
+        for name, rotate, message in _candidates(d, m, base)[1:]:
+            if name in _LOW_PRECISION:
+                gaps[name] = max(gaps.get(name, 0.0), float((got - rotate(x).double()).abs().max()))
+                messages[name] = message
+    name = min(gaps, key=gaps.get)
+    (_, m, base) = _TELL_APART[0]
+    heads = " and ".join(str(d) for d, _, _ in _TELL_APART)
+    where = f"at m = {m}, d_head = {heads}, base = {base:g}"
+    return f"{messages[name]} (Seen {where}.)" if gaps[name] <= 2e-2 else fallback
 
 
 @guarded
@@ -135,8 +156,9 @@ def check_rope_rotation(fn: Callable[[torch.Tensor, int, float], object]) -> boo
     (a, b) -> (a cos t - b sin t, b cos t + a sin t). Compared with `RotaryEmbedding(d_head, base).rotate`
     at m = 5, 37 and 3000; the mistakes named: no rotation, the sine's sign, interleaved pairing,
     angles not shared by the two halves of a pair, base^(-i/d) frequencies, angles in bfloat16 or
-    float16, only some pairs rotated, the two members of a pair swapped; and a result in another
-    dtype than x's (a float64 q or k breaks the attention matmul with float32 values).
+    float16 (positions, ladder, product, or float32 angles cast to bfloat16), only some pairs rotated,
+    the two members of a pair swapped; and a result in another dtype than x's (a float64 q or k breaks the
+    attention matmul with float32 values).
     """
     gen = torch.Generator().manual_seed(0)
     for d, m, base in _ROTATION_CASES:
