@@ -500,3 +500,24 @@ def test_transformers_casts_inv_freq_under_module_to_but_not_under_from_pretrain
     loaded = transformers.LlamaForCausalLM.from_pretrained(tmp_path, dtype=torch.bfloat16)
     assert loaded.model.rotary_emb.inv_freq.dtype == torch.float32
     assert R.RotaryEmbedding(64).to(torch.bfloat16).inv_freq.dtype == torch.float32
+
+
+def test_shipped_bases_mark_llama4s_chunked_rotary_layers():
+    # page 05: Llama 4's rotary layers attend within 8,192-token chunks (its NoPE layers carry the global reach),
+    # so the table footnotes its scaling; no other row chunks every rotary layer
+    rows = {row.name: row for row in R.shipped_bases()}
+    assert rows["Llama 4"].chunk == 8192
+    assert all(row.chunk is None for name, row in rows.items() if name != "Llama 4")
+
+
+def test_hf_inv_freq_dtype_is_measured_or_none():
+    got = R.hf_inv_freq_dtype()
+    try:
+        import transformers  # noqa: F401
+    except ImportError:
+        assert got is None
+        return
+    assert got is not None and got.dtype == torch.bfloat16 and got.version == transformers.__version__
+    assert R.hf_inv_freq_dtype(torch.float16).dtype == torch.float16
+    with pytest.raises(TypeError, match="dtype"):
+        R.hf_inv_freq_dtype(torch.int64)

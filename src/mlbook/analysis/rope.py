@@ -12,6 +12,7 @@ check shows what the library computes, not a second implementation of it:
     pairing_permutation, pairing_equivalence_error, porting_bug   the two layouts and the porting bug
     relative_check, decay_curve   score(3,1) = score(103,101) != score(3,2); mean score against distance
     angle_error                   angles in bfloat16 against float32
+    hf_inv_freq_dtype             Hugging Face's inv_freq dtype after module.to(bfloat16), measured
     precision_relativity          which bfloat16 rounding keeps the score relative, and which breaks it
     shipped_bases                 the bases released models ship, read from mlbook.data.model_families
     cached_decode_error, fused_attention_error   the KV cache and fused attention with RoPE
@@ -65,6 +66,8 @@ __all__ = [
     "PrecisionRelativity",
     "precision_relativity",
     "ShippedBase",
+    "HFInvFreqDtype",
+    "hf_inv_freq_dtype",
     "shipped_bases",
     "cached_decode_error",
     "fused_attention_error",
@@ -662,6 +665,34 @@ def angle_error(
     return err if pair is None else err[:, 0]
 
 
+@dataclass(frozen=True)
+class HFInvFreqDtype:
+    """The dtype of Hugging Face's `LlamaRotaryEmbedding.inv_freq` after `module.to(dtype)`, measured."""
+
+    version: str  # transformers.__version__
+    dtype: torch.dtype  # inv_freq's dtype after the cast (the buffer is built in float32)
+
+
+def hf_inv_freq_dtype(dtype: torch.dtype = torch.bfloat16) -> HFInvFreqDtype | None:
+    """Build a tiny Hugging Face `LlamaRotaryEmbedding` (a 64-wide head), cast it with `.to(dtype)`, and return
+    the dtype its `inv_freq` buffer ends in; None where `transformers` is not installed (or has no Llama).
+
+    The library's `RotaryEmbedding` keeps inv_freq in float32 under the same cast; transformers 5.15 does not
+    guard the buffer (tests/test_analysis_rope.py checks both, and that `from_pretrained(..., dtype=...)` keeps
+    it float32).
+    """
+    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+        raise TypeError(f"dtype must be a floating-point torch.dtype, got {dtype!r}")
+    try:
+        import transformers
+        from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding
+    except ImportError:
+        return None
+    cfg = transformers.LlamaConfig(hidden_size=128, num_attention_heads=2, num_key_value_heads=2)
+    module = LlamaRotaryEmbedding(cfg).to(dtype)
+    return HFInvFreqDtype(str(transformers.__version__), module.inv_freq.dtype)
+
+
 def _angles_at(m: torch.Tensor, inv_freq: torch.Tensor, precision: str) -> torch.Tensor:
     """The angles m theta_i as a model computing at `precision` gets them, in float64: (T, d/2)."""
     if precision == "float32":
@@ -799,6 +830,7 @@ class ShippedBase:
     scaling_factor: float | None = None
     scaling_in_config: bool = True  # False: the model card has the user add it (Qwen's YaRN)
     scaled_wavelength: float | None = None  # the slowest pair's wavelength under the config's scaling
+    chunk: int | None = None  # the rotary layers attend within chunks this long (Llama 4's attention_chunk_size)
 
     @property
     def slowest_wavelength(self) -> float:
@@ -826,6 +858,16 @@ def _scaled_slowest_wavelength(row, rotated: int) -> float | None:
     return 2 * math.pi / float(inv_freq.double().min())
 
 
+def _rotary_chunk(row) -> int | None:
+    """The chunk the row's rotary layers attend within, when every one of them is chunked (Llama 4: no rotary
+    score is taken at a distance of `chunk` or more), else None."""
+    kinds = row.layer_kinds
+    rotary = row.rotary_layers
+    if row.chunk is not None and rotary and all(kinds[i] == "chunked_attention" for i in rotary):
+        return int(row.chunk)
+    return None
+
+
 def shipped_bases() -> tuple[ShippedBase, ...]:
     """The RoPE bases of released models, in release order, from `mlbook.data.model_families` rows.
 
@@ -839,7 +881,7 @@ def shipped_bases() -> tuple[ShippedBase, ...]:
         rows.append(ShippedBase(name, row.checkpoint, float(row.rope_base), row.rope_local_base, rotated, width,
                                 row.rope_pairing, next((u for u in row.urls if u.endswith("config.json")), row.urls[-1]),
                                 row.original_len, row.max_len, row.scaling, row.scaling_factor, row.scaling_in_config,
-                                _scaled_slowest_wavelength(row, rotated)))
+                                _scaled_slowest_wavelength(row, rotated), _rotary_chunk(row)))
         if key == "Llama 2":  # Code Llama: 16,384-token fine-tuning, 100k tokens in the paper's evaluation
             rows.append(ShippedBase("Code Llama", "CodeLlama-7b", 1000000.0, None, 128, 128, "half",
                                     "roziere2023codellama", 16384, 16384))
