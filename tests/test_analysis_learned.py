@@ -366,3 +366,32 @@ def test_padded_forward_without_padding_equals_the_plain_forward():
 def test_left_padding_helpers_reject_bad_input(call, exc, pattern):
     with pytest.raises(exc, match=pattern):
         call()
+
+
+@pytest.mark.oracle
+def test_opt_adds_its_offset_to_given_position_ids_and_roberta_reads_them_as_rows():
+    """Section 2.2's packing note, against transformers: OPT's port adds 2 to the ids it is given (so it takes
+    0-based ids), RoBERTa's looks them up as they are (so packing needs position_ids_start = padding_idx + 1)."""
+    transformers = pytest.importorskip("transformers")
+    from transformers.models.opt.modeling_opt import OPTLearnedPositionalEmbedding
+    from transformers.models.roberta.modeling_roberta import RobertaEmbeddings
+
+    opt = OPTLearnedPositionalEmbedding(8, 4)
+    ids = torch.arange(5)[None]  # (1, 5) 0-based, as the collator's default gives them
+    with torch.no_grad():
+        assert torch.equal(opt(torch.ones(1, 5, dtype=torch.long), position_ids=ids)[0], opt.weight[2:7])
+        assert torch.equal(opt(torch.ones(1, 5, dtype=torch.long))[0], opt.weight[2:7]), "no ids: from the mask"
+    cfg = transformers.RobertaConfig(vocab_size=10, hidden_size=4, num_attention_heads=1, max_position_embeddings=9,
+                                     pad_token_id=1)
+    emb = RobertaEmbeddings(cfg).eval()
+    seen = []
+    emb.position_embeddings.register_forward_hook(lambda mod, args, out: seen.append(args[0].clone()))
+    tokens = torch.tensor([[3, 4, 5, 6, 7]])  # no pad token (id 1)
+    with torch.no_grad():
+        emb(tokens, position_ids=ids)
+        emb(tokens)
+    assert seen[0].tolist() == [[0, 1, 2, 3, 4]], "given ids are read as rows, the second token on the padding row"
+    assert seen[1].tolist() == [[2, 3, 4, 5, 6]], "RoBERTa's own ids start at padding_idx + 1 = 2"
+    collator = transformers.DataCollatorWithFlattening()
+    if hasattr(collator, "position_ids_start"):
+        assert collator.position_ids_start == 0
