@@ -161,10 +161,10 @@ def _held_bytes(types: tuple[str, ...], window: int, C: int, h: int, d: int, b: 
 def check_windowed_cache(fn: Callable[..., object]) -> bool:
     """Check fn(types, window, context_len, n_kv_heads, d_head, bytes_per_value) -> bytes of one request's
     KV cache: global ("full_attention") layers hold every token, any other layer the last `window`
-    (min(context, window): the keys the last query attends to). Two other counts are right too and accepted:
-    for a chunked layer only the current chunk's (context - 1) mod window + 1 tokens, and for every local layer
-    the min(context, window - 1) tokens Hugging Face's `DynamicSlidingWindowLayer` keeps between steps (it
-    appends the new token to them for the step itself)."""
+    (min(context, window): the keys a sliding layer's last query attends to). Two other counts are right too
+    and accepted: for a chunked layer only the current chunk's (context - 1) mod window + 1 tokens, and for every
+    local layer the min(context, window - 1) tokens Hugging Face's `DynamicSlidingWindowLayer` keeps between
+    steps (it appends the new token to them for the step itself)."""
     hf_between_steps = True  # every stack so far matched min(context, window - 1) on its local layers
     for types, window, C, h, d, b in _STACKS:
         want = windowed_kv_bytes(types, window, C, h, d, b)
