@@ -342,23 +342,28 @@ def test_bound_ratio_count_below_counts_distances():
 def test_truncate_never_changes_band_membership():
     """Integer pair i <= low iff i <= floor(low), and i >= high iff i >= ceil(high): `truncate` moves only the
     blend weights, never which band a pair is in (the section states it in general, for gpt-oss's false),
-    provided the slowest pair turns at most beta_slow times in L, as in every shipped config. Past that the
-    slow edge is clamped to pair d_head - 1, the ramp can run backwards and the two settings differ."""
+    unless even index d_head - 1 turns beta_fast times in L (Hugging Face clamps the slow edge at the head width
+    minus one, an index past the last pair d_head/2 - 1): then the fast edge passes the clamped slow edge, the
+    ramp runs backwards and the two settings can differ. Sampled here: every setting short of that, including
+    ones whose slowest pair turns more than beta_slow times; and pair 0 stays in the keep band throughout."""
     rng = np.random.default_rng(0)
-    moved = tried = 0
+    moved = tried = past_slow = 0
     while tried < 300:
         d = int(rng.choice([8, 12, 32, 64, 128, 256]))
         base = float(10 ** rng.uniform(2, 7))
         L = int(2 ** rng.uniform(5, 18))
         bs = float(rng.uniform(0.25, 4))
         bf = float(bs * rng.uniform(1, 64))
-        if turns64(d, base, L)[-1] > bs:
+        if L * base ** (-2 * (d - 1) / d) / (2 * math.pi) >= bf:  # index d - 1 turns beta_fast times: the regime
             continue
         tried += 1
+        past_slow += turns64(d, base, L)[-1] > bs
         a, b = E.yarn_bands(d, base, L, bf, bs), E.yarn_bands(d, base, L, bf, bs, truncate=False)
         assert (a.keep, a.blend, a.interpolate) == (b.keep, b.blend, b.interpolate), (d, base, L, bf, bs)
+        assert 0 in a.keep, (d, base, L, bf, bs)
         moved += any(abs(x - y) > 1e-6 for x, y in zip(a.ramp, b.ramp))
     assert moved > 100  # the weights do move: the comparison above is not between two equal ramps
+    assert past_slow > 20  # and the sample reaches past "the slowest pair turns at most beta_slow times"
 
 
 def test_pair_0_is_kept_even_below_beta_fast_and_the_text_says_so():
@@ -409,8 +414,8 @@ def test_experiment_readings_print_the_record_s_paired_differences():
     if record is None:
         pytest.skip("no full record")
     text = " ".join(E.experiment_readings(record).split())
-    for a, b, phase, metric, i in (("none", "reference", "before", "tail_minus_head", 1),
-                                   ("linear", "none", "after", "mean", -1),
+    assert X.pm(X.paired_at(record, "none", "reference", "before", "tail_minus_head", 1), 3) in text
+    for a, b, phase, metric, i in (("linear", "none", "after", "mean", -1),
                                    ("ntk", "reference", "before", "mean", -1)):
         assert X.pm(X.paired_at(record, a, b, phase, metric, i), 2) in text
     after = X.summary(record, "after")
@@ -419,3 +424,19 @@ def test_experiment_readings_print_the_record_s_paired_differences():
     pos = [text.index(f"{X.SHORT[v]} {X.pm(after[v][-1], 2)}") for v in order]
     assert pos == sorted(pos)  # best first
     assert "keep [0]" in text  # the band table: YaRN (32/1) keeps only the clamped pair 0
+    assert "ramp w_i" in text and "ramp r_i" not in text  # w_i is the ramp weight, r_i the turns (section 2.6)
+    first = text.split("- ")[1]
+    assert X.pm(X.paired(X.variant_metrics(record, "none", "before", "tail_minus_head")[1], [0.0] * 5), 3) in first
+    for v in ("ntk", "dynamic"):  # the shortfall to the model trained at 4L is shared by settings in range
+        assert X.pm(X.paired_at(record, v, "reference", "before", "tail_minus_head", 1), 3) in text
+        assert X.pm(X.paired_at(record, "none", v, "before", "tail_minus_head", 1), 3) in text
+    assert X.pm(X.paired_at(record, "none", "reference", "after", "tail_minus_head", 1), 3) in text
+    for phase in ("before", "after"):  # the two YaRN settings against each other at every length
+        for i in range(3):
+            assert X.pm(X.paired_at(record, "yarn_tuned", "yarn", phase, "mean", i), 3) in text
+    for v in ("yarn", "yarn_tuned"):
+        assert X.pm(X.paired_at(record, v, "linear", "before", "mean", 0), 3) in text
+    gap_b = X.paired_at(record, "linear", "ntk", "before", "mean")
+    gap_a = X.paired_at(record, "linear", "ntk", "after", "mean")
+    shrink = X.paired([a - b for a, b in zip(gap_a["per_seed"], gap_b["per_seed"])], [0.0] * 5)
+    assert f"the gap changes by {X.pm(shrink, 2)}" in text  # the gap to the best, not PI's own gain

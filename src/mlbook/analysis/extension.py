@@ -424,12 +424,16 @@ def experiment_readings(record: Mapping[str, Any]) -> str:
     """The comparisons section 2.6 reads Experiment 3's record with, each a paired difference over seeds [95% CI].
 
     1. Unmodified RoPE at 2L: tail minus head against 0 (the within-window rule) and against the same
-       difference of the model trained at 4L, whose tail shows what the extra context is worth to a model
-       that knows those offsets (a different, weaker model: untuned batches).
-    2. After the fine-tune at 4L: every setting's loss, best first; PI's gain from it against the others';
-       PI against unmodified RoPE fine-tuned alike and against the model trained at 4L.
-    3. The best setting without fine-tuning against the model trained at 4L.
-    4. Which pairs each YaRN setting keeps, blends and interpolates (`band_table`).
+       difference of the model trained at 4L (a different, weaker model: untuned batches), to three decimals.
+    2. Whether that shortfall is the angles or the missing training: the same tail-minus-head difference
+       for NTK-aware and dynamic NTK (angles nearly in range at 2L) against the unmodified model and the
+       model trained at 4L, and the unmodified model's after the fine-tune at 4L.
+    3. After the fine-tune at 4L: every setting's loss, best first; PI's gain from it against the others';
+       PI against unmodified RoPE fine-tuned alike and against the model trained at 4L; the gap between PI
+       and the best zero-shot setting, before and after.
+    4. The best setting without fine-tuning against the model trained at 4L.
+    5. The two YaRN settings against each other at every length, before and after, and each against PI at L.
+    6. Which pairs each YaRN setting keeps, blends and interpolates (`yarn_band_table`).
     Loss in nats/char; every number is computed from the record.
     """
     from mlbook.experiments import exp_context_extension as E
@@ -439,9 +443,12 @@ def experiment_readings(record: Mapping[str, Any]) -> str:
     n = len(r["seeds"])
     names = [v for v in r["variants"] if v != "dynamic"]  # dynamic NTK is NTK itself at 4L (same fine-tune)
 
+    def minus(a: list[float | None], b: list[float | None]) -> list[float | None]:
+        return [None if x is None or y is None else x - y for x, y in zip(a, b)]
+
     def change(name: str) -> dict[str, Any]:  # after - before at 4L
-        return E.paired([a - b for a, b in zip(E.variant_metrics(record, name, "after", "mean")[-1],
-                                               E.variant_metrics(record, name, "before", "mean")[-1])], [0.0] * n)
+        return E.paired(minus(E.variant_metrics(record, name, "after", "mean")[-1],
+                              E.variant_metrics(record, name, "before", "mean")[-1]), [0.0] * n)
 
     def said(d: dict[str, Any]) -> str:
         return "cannot tell at this scale" if d["verdict"] == "indistinguishable" else d["verdict"]
@@ -449,11 +456,22 @@ def experiment_readings(record: Mapping[str, Any]) -> str:
     tmh = E.variant_metrics(record, "none", "before", "tail_minus_head")[1]
     vs0 = E.paired(tmh, [0.0] * n)
     lines = [f"Unmodified RoPE at {T[1]}, tail ({L}..{T[1] - 1}) minus head (0..{L - 1}) of the same windows: "
-             f"{E.pm(vs0, 2)} ({said(vs0)}{'' if vs0['verdict'] == 'indistinguishable' else ' than 0'})"]
+             f"{E.pm(vs0, 3)} ({said(vs0)}{'' if vs0['verdict'] == 'indistinguishable' else ' than 0'})"]
     if "reference" in r:
         vs_ref = E.paired_at(record, "none", "reference", "before", "tail_minus_head", 1)
-        lines[-1] += (f"; minus the same difference of the model trained at {T[-1]}: {E.pm(vs_ref, 2)} "
+        lines[-1] += (f"; minus the same difference of the model trained at {T[-1]}: {E.pm(vs_ref, 3)} "
                       f"({said(vs_ref)})")
+        near = [v for v in ("ntk", "dynamic") if v in r["variants"]]
+        if near:
+            short = [E.paired_at(record, v, "reference", "before", "tail_minus_head", 1) for v in near]
+            same = [E.paired_at(record, "none", v, "before", "tail_minus_head", 1) for v in near]
+            tuned = E.paired_at(record, "none", "reference", "after", "tail_minus_head", 1)
+            lines.append(f"The same tail - head at {T[1]}, with the angles (nearly) in range, minus the model trained "
+                         f"at {T[-1]}'s: " + ", ".join(f"{E.SHORT[v]} {E.pm(d, 3)}" for v, d in zip(near, short))
+                         + "; unmodified RoPE's minus theirs: "
+                         + ", ".join(f"{E.SHORT[v]} {E.pm(d, 3)} ({said(d)})" for v, d in zip(near, same))
+                         + f"; after the fine-tune at {T[-1]}, unmodified RoPE's minus the model trained at "
+                         f"{T[-1]}'s: {E.pm(tuned, 3)} ({said(tuned)})")
     after = E.summary(record, "after")
     ranked = sorted(names, key=lambda v: after[v][-1]["mean"])
     lines.append(f"After {r['finetune']['steps']} steps at {T[-1]}, loss at {T[-1]}, best first (mean ± sd): "
@@ -464,6 +482,8 @@ def experiment_readings(record: Mapping[str, Any]) -> str:
     lines.append(f"Change from the fine-tune at {T[-1]} (after - before): "
                  + ", ".join(f"{E.SHORT[v]} {E.pm(gains[v], 2)}" for v in names)
                  + f"; the largest gain is {E.SHORT[most]}'s")
+    before = E.summary(record, "before")
+    zs = min(names, key=lambda v: before[v][-1]["mean"])  # the best setting without fine-tuning, at 4L
     if "linear" in names and "none" in names:
         pi_none = E.paired_at(record, "linear", "none", "after", "mean")
         line = f"PI after - unmodified RoPE after, at {T[-1]}: {E.pm(pi_none, 2)} ({said(pi_none)})"
@@ -471,13 +491,42 @@ def experiment_readings(record: Mapping[str, Any]) -> str:
             pi_ref = E.paired_at(record, "linear", "reference", "after", "mean")
             line += f"; PI after - trained at {T[-1]}: {E.pm(pi_ref, 2)} ({said(pi_ref)})"
         lines.append(line)
+    if "linear" in names and zs != "linear":
+        gap_b = E.paired_at(record, "linear", zs, "before", "mean")
+        gap_a = E.paired_at(record, "linear", zs, "after", "mean")
+        shrink = E.paired(minus(gap_a["per_seed"], gap_b["per_seed"]), [0.0] * len(gap_a["per_seed"]))
+        lines.append(f"PI - {E.SHORT[zs]} at {T[-1]}: {E.pm(gap_b, 2)} before the fine-tune, {E.pm(gap_a, 2)} after; "
+                     f"the gap changes by {E.pm(shrink, 2)} ({said(shrink)})")
     if "reference" in r:
-        before = E.summary(record, "before")
-        zs = min(names, key=lambda v: before[v][-1]["mean"])
         d = E.paired_at(record, zs, "reference", "before", "mean")
         lines.append(f"Best without fine-tuning ({E.SHORT[zs]}) - trained at {T[-1]} with untuned batches, "
                      f"at {T[-1]}: {E.pm(d, 2)} ({said(d)})")
-    return E.findings(lines) + "\n\n" + E.band_table(record)
+    if "yarn" in names and "yarn_tuned" in names:
+        parts = []
+        for phase, word in (("before", "zero-shot"), ("after", "fine-tuned")):
+            ds = [E.paired_at(record, "yarn_tuned", "yarn", phase, "mean", i) for i in range(len(T))]
+            parts.append(f"{word} " + ", ".join(f"at {t} {E.pm(d, 3)}" for t, d in zip(T, ds)))
+        line = f"{E.SHORT['yarn_tuned']} - {E.SHORT['yarn']}, loss: " + "; ".join(parts)
+        if "linear" in names:
+            line += (f". Zero-shot at {L}, minus PI: " + ", ".join(
+                f"{E.SHORT[v]} {E.pm(E.paired_at(record, v, 'linear', 'before', 'mean', 0), 3)}"
+                for v in ("yarn", "yarn_tuned")))
+        lines.append(line)
+    return E.findings(lines) + "\n\n" + yarn_band_table(record)
+
+
+def yarn_band_table(record: Mapping[str, Any]) -> str:
+    """Which pairs each YaRN setting of Experiment 3 keeps, blends and interpolates, with each pair's turns
+    r_i = L / lambda_i within L and its ramp weight w_i (section 2.6's names), read from the record."""
+    from mlbook.experiments import exp_context_extension as E
+
+    r = record["results"]
+    lines = [E.wrap_text(f"d_head = {r['d_head']}, L = {r['train_len']}: turns of pair i within L, r_i = "
+                         + ", ".join(f"{t:.2f}" for t in r["bands"]["yarn"]["turns"]))]
+    for name, b in r["bands"].items():
+        lines.append(f"{E.LABELS[name]:<22} ramp w_i = {b['ramp']}")
+        lines.append(f"{'':<22} keep {b['keep']}, blend {b['blend']}, interpolate {b['interpolate']}")
+    return "\n".join(lines)
 
 
 @dataclass(frozen=True)
