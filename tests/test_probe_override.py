@@ -281,6 +281,36 @@ def test_a_removed_shipped_attention_factor_is_printed_shipped_to_override(ids):
                                                                 ids, YARN_2).line()
 
 
+def tiny_phi3_longrope() -> Any:
+    """A tiny random Phi-3 shipping LongRoPE from 16 tokens, as Phi-3-mini-128k ships it from 4,096."""
+    factors = {"short_factor": [1.0] * 8, "long_factor": [1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5]}
+    if HF_MAJOR >= 5:
+        return tiny_phi3(original_max_position_embeddings=16,
+                         rope_parameters={"rope_type": "longrope", "rope_theta": 10000.0, **factors})
+    return tiny_phi3(original_max_position_embeddings=16, rope_scaling={"type": "longrope", **factors})
+
+
+def test_a_longrope_module_keeps_both_frequency_buffers_after_a_short_pass(ids):
+    """After a pass of at most original_max_position_embeddings tokens, transformers 5's LongRoPE update registers
+    original_inv_freq itself as inv_freq: one tensor under two buffer names. A later pass that restores the module
+    must keep both names, or the next pass dies on a missing original_inv_freq: page 14's rotation cell makes
+    that short pass (512 tokens on Phi-3-mini-128k), then its loss and override cells run long ones."""
+    phi3 = tiny_phi3_longrope()
+    rotary = phi3.get_decoder().rotary_emb
+
+    def names() -> set[str]:
+        return {n for n, _ in rotary.named_buffers(remove_duplicate=False)} | set(vars(rotary))
+
+    before = names()
+    P.capture_rotary(phi3, ids[:, :16])  # a short pass
+    with P.rope_override(phi3, None):
+        P.loss_by_position(phi3, ids, 8)  # a long pass: the long factors, then the module as found
+    assert "original_inv_freq" in names() and names() >= before
+    # the next pass runs, and the override removes LongRoPE's factor sqrt(1 + ln(M / L) / ln L) = sqrt(1.5)
+    line = P.override_effect(phi3, ids, DYNAMIC_2, replace_shipped=True).line()
+    assert f"cos and sin x {np.sqrt(1.5):.3f} -> x 1.000" in line
+
+
 def test_a_stale_top_level_anchor_is_warned_about_and_printed():
     """Phi3Config carries original_max_position_embeddings 4,096 at the top level by default; with plain RoPE
     no scaling reads it, yet it is the anchor L. trained_length warns, and the settings print a note."""

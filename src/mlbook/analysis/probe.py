@@ -1153,12 +1153,15 @@ def _as_found(module: torch.nn.Module) -> Iterator[None]:
     """Inside, `module` may change its own buffers and attributes (transformers' `dynamic_rope_update` grows
     inv_freq and max_seq_len_cached, LongRoPE caches its long frequencies); on exit they are as found."""
     persistent = set(module.state_dict(keep_vars=True))
-    buffers = {name: None if b is None else b.clone() for name, b in module.named_buffers(recurse=False)}
+    # every name, aliases included: after a short pass LongRoPE's inv_freq is its original_inv_freq, one tensor
+    # under two names, and named_buffers would list it once (the other name then deleted on exit)
+    buffers = {name: None if b is None else b.clone()
+               for name, b in module.named_buffers(recurse=False, remove_duplicate=False)}
     attributes = {k: v for k, v in vars(module).items() if not k.startswith("_")}
     try:
         yield
     finally:
-        for name in [n for n, _ in module.named_buffers(recurse=False) if n not in buffers]:
+        for name in [n for n, _ in module.named_buffers(recurse=False, remove_duplicate=False) if n not in buffers]:
             delattr(module, name)
         for name, b in buffers.items():
             module.register_buffer(name, b, persistent=name in persistent)
