@@ -6,7 +6,7 @@ attention as the library's -m_h (i - j). The two differ by m_h * i, a constant a
 row, which softmax ignores. The checker compares attention weights, so any per-row constant is
 accepted, and names the usual mistakes: the wrong sign, the query position instead of the key
 position, one slope for every head, slopes that only work for a power-of-two H, a bias that
-still depends on the query.
+still depends on the query, per-rank slopes (alibi_slopes(H / ranks) on every tensor-parallel rank).
 """
 
 from __future__ import annotations
@@ -102,6 +102,14 @@ def check_alibi_key_bias(fn: Callable[[int, int], object]) -> bool:
                 return verdict(False, "For H = 12 you used 2^(-8h/H). That is the power-of-two formula applied to a "
                                       "non-power of two; the paper takes the 8 slopes for 8 heads and adds every "
                                       "other slope of the 16-head sequence. alibi_slopes(12) does this.")
+            for ranks in (2, 4, 8):  # each rank computed the slopes of its own H / ranks heads (the TP bug)
+                per_rank = alibi_slopes(H // ranks).double().repeat(ranks)[:, None] if H % ranks == 0 else None
+                if per_rank is not None and H > ranks and same(per_rank * j):
+                    return verdict(False, f"Your slopes are {ranks} copies of the set for {H // ranks} heads {where}: "
+                                          f"alibi_slopes({H // ranks}) per rank, the tensor-parallel bug of the "
+                                          "section above. The model was trained with alibi_slopes(H) = "
+                                          f"alibi_slopes({H}); rank r must take its slice of that, "
+                                          f"alibi_slopes({H})[r * {H // ranks} : (r + 1) * {H // ranks}].")
             if same(m.flip(0) * j):
                 return verdict(False, f"Your slopes are in reverse head order {where}: head 0 has the steepest slope, "
                                       "2^(-8/H) for a power-of-two H.")
