@@ -303,7 +303,7 @@ def band_table(record: dict[str, Any]) -> str:
     lines = [wrap_text(f"d_head = {r['d_head']}, L = {r['train_len']}: turns of pair i within L = "
                        + ", ".join(f"{t:.2f}" for t in r["bands"]["yarn"]["turns"]))]
     for name, b in r["bands"].items():
-        lines.append(f"{LABELS[name]:<22} ramp r_i = {b['ramp']}")
+        lines.append(f"{LABELS[name]:<22} ramp w_i = {b['ramp']}")
         lines.append(f"{'':<22} keep {b['keep']}, blend {b['blend']}, interpolate {b['interpolate']}")
     return "\n".join(lines)
 

@@ -126,7 +126,7 @@ def yarn_ramp(
     d_head: int, base: float = 10000.0, *, original_max_len: int, beta_fast: float = 32.0, beta_slow: float = 1.0,
     truncate: bool = True,
 ) -> torch.Tensor:
-    """YaRN's per-pair blend weight r_i in [0, 1]: theta_i' = (1 - r_i) theta_i + r_i theta_i / s.
+    """YaRN's per-pair blend weight w_i in [0, 1]: theta_i' = (1 - w_i) theta_i + w_i theta_i / s.
 
     With L = original_max_len, pair i turns L / lambda_i = L theta_i / (2 pi) times within L. The
     ramp is 0 (keep theta_i: extrapolate) for pairs at or below floor(i_fast) and 1 (interpolate:
@@ -158,14 +158,14 @@ def yarn_ramp(
     return ((i - low) / (high - low)).clamp(0.0, 1.0)  # (d/2,) 0: keep, 1: interpolate
 
 
-YARN_BAND_NAMES = ("keep", "blend", "interpolate")  # r_i = 0, 0 < r_i < 1, r_i = 1
+YARN_BAND_NAMES = ("keep", "blend", "interpolate")  # w_i = 0, 0 < w_i < 1, w_i = 1
 
 
 @dataclass(frozen=True)
 class YarnBands:
-    """YaRN's per-pair ramp r_i (`yarn_ramp`) and the three bands it defines.
+    """YaRN's per-pair ramp weight w_i (`yarn_ramp`) and the three bands it defines.
 
-    keep (r_i = 0): theta_i unchanged, the pair extrapolates; interpolate (r_i = 1): theta_i / s;
+    keep (w_i = 0): theta_i unchanged, the pair extrapolates; interpolate (w_i = 1): theta_i / s;
     blend: between. turns_i = L theta_i / (2 pi) is how many full turns pair i makes within the
     trained length L (Peng et al., 2023, section 3.2).
     """
@@ -175,7 +175,7 @@ class YarnBands:
     original_max_len: int
     beta_fast: float
     beta_slow: float
-    ramp: tuple[float, ...]  # (d/2,) r_i, float32 values
+    ramp: tuple[float, ...]  # (d/2,) w_i, float32 values
     turns: tuple[float, ...]  # (d/2,) L theta_i / (2 pi), float64
 
     @property

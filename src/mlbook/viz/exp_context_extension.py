@@ -73,7 +73,7 @@ def fig_context_extension(record: dict[str, Any], metric: str = "mean") -> go.Fi
 
 def fig_yarn_bands(beta_fast: float = TUNED_BETAS["beta_fast"], d_head: int = 16, train_len: int = 128,
                       base: float = 10000.0, beta_slow: float = TUNED_BETAS["beta_slow"]) -> go.Figure:
-    """YaRN's blend weight r_i per RoPE pair (0 keep, 1 interpolate) for beta_fast, beside the
+    """YaRN's blend weight w_i per RoPE pair (0 keep, 1 interpolate) for beta_fast, beside the
     paper's 32 / 1, from the library's `yarn_ramp`; hover shows each pair's turns within L."""
     chosen = yarn_bands(d_head, base, train_len, beta_fast, beta_slow).as_record()  # the numbers a record stores
     paper = yarn_bands(d_head, base, train_len, 32.0, 1.0).as_record()
@@ -83,13 +83,13 @@ def fig_yarn_bands(beta_fast: float = TUNED_BETAS["beta_fast"], d_head: int = 16
                            (chosen, LINE_COLORS[5], f"beta_fast {beta_fast:g}, beta_slow {beta_slow:g}")):
         fig.add_trace(go.Bar(x=pairs, y=b["ramp"], name=name, marker_color=color,
                              customdata=b["turns"],
-                             hovertemplate="pair %{x}<br>r = %{y:.2f}<br>%{customdata:.2f} turns within L<extra></extra>"))
+                             hovertemplate="pair %{x}<br>w = %{y:.2f}<br>%{customdata:.2f} turns within L<extra></extra>"))
     fig.update_layout(
         title=two_line_title(f"YaRN ramp per pair, d_head = {d_head}, L = {train_len}",
                              f"beta_fast {beta_fast:g}: keep {chosen['keep']}, blend {chosen['blend']}, interpolate "
                              f"{chosen['interpolate']}"), height=420, barmode="group", margin={"t": 80},
         xaxis={"title": "RoPE pair i (0 = fastest)", "tickvals": pairs},
-        yaxis={"title": "ramp r_i (0 keep, 1 interpolate)", "range": [0, 1.05]},
+        yaxis={"title": "ramp w_i (0 keep, 1 interpolate)", "range": [0, 1.05]},
         legend=LEGEND_RIGHT, template="plotly_white",
     )
     return fig
