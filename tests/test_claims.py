@@ -171,3 +171,17 @@ def test_every_registered_claim_list_is_valid_and_stored_in_its_full_record() ->
         if registered and "claims_registered" not in record:
             # claims stored at run time: the record was made by the config that registers them
             assert record["config"] == exp.configs["full"], f"{name}: the record was made under another config"
+
+
+def test_a_verdict_against_the_claim_is_holm_gated_too() -> None:
+    """An outcome opposite to the claim is 'contradicted' only when it survives Holm over the family."""
+    claims = [{"id": f"c{i}", "text": "t", "source": "s", "expect": "lower", "a": f"x{i}", "b": None} for i in range(6)]
+    data = {f"x{i}": [0.10, 0.12, 0.08, 0.11, 0.20] for i in range(4)}  # higher, p about 0.004 each
+    data["x4"] = [0.1, -0.1, 0.05, -0.05, 0.02]  # cannot tell (p about 0.8)
+    data["x5"] = [0.02, 0.06, 0.00, 0.05, 0.06]  # higher before correction, p = 0.034; Holm: 2 x 0.034 > 0.05
+    rows = decide(claims, lambda c, side: data[c[side]])
+    assert [r["outcome"] for r in rows] == ["higher"] * 4 + ["cannot tell", "higher"]
+    assert [r["significant"] for r in rows] == [True] * 4 + [False, False]
+    lines = [line for line in claims_table(rows).splitlines() if line.startswith("| t")]
+    assert all("**contradicted**: higher, survives Holm" in line for line in lines[:4])
+    assert "cannot tell after Holm" in lines[5] and "contradicted" not in lines[5]

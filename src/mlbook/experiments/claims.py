@@ -33,7 +33,8 @@ EXTENDED_RULE = (
     "with the claim before the run. Otherwise the page writes \"cannot tell at this scale\" and gives the "
     "interval and the smallest difference the design would detect with 80% power. The claims of a page form "
     "one family, corrected with Holm's step-down method at 5%, and the page says which survive. Each claim, "
-    "its metric and its margin are in the experiment's registered config, which the record stores; a test "
+    "its metric and its margin are in the experiment's registered config, which the record stores (with a note "
+    "where they were attached after the run, as on the pages whose records predate this rule); a test "
     "fails when the two differ. Where seeds split (a method working on some seeds and failing on others), "
     "the seeds are listed beside the mean.")
 
@@ -70,8 +71,8 @@ def decide(claims: Sequence[dict[str, Any]], value_of: ValueOf, alpha: float = 0
     """Each claim decided, the family Holm-corrected. `value_of(claim, "a")` (and "b" unless claim["b"] is
     None) gives one value per seed. Per claim: the claim, "diff" (a `common.paired` dict), "p" (two-sided t
     for lower/higher, TOST for equivalent), "tost" (equivalence claims), "detectable" (80% power), "outcome"
-    ("lower", "higher", "equivalent", or "cannot tell"), "holds" (before correction), "p_holm",
-    "survives" (holds and Holm rejects at alpha)."""
+    ("lower", "higher", "equivalent", or "cannot tell"), "holds" (before correction), "p_holm", "significant"
+    (Holm rejects the claim's null at alpha, in either direction), "survives" (holds and significant)."""
     rows = []
     for c in check_claims(claims):
         a = list(value_of(c, "a"))
@@ -89,11 +90,13 @@ def decide(claims: Sequence[dict[str, Any]], value_of: ValueOf, alpha: float = 0
             row["outcome"] = direction or "cannot tell"
             row["holds"] = direction == c["expect"]
         rows.append(row)
-    # Holm over the claims that hold before correction; a claim that does not hold cannot survive,
-    # but its p still counts towards the family size
+    # Holm over the whole family: "significant" is Holm's rejection of the claim's null, whatever the
+    # direction; a claim holds after the correction only if it holds and is significant, and an outcome
+    # against the claim is reported as contradicted only if it too is significant
     adj = holm([r["p"] for r in rows], alpha)
     for r, h in zip(rows, adj):
         r["p_holm"] = h["p_holm"]
+        r["significant"] = bool(h["survives"])
         r["survives"] = bool(r["holds"] and h["survives"])
     return rows
 
@@ -120,12 +123,17 @@ def _here(r: dict[str, Any], digits: int) -> str:
         return "holds before correction, **not after Holm**" + p
     det = "" if r["detectable"] is None else f"; detectable ≥ {r['detectable']:.{digits}f}"
     if c["expect"] == "equivalent":
+        cert = r["tost"]["certifiable"] if r["tost"] else None
+        certified = "" if cert is None else f"; the data certify ±{cert:.{digits}f} at best"
         if r["outcome"] in ("lower", "higher"):
-            return f"**does not hold**: {r['outcome']}"
-        return f"**cannot tell at this scale**: not shown within ±{c['margin']:g}{det}"
+            return (f"**does not hold**: not within ±{c['margin']:g}, and the 95% interval says {r['outcome']} "
+                    f"(uncorrected){certified}")
+        return f"**cannot tell at this scale**: not shown within ±{c['margin']:g}{certified}"
     if r["outcome"] == "cannot tell":
         return f"**cannot tell at this scale**{det}"
-    return f"**contradicted**: {r['outcome']}"
+    if r["significant"]:
+        return f"**contradicted**: {r['outcome']}, survives Holm" + p
+    return f"**cannot tell after Holm**: {r['outcome']} before correction" + p
 
 
 def claims_table(rows: Sequence[dict[str, Any]], digits: int = 3, label: Callable[[dict[str, Any]], str] | None = None
