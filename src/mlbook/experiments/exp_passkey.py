@@ -490,11 +490,21 @@ def verdict_line(record: dict[str, Any]) -> str:
     b = r.get("baselines", {}).get("ngram")
     if b:  # whether the models learned enough to answer, said first
         four = b["4"]["in_range"]
-        beat = [m for m in r["methods"] if any(x < four for x in _side(record, ["zero_shot", m, f"loss@{L}"]))]
-        first = (f"No model beats a count 4-gram model at L ({four:.3f} nats/char) on any seed: these are under-trained "
-                 "models, and the verdicts are about this budget. " if not beat else
-                 f"Models below a count 4-gram model at L ({four:.3f} nats/char) on some seed: "
-                 f"{_join([SHORT[m] for m in beat])}. ")
+        loss_at_l = {m: _side(record, ["zero_shot", m, f"loss@{L}"]) for m in r["methods"]}
+        every = [m for m in r["methods"] if all(x < four for x in loss_at_l[m])]
+        never = [m for m in r["methods"] if not any(x < four for x in loss_at_l[m])]
+        some = [m for m in r["methods"] if m not in every and m not in never]
+        if not every and not some:
+            first = (f"No model beats a count 4-gram model at L ({four:.3f} nats/char) on any seed: these are "
+                     "under-trained models, and the verdicts are about this budget. ")
+        else:
+            first = f"Without fine-tuning, {_join([SHORT[m] for m in every]) or 'no setting'} beat a count 4-gram model at L " \
+                    f"({four:.3f} nats/char) on every seed"
+            if some:
+                first += f", {_join([SHORT[m] for m in some])} on some"
+            if never:
+                first += f"; {_join([SHORT[m] for m in never])} on none"
+            first += ". "
         text = first + text
     if record["config"].get("claims"):
         text += " " + survivors_line(decided_claims(record))
