@@ -486,6 +486,11 @@ def comparison_table(record: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _names(methods: list[str]) -> str:
+    names = [LABELS[m] for m in methods]
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
 def verdict_line(record: dict[str, Any]) -> str:
     """The first thing the page says: whether the models beat a count 4-gram in range (if not, every verdict is
     about under-trained models), then how many registered claims survive Holm's correction."""
@@ -494,17 +499,29 @@ def verdict_line(record: dict[str, Any]) -> str:
         return "This record has one seed, so it supports no verdict (the quick budget is a smoke test)."
     four = r["baselines"]["ngram"]["4"]["in_range"]
     beat = beats_4gram(record)
-    none = [m for m in r["methods"] if not beat[m]]
-    if len(none) == len(r["methods"]):
+    n = len(r["seeds"])
+    every = [m for m in r["methods"] if len(beat[m]) == n]
+    some = [m for m in r["methods"] if 0 < len(beat[m]) < n]
+    never = [m for m in r["methods"] if not beat[m]]
+    if not every and not some:
         first = (f"No model beats a count 4-gram model in range ({four:.3f} nats/char) on any seed: these are "
                  f"under-trained models ({record['config']['train']['steps']} steps on 2 cores), and every verdict "
                  "below is about models at this budget, not about the designs at convergence.")
-    elif none:
-        first = (f"Only {', '.join(LABELS[m] for m in r['methods'] if beat[m])} beat a count 4-gram model in range "
-                 f"({four:.3f} nats/char) on some seeds; the others do not, so their verdicts are about under-trained "
-                 "models.")
+    elif not some and not never:
+        first = f"Every model beats a count 4-gram model in range ({four:.3f} nats/char) on every seed."
+    elif not some and len(never) < len(every):
+        first = (f"In range, every model but {_names(never)} beats a count 4-gram model ({four:.3f} nats/char) on every "
+                 f"seed, and {_names(never)} on none, so {'its' if len(never) == 1 else 'their'} verdicts are about a "
+                 "model that has not learned enough at this budget.")
     else:
-        first = f"Every model beats a count 4-gram model in range ({four:.3f} nats/char)."
+        first = f"In range, {_names(every) if every else 'no model'} beat{'s' if len(every) == 1 else ''} a count 4-gram " \
+                f"model ({four:.3f} nats/char) on every seed"
+        if some:
+            first += f", {_names(some)} on some"
+        if never:
+            first += f"; {_names(never)} on none, so {'its' if len(never) == 1 else 'their'} verdicts are about a model " \
+                     "that has not learned enough at this budget"
+        first += "."
     return first + " " + survivors_line(decided_claims(record))
 
 
