@@ -687,7 +687,7 @@ def recipe_check_table(record: dict[str, Any]) -> str:
         cells = [pm(mean_sd(_side(record, [p, m, f"acc@{n}"])), 2)
                  for p in ("zero_shot", "finetuned", "finetuned_check") for n in (L, T)]
         d = paired(_side(record, ["finetuned", m, f"acc@{T}"]), _side(record, ["finetuned_check", m, f"acc@{T}"]))
-        lines.append(f"{SHORT[m]:<13}" + "".join(f"{c:>{w}}" for c in cells) + f"{pm(d, 2):>26}")
+        lines.append(f"{SHORT[m]:<13}" + "".join(f"{c:>{w}}" for c in cells) + f"{pm(d, 3):>26}")
     return "\n".join(lines)
 
 
