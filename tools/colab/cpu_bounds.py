@@ -176,9 +176,10 @@ BOUNDS: tuple[CpuBound, ...] = (
                       "0.50 and 0.56; other rows' accuracies abs 0.06 (0.00 against 0.06, RoPE + YaRN at 256); "
                       "losses abs 0.055 (2.217 against 2.162)"),
     CpuBound("26_exp_after_rope", "e7c22",
-             "the quick run's losses (six small models trained here for 100 steps)",
-             atol=0.01, rtol=0.0, line_rtol=0.0,
-             measured="abs 0.002 avx512 and default (3.090 against 3.088)"),
+             "the quick run's losses (four small models trained here for 300 steps)",
+             atol=0.03, rtol=0.0, line_rtol=0.0,
+             measured="abs 0.016 default against avx2 (2.370 against 2.354, local RoPE + global NoPE past L); "
+                      "every passkey share 0.00 in both"),
 )
 
 
