@@ -542,6 +542,27 @@ def ngram_outputs(record: dict[str, Any], orders: tuple[int, ...] = (1, 2, 3, 4)
     return out
 
 
+def position_blind_baselines(record: dict[str, Any], seed: int = 0) -> dict[str, dict[str, Any]]:
+    """Decoders that read the source but no position: "source mode" emits the source's most frequent symbol at
+    every step (ties to the lowest symbol); "random permutation" emits the source symbols in a random order
+    (torch generator seeded with `seed`). Scored on the record's own test sequences (targets are the reversed
+    sources). Returns {name: {str(length): {"exact_match", "token_accuracy"}}}."""
+    cfg = record["config"]
+    g = torch.Generator().manual_seed(seed)
+    out: dict[str, dict[str, Any]] = {"source mode": {}, "random permutation": {}}
+    for length, tgt in _test_sequences(record).items():
+        src = tgt.flip(1)  # (B, length)
+        counts = torch.zeros(src.shape[0], cfg["n_symbols"] + 1, dtype=torch.long)
+        counts.scatter_add_(1, src, torch.ones_like(src))
+        mode = counts.argmax(1, keepdim=True).expand_as(src)  # argmax returns the first (lowest) maximum
+        perm = torch.argsort(torch.rand(src.shape, generator=g), dim=1)
+        for name, pred in (("source mode", mode), ("random permutation", src.gather(1, perm))):
+            right = pred == tgt
+            out[name][str(length)] = {"exact_match": right.all(1).float().mean().item(),
+                                      "token_accuracy": right.float().mean().item()}
+    return out
+
+
 def ngram_table(record: dict[str, Any], levels: dict[str, dict[str, Any]] | None = None) -> str:
     """The count n-gram models of the outputs beside the trained models: token accuracy and exact match at each
     test length (models: mean over seeds)."""
