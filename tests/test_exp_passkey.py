@@ -21,8 +21,10 @@ from mlbook.viz import exp_passkey as V
 
 @pytest.fixture(scope="module")
 def passkey_record() -> dict:
-    cfg = exp_config("passkey", "full", seeds=[0, 1], train_len=64, lengths=[64, 128, 256], depths=[0.0, 1.0], n_eval=2,
+    cfg = exp_config("passkey", "full", seeds=[0, 1], train_len=128, lengths=[128, 256, 512],
+               depths=[0.0, 0.25, 0.5, 0.75, 1.0], n_eval=2,
                loss_windows=2, train={**TINY_TRAIN, "steps": 3}, finetune={"steps": 1, "batch_size": 1, "lr": 1e-3, "warmup_steps": 1},
+               finetune_check={"steps": 1, "batch_size": 1, "lr": 1e-3, "warmup_steps": 1},
                model={"d_model": 16, "n_heads": 2, "n_layers": 1})
     return exp_record("passkey", cfg, exp_passkey.run(cfg, CPU, False))
 
@@ -57,13 +59,18 @@ def test_extended_rope_methods_share_the_trained_weights_and_use_the_context_ext
     assert pi.rotary.scaling == "linear" and pi.rotary.factor == 4.0
     assert torch.equal(pi.lm_head.weight, trained["rope"].lm_head.weight)
     yarn = exp_passkey.method_model("rope_yarn", trained, 4)
-    assert yarn.config.rope["beta_fast"] == TUNED_BETAS["beta_fast"] and yarn.config.rope["factor"] == 4.0
+    # the paper's band limits (the library's defaults, 32 / 1), the setting page 22 found better than TUNED_BETAS
+    assert "beta_fast" not in yarn.config.rope and yarn.config.rope["factor"] == 4.0
+    assert yarn.config.rope["scaling"] == "yarn" and TUNED_BETAS["beta_fast"] != 32.0
+    ntk = exp_passkey.method_model("rope_ntk", trained, 4)
+    assert ntk.config.rope == {"scaling": "ntk", "factor": 4.0}
+    assert torch.equal(ntk.lm_head.weight, trained["rope"].lm_head.weight)
     x = torch.randint(0, TOKENIZER.vocab_size, (1, 32))
     with torch.no_grad():
         torch.testing.assert_close(exp_passkey.method_model("rope", trained, 4)(x), trained["rope"](x))
     assert exp_passkey.method_model("alibi", trained, 4) is trained["alibi"]
     with pytest.raises(ValueError, match="unknown method"):
-        exp_passkey.method_model("rope_ntk", trained, 4)
+        exp_passkey.method_model("rope_dynamic", trained, 4)
 
 
 def test_passkey_record_has_both_phases_for_every_method_and_seed(passkey_record) -> None:
@@ -72,10 +79,10 @@ def test_passkey_record_has_both_phases_for_every_method_and_seed(passkey_record
         for m in r["methods"]:
             seeds = r["results"][phase][m]
             assert [s["seed"] for s in seeds] == [0, 1]
-            assert len(seeds[0]["accuracy"]) == 3 and len(seeds[0]["accuracy"][0]) == 2
+            assert len(seeds[0]["accuracy"]) == 3 and len(seeds[0]["accuracy"][0]) == 5
             assert len(seeds[0]["loss"]) == 3
         g = exp_passkey.grid(passkey_record, phase, "rope")
-        assert len(g["mean"]) == 3 and len(g["sd"][0]) == 2
+        assert len(g["mean"]) == 3 and len(g["sd"][0]) == 5
     assert r["finetune"] == passkey_record["config"]["finetune"]
     assert r["finetune_data"] == exp_passkey.finetune_mix(passkey_record) == "passkey and text, as in training"
     assert "passkey and text" in exp_passkey.format_table(passkey_record, "finetuned")
@@ -130,7 +137,7 @@ def test_passkey_verdict_line_names_each_pattern_by_the_rule() -> None:
         assert "RoPE + PI retrieves on no seed even at 128" in part
     assert "in no case" not in line and line.endswith(".")  # ALiBi's flat-loss case is named, not denied
     assert exp_passkey.finetune_mix(rec) == "corpus text only"  # a record from before the passkey fine-tune
-    claims = exp_passkey.claims_table(rec)
+    claims = exp_passkey.patterns_table(rec)
     assert "**agrees** for ALiBi" in claims and "here the loss warns too" in claims
     one = _passkey_synthetic({"rope": [[1.0, 0.0]]}, {"rope": [[1.4, 2.4]]})
     assert "supports no verdict" in exp_passkey.verdict_line(one)
@@ -147,3 +154,20 @@ def test_passkey_figures_have_a_panel_per_method_and_the_phase_knob_changes_them
         V.fig_passkey_heatmaps(passkey_record, "later")
     with pytest.raises(TypeError, match="passkey"):
         V.fig_passkey_vs_loss({"name": "sinks", "results": {}})
+
+
+def test_passkey_registered_claims_recipe_check_and_seed_splits(passkey_record) -> None:
+    rows = exp_passkey.decided_claims(passkey_record)
+    assert [r["claim"]["id"] for r in rows] == [c["id"] for c in exp_passkey.CLAIMS]
+    assert "registered claims" in exp_passkey.verdict_line(passkey_record)
+    table = exp_passkey.recipe_check_table(passkey_record)
+    assert "check" in table and sum(line.startswith(("RoPE", "ALiBi")) for line in table.splitlines()) == 5
+    assert isinstance(exp_passkey.seed_splits(passkey_record), list)
+    assert "4-gram" in exp_passkey.baseline_line(passkey_record)
+    rec = passkey_record
+    side = exp_passkey._side  # one value per seed for each kind of measure
+    assert len(side(rec, ["finetuned_check", "rope", "acc@256"])) == 2
+    for bad, match in ((["later", "rope", "acc@128"], "phase"), (["zero_shot", "rope", "acc@999"], "measure"),
+                       (["zero_shot", "rope", "acc@128:d9"], "depth index"), (["zero_shot", "gpt", "acc@128"], "method")):
+        with pytest.raises(ValueError, match=match):
+            side(rec, bad)
