@@ -122,3 +122,18 @@ def test_t5_figure_has_a_band_and_a_line_per_variant_and_the_length_knob_changes
         assert all(v in frame.layout.title.text for v in idle) and ("cannot run" in frame.layout.title.text) == bool(idle)
     with pytest.raises(ValueError, match="length must be one of"):
         V.fig_t5_per_position(t5_record, 32)
+
+
+def test_position_blind_baselines_beat_chance_without_reading_position() -> None:
+    """Source mode and a random permutation read the source but no position; both beat 1/16 on the record's
+    own test sequences, and the permutation sits near 1/n + (1 - 1/n)/16."""
+    import json
+    from pathlib import Path
+    from mlbook.experiments.exp_t5_length import position_blind_baselines
+    rec = json.loads((Path(__file__).resolve().parents[1] / "src/mlbook/results/full/t5_length.json").read_text())
+    out = position_blind_baselines(rec)
+    for n in rec["config"]["eval_lens"]:
+        perm, mode = out["random permutation"][str(n)], out["source mode"][str(n)]
+        assert abs(perm["token_accuracy"] - (1 / n + (1 - 1 / n) / 16)) < 0.02
+        assert mode["token_accuracy"] > perm["token_accuracy"] > 1 / 16
+        assert mode["exact_match"] == 0.0

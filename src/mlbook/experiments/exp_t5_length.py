@@ -354,6 +354,9 @@ def verdict_line(record: dict[str, Any]) -> str:
         best = max(res[str(n)]["token_accuracy"] for res in ngram_outputs(record).values())
         text += (f" A count n-gram model of the outputs alone (n = 1..4) stays at chance (token accuracy at most "
                  f"{best:.3f} at {n}, chance {r['chance']:.4f}): what the models get right they read from the source.")
+        mode = position_blind_baselines(record)["source mode"][str(n)]["token_accuracy"]
+        text += (f" But reading the source needs no position to beat chance: emitting the source's most frequent "
+                 f"symbol at every step scores {mode:.3f} per token at {n}, the null for position use.")
     return text
 
 
