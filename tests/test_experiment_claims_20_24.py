@@ -98,8 +98,8 @@ def test_sinks_models_beat_the_4gram_inside_the_window_and_the_verdict_says_so()
     for data, lv in levels.items():
         assert lv["4"]["within"] < lv["2"]["within"] < lv["1"]["within"], data
     assert all(len(v) == len(record["results"]["seeds"]) for v in mod.beats_4gram(record, levels).values())
-    assert mod.verdict_line(record).endswith("Every model beats a count 4-gram inside the first window of the same "
-                                             "streams.")
+    assert mod.verdict_line(record).endswith("Every model beats an add-0.1 count 4-gram inside the first window "
+                                             "of the same streams.")
 
 
 def test_synthetic_task_count_baselines_sit_at_chance_until_their_history_reaches_the_target() -> None:
