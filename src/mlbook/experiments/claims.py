@@ -29,9 +29,10 @@ EXPECT: tuple[str, ...] = ("lower", "higher", "equivalent")
 EXTENDED_RULE = (
     "Verdict rule. Two settings are compared on the same seeds and text through their per-seed differences. "
     "\"Lower\" or \"higher\" needs the 95% t-interval of the mean difference to exclude 0. \"No difference\" "
-    "needs an equivalence test: two one-sided t-tests at 5%, i.e. a 90% interval inside a margin registered "
-    "with the claim before the run. Otherwise the page writes \"cannot tell at this scale\" and gives the "
-    "interval and the smallest difference the design would detect with 80% power. The claims of a page form "
+    "needs an equivalence test: two one-sided t-tests at 5%, i.e. a 90% interval inside a margin fixed with "
+    "the claim (before the run, where the page does not say otherwise). Otherwise the page writes \"cannot "
+    "tell at this scale\" and gives the interval and the smallest difference the design would detect with 80% "
+    "power. The claims of a page form "
     "one family, corrected with Holm's step-down method at 5%, and the page says which survive. Each claim, "
     "its metric and its margin are in the experiment's registered config, which the record stores (with a note "
     "where they were attached after the run, as on the pages whose records predate this rule); a test "
