@@ -183,3 +183,45 @@ def test_typos_and_foreign_keys_in_published_configs_are_refused(name, key, valu
     text[key] = value
     with pytest.raises(ValueError, match=re.escape(key)):
         rope_options_from_hf(config)
+
+
+@pytest.mark.parametrize("key", ["original_max_position_embedding", "original_max_positions_embeddings",
+                                 "orig_max_position_embeddings", "original-max-position-embeddings",
+                                 "Original_Max_Position_Embeddings", "max_position_embedding",
+                                 "max_postion_embeddings_original", "max_pos_embeddings"])
+def test_near_misses_of_the_length_keys_are_refused_by_name(key):
+    """A misspelt anchor would be kept unread: llama3 scaling would anchor at max_position_embeddings."""
+    config = _llama()
+    config["rope_scaling"] = {k: v for k, v in config["rope_scaling"].items()
+                              if k != "original_max_position_embeddings"}
+    config[key] = 8192
+    with pytest.raises(ValueError, match=re.escape(f"['{key}']") + r".*model_type='llama'.*length keys"):
+        check_rope_keys(config)
+
+
+def test_the_length_keys_and_a_familys_own_are_accepted():
+    from mlbook.transformer.hf import LENGTH_KEYS_BY_FAMILY, is_length_key
+    config = _llama()
+    config["original_max_position_embeddings"] = 8192
+    check_rope_keys({**config, "max_position_embeddings": 131072})
+    assert not is_length_key("n_positions") and not is_length_key("num_position_embeddings")
+    assert "llama" not in LENGTH_KEYS_BY_FAMILY.get("max_encoder_position_embeddings", ())
+
+
+def test_the_length_key_table_matches_transformers_config_classes():
+    """Every max_pos-like name a family's 5.15 class reads is accepted for that family."""
+    pytest.importorskip("transformers", minversion="5")
+    from transformers import CONFIG_MAPPING
+
+    from mlbook.transformer.hf import LENGTH_KEYS_BY_FAMILY, LENGTH_KEYS_EVERY_FAMILY, is_length_key
+
+    missed = {}
+    for family, cls in CONFIG_MAPPING.items():
+        names = set(inspect.signature(cls.__init__).parameters) | set(getattr(cls, "attribute_map", {}) or {})
+        if dataclasses.is_dataclass(cls):
+            names |= {f.name for f in dataclasses.fields(cls)}
+        read = {n for n in names if is_length_key(n) and not is_rope_key(n)}
+        allowed = LENGTH_KEYS_EVERY_FAMILY | {k for k, f in LENGTH_KEYS_BY_FAMILY.items() if family in f}
+        if read - allowed:
+            missed[family] = sorted(read - allowed)
+    assert not missed, f"length keys these families' config classes read but check_rope_keys refuses: {missed}"

@@ -87,6 +87,9 @@ __all__ = [
     "ROPE_KEYS_INERT_WHEN_FALSE",
     "ROPE_PAIRING_KEYS",
     "is_rope_key",
+    "is_length_key",
+    "LENGTH_KEYS_EVERY_FAMILY",
+    "LENGTH_KEYS_BY_FAMILY",
     "check_rope_keys",
     "ATTRIBUTE_ALIASES",
     "hf_layer_overrides",
@@ -1063,9 +1066,35 @@ ROPE_PAIRING_KEYS: frozenset[str] = frozenset({"rope_interleave"})
 ROPE_KEYS_INERT_WHEN_FALSE: frozenset[str] = frozenset({"use_mrope"})
 
 
+# Near-misses of the length keys that anchor the RoPE scaling: a key whose lower-cased name (with '-' read as '_')
+# contains "max_pos" is refused by name unless it is one of these two (read at the top level for every family: the
+# context length, and the scaling's anchor that transformers 5 folds into the RoPE dict) or a length key the family's
+# transformers 5.15 config class reads (LENGTH_KEYS_BY_FAMILY). A typo such as original_max_position_embedding or
+# original_max_positions_embeddings would be kept unread, and the scaling anchored at max_position_embeddings.
+LENGTH_KEYS_EVERY_FAMILY: frozenset[str] = frozenset({"max_position_embeddings", "original_max_position_embeddings"})
+LENGTH_KEYS_BY_FAMILY: dict[str, frozenset[str]] = {
+    "left_max_position_embeddings": frozenset({"seamless_m4t_v2", "wav2vec2-bert"}),
+    "right_max_position_embeddings": frozenset({"seamless_m4t_v2", "wav2vec2-bert"}),
+    "t2u_max_position_embeddings": frozenset({"seamless_m4t", "seamless_m4t_v2"}),
+    "max_encoder_position_embeddings": frozenset({"led"}),
+    "max_decoder_position_embeddings": frozenset({"led"}),
+    "max_grid_row_position_embeddings": frozenset({"tvp"}),
+    "max_grid_col_position_embeddings": frozenset({"tvp"}),
+    "max_pos_emb": frozenset({"granite_speech", "granite_speech_encoder", "granite_speech_plus",
+                              "granite_speech_plus_encoder"}),
+}
+
+
+def is_length_key(key: str) -> bool:
+    """True for a config key that looks like a maximum-position (length) key: its lower-cased name, '-' read as '_',
+    contains max_pos (max_position_embeddings, original_max_position_embedding, orig_max_pos_embeddings)."""
+    return "max_pos" in key.lower().replace("-", "_")
+
+
 def is_rope_key(key: str) -> bool:
     """True for a config key that looks like a RoPE setting: a word (split at '_' or '-') starting with rope,
-    rotary or mrope, or any key containing theta (rope_ratio, rotary_emb_base, qk_rope_head_dim, rope_thetta)."""
+    rotary or mrope, or any key containing theta (rope_ratio, rotary_emb_base, qk_rope_head_dim, rope_thetta).
+    A name outside this pattern and `is_length_key`'s (a bare base, pos_base) is not checked by check_rope_keys."""
     words = key.lower().replace("-", "_").split("_")
     return any(w.startswith(("rope", "rotary", "mrope")) for w in words) or "theta" in key.lower()
 
@@ -1085,8 +1114,9 @@ def _config_keys(text: Any) -> list[str]:
 def check_rope_keys(config: Any) -> None:
     """Refuse every top-level key of the text config that looks like a RoPE setting (`is_rope_key`) and that the
     family's transformers 5.15 config class does not read (`ROPE_KEYS_EVERY_FAMILY`, `ROPE_KEYS_BY_FAMILY`) and no
-    pairing check of this module reads (`ROPE_PAIRING_KEYS`),
-    naming it: transformers would drop it and rotate at its class default, so reading the config without it would be
+    pairing check of this module reads (`ROPE_PAIRING_KEYS`), and every key that looks like a length key
+    (`is_length_key`: its name contains max_pos) other than max_position_embeddings, original_max_position_embeddings
+    and the family's own (`LENGTH_KEYS_BY_FAMILY`), naming it: transformers would drop it and rotate at its class default, so reading the config without it would be
     silently wrong (rope_ratio 2 halves ChatGLM's rotation speed; a rope_thetta typo leaves base 10,000). Keys
     stated null are ignored. A config with no model_type is checked as Llama's."""
     text = hf_text_config(config)
@@ -1094,6 +1124,10 @@ def check_rope_keys(config: Any) -> None:
     unread = []
     for key in _config_keys(text):
         value = hf_get(text, key)
+        if value is not None and is_length_key(key) and not is_rope_key(key):
+            if key not in LENGTH_KEYS_EVERY_FAMILY and family not in LENGTH_KEYS_BY_FAMILY.get(key, ()):
+                unread.append(key)
+            continue
         if value is None or not is_rope_key(key) or key in ROPE_KEYS_EVERY_FAMILY | ROPE_PAIRING_KEYS:
             continue
         if family in ROPE_KEYS_BY_FAMILY.get(key, ()):
@@ -1103,7 +1137,11 @@ def check_rope_keys(config: Any) -> None:
         unread.append(key)
     if unread:
         readers = {k: sorted(ROPE_KEYS_BY_FAMILY[k]) for k in unread if k in ROPE_KEYS_BY_FAMILY}
-        where = "; ".join(f"{k} is read only by {v}" for k, v in readers.items())
+        readers |= {k: sorted(LENGTH_KEYS_BY_FAMILY[k]) for k in unread if k in LENGTH_KEYS_BY_FAMILY}
+        lengths = [k for k in unread if is_length_key(k) and not is_rope_key(k)]
+        where = "; ".join([f"{k} is read only by {v}" for k, v in readers.items()]
+                          + [f"{lengths} look like length keys but are neither max_position_embeddings nor "
+                             "original_max_position_embeddings"] * bool(lengths))
         named = [f"{_text_prefix(config)}{k}" for k in unread]
         raise ValueError(f"config states {named} for model_type={family!r}, which its "
                          f"transformers 5.15 config class does not read{' (' + where + ')' if where else ''}: "
