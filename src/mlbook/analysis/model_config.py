@@ -558,7 +558,13 @@ def vllm_max_model_len(config: Mapping[str, Any], *, rule: str = "current",
     """The longest --max-model-len vLLM accepts for config without VLLM_ALLOW_LONG_MAX_MODEL_LEN=1, and why.
 
     vLLM's rule (vllm/config/model.py, _get_and_verify_max_len): a top-level model_max_length, where the config
-    states one, is taken outright; otherwise the smallest of the length keys it states. The model_max_length of
+    states one, is taken outright, for every model type; otherwise the smallest of the length keys it states.
+    "Every model type" is what vllm-project/vllm's code does in each stored copy read: model.py at 18ec662 and,
+    after the ModelArchConfigConvertor refactor, ModelArchConfigConvertorBase.derive_max_model_len_and_key in
+    vllm/transformers_utils/model_arch_config_convertor.py at ee92a6f and at 00bb6f5; the comment there says
+    "For Command-R / Cohere, Cohere2 / Aya Vision models", but the base class applies it to all. Copies whose
+    repository is not named (drafts of that refactor) move it into a CohereModelArchConfigConvertor for
+    commandr and aya_vision only; no vllm-project/vllm copy read does. The model_max_length of
     the checkpoint's tokenizer_config.json, a second file (`tokenizer_model_max_length`), caps that, before the
     factor. Then, unless the model type is a Gemma 3 one, it is multiplied by the RoPE factor of the types it
     scales by. Without --max-model-len vLLM runs at this limit, except for LongRoPE
