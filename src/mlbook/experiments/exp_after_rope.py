@@ -453,18 +453,21 @@ def dropped_angles(record: dict[str, Any], method: str) -> list[dict[str, float]
             for i in range(theta.shape[0] - k, theta.shape[0])]
 
 
-def slow_share(record: dict[str, Any], method: str = "rope", which: str = "q") -> list[float]:
-    """Per layer, the mean norm (over seeds) of the pairs that turn less than a quarter turn over the
-    trained length L (wavelength 2 pi / theta_i > 4L, theta_i of the method's own full-width ladder) divided
-    by that of the faster pairs: below 1, the slow pairs carry less of q (or k) than the fast ones."""
+def slow_share(record: dict[str, Any], method: str = "rope", which: str = "q", cut: float = 4.0) -> list[float]:
+    """Per layer, the mean norm (over seeds) of the slow pairs, those whose wavelength 2 pi / theta_i exceeds
+    cut * L (theta_i of the method's own full-width ladder; cut 4: less than a quarter turn over the trained
+    length), divided by that of the faster pairs: below 1, the slow pairs carry less of q (or k)."""
     if method not in PROBED:
         raise ValueError(f"method must be one of {', '.join(PROBED)} (the probed models), got {method!r}")
     if which not in ("q", "k"):
         raise ValueError(f"which must be 'q' or 'k', got {which!r}")
+    if isinstance(cut, bool) or not isinstance(cut, (int, float)) or not cut > 0:
+        raise ValueError(f"cut must be a positive number (a multiple of L), got {cut!r}")
     r = record["results"]
-    slow = (2 * torch.pi / _ladder(record, method)) > 4 * r["train_len"]  # (d_head/2,) bool
+    slow = (2 * torch.pi / _ladder(record, method)) > cut * r["train_len"]  # (d_head/2,) bool
     if not bool(slow.any()) or bool(slow.all()):
-        raise ValueError(f"method {method!r} has no split into slow and fast pairs at L = {r['train_len']}")
+        raise ValueError(f"method {method!r} has no split into slow and fast pairs at cut {cut:g} L = "
+                         f"{cut * r['train_len']:g}")
     t = torch.tensor([row["pair_norms"][which] for row in r["results"][method]], dtype=torch.float64).mean(0)
     return [round((t[i, slow].mean() / t[i, ~slow].mean()).item(), 3) for i in range(t.shape[0])]
 

@@ -266,7 +266,8 @@ def describe_record(record: dict[str, Any]) -> str:
         f"{record.get('budget', '?')} budget{seed_part}; {record.get('device', '?')}, "
         f"{record.get('threads', '?')} thread{'s' if record.get('threads') != 1 else ''}; {time_part}; "
         f"created {record.get('created', '?')}; mlbook {record.get('mlbook_version', '?')}, "
-        f"torch {record.get('torch_version', '?')}", 78)
+        f"torch {record.get('torch_version', '?')}, Python {record.get('python_version', '?')} (its pydoc_data "
+        "is the corpus)", 78)
 
 
 def rerun_estimate(name: str, budget: str = "full") -> str:
