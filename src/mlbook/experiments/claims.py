@@ -117,7 +117,7 @@ def _here(r: dict[str, Any], digits: int) -> str:
     c, d = r["claim"], r["diff"]
     if d["ci95"] is None:
         return "no verdict (one seed)"
-    p = "" if r["p_holm"] is None else f" (Holm p = {r['p_holm']:.3f})"
+    p = "" if r["p_holm"] is None else (" (Holm p < 0.001)" if r["p_holm"] < 0.001 else f" (Holm p = {r['p_holm']:.3f})")
     if r["survives"]:
         return "**holds**, survives Holm" + p
     if r["holds"]:

@@ -458,7 +458,7 @@ def _who(record: dict[str, Any], cases: list[tuple[str, str]]) -> str:
 
 def verdict_line(record: dict[str, Any]) -> str:
     """One sentence: per phase, which methods lose retrieval from L to 4L as their loss rises, which
-    lose it while the loss stays flat (the case perplexity misses), which show no drop the rule can
+    lose it while the loss rise cannot be told from zero (the case perplexity misses), which show no drop the rule can
     detect, and which retrieve on no seed even at L, by `pattern` (paired 95% intervals,
     common.VERDICT_RULE); with fewer than 2 seeds, no verdict."""
     r = record["results"]
@@ -469,8 +469,8 @@ def verdict_line(record: dict[str, Any]) -> str:
     when = {"zero_shot": "without fine-tuning", "finetuned": f"after the fine-tune at {T} ({finetune_mix(record)})"}
     verbs = {  # pattern -> (verb for one method, verb for several)
         "lower retrieval, higher loss": ("loses retrieval as its loss rises", "lose retrieval as their loss rises"),
-        "flat loss, lower retrieval": ("loses retrieval while its loss stays flat",
-                                       "lose retrieval while their loss stays flat"),
+        "flat loss, lower retrieval": ("loses retrieval while its loss rise cannot be told from zero",
+                                       "lose retrieval while their loss rise cannot be told from zero"),
         "retrieval not lower": ("shows no drop the rule can detect", "show no drop the rule can detect"),
         "fails at L": (f"retrieves on no seed even at {L}", f"retrieve on no seed even at {L}"),
     }
@@ -485,7 +485,7 @@ def verdict_line(record: dict[str, Any]) -> str:
         parts.append(f"{when[phase]}, " + _join(bits))
     text = f"From the trained length {L} to {T} ({k} seeds, paired 95% intervals): " + "; ".join(parts)
     if not flat_any:
-        text += "; in no case does retrieval fall while the corpus loss stays flat"
+        text += "; in no case does retrieval fall while the corpus loss rise cannot be told from zero"
     text += "."
     b = r.get("baselines", {}).get("ngram")
     if b:  # whether the models learned enough to answer, said first
