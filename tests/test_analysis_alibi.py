@@ -158,11 +158,51 @@ def test_passkey_alibi_lines_read_the_record():
         assert "passkey" in text
         return
     lines = text.splitlines()
-    assert len(lines) == len(record["results"]["phases"])
-    for line, phase in zip(lines, record["results"]["phases"]):
+    assert len(lines) == 2 * len(record["results"]["phases"])
+    for k, phase in enumerate(record["results"]["phases"]):
+        line, far = lines[2 * k], lines[2 * k + 1]
         s = P.summary(record, phase, "alibi")
         assert P.pm(s["accuracy"][0], 2) in line and P.pm(s["accuracy"][-1], 2) in line
         assert P.pm(P.length_change(record, phase, "alibi")["accuracy"], 2) in line
+        assert far.startswith("  key at depth 0")
+    # oracle: exp_passkey.seed_splits, the experiment's own list of split seeds, written independently
+    for split in P.seed_splits(record):
+        if split.startswith(P.SHORT["alibi"] + " ") and "key at depth 0" in split and "check" not in split:
+            phase = record["results"]["phases"][0 if "zero-shot" in split else 1]
+            far = lines[2 * record["results"]["phases"].index(phase) + 1]
+            n = split.split(" at ", 1)[1].split(",", 1)[0]
+            assert f"at {n} on seed" in far
+            for low in split.split("seeds ", 1)[1].split(" below")[0].split(", "):
+                assert low in far  # "2 (0.00)": the seed and its accuracy at depth 0
+
+
+def _passkey_record(far_zero_shot, far_finetuned):
+    """Two lengths, two depths, accuracy[length][depth] per seed: depth 0 at the longest length varies."""
+    def seeds(far):
+        return [{"seed": s, "accuracy": [[1.0, 1.0], [a, 1.0]], "per_digit": [[1.0, 1.0], [1.0, 1.0]],
+                 "loss": [1.0, 1.1]} for s, a in enumerate(far)]
+    return {"results": {"methods": ["alibi"], "phases": ["zero_shot", "finetuned"], "lengths": [128, 512],
+                        "depths": [0.0, 1.0], "seeds": list(range(len(far_zero_shot))),
+                        "finetune": {"steps": 90}, "finetune_len": 512,
+                        "results": {"zero_shot": {"alibi": seeds(far_zero_shot)},
+                                    "finetuned": {"alibi": seeds(far_finetuned)}}}}
+
+
+def test_passkey_alibi_lines_name_the_seeds_that_lose_the_farthest_key(monkeypatch):
+    from mlbook.experiments import registry
+
+    record = _passkey_record([1.0, 0.0, 1.0, 0.25, 0.5], [1.0, 1.0, 0.49, 1.0, 1.0])
+    monkeypatch.setattr(registry, "load_result", lambda name, budget: record)
+    lines = A.passkey_alibi_lines().splitlines()
+    assert len(lines) == 4
+    assert lines[1] == ("  key at depth 0, the farthest from the question, not retrieved (below 0.5): "
+                        "at 512 on seeds 1 (0.00) and 3 (0.25); every other seed and length at or above")
+    assert lines[3].endswith("at 512 on seed 2 (0.49); every other seed and length at or above")
+    record = _passkey_record([1.0] * 5, [1.0] * 5)
+    assert A.passkey_alibi_lines().splitlines()[1].endswith(": retrieved (0.5 or above) on every seed at every length")
+    record["results"]["depths"] = [0.5, 1.0]
+    with pytest.raises(ValueError, match="first key depth must be 0"):
+        A.passkey_alibi_lines()
 
 
 def test_no_2025_or_2026_family_in_the_model_table_uses_alibi():

@@ -6,7 +6,8 @@
     weight_ratio       exp(-m_h k): the factor by which that penalty scales an attention weight
     effective_window   the distance at which head h's penalty first reaches `nats`: ceil(nats / m_h)
     mpt_slopes         the slopes as MPT's code builds them, 2^(-alibi_bias_max h / H): MPT-7B uses 8, StoryWriter 16
-    passkey_alibi_lines   ALiBi's retrieval in Experiment 6's saved record, one line per phase
+    passkey_alibi_lines   ALiBi's retrieval in Experiment 6's saved record per phase: the means, and the seeds
+                          that lose the farthest key
 
 Every slope comes from `mlbook.transformer.positional.alibi_slopes`; nothing here re-derives it.
 """
@@ -92,13 +93,17 @@ def mpt_slopes(n_heads: int, alibi_bias_max: float = 8.0) -> torch.Tensor:
 
 
 def passkey_alibi_lines(budget: str = "full") -> str:
-    """ALiBi's passkey retrieval in Experiment 6's saved record, one line per phase (without
-    fine-tuning, after the brief fine-tune at 4L): all-digits accuracy averaged over depths at the
-    trained length and at the longest one (mean ± sd over seeds), and the paired change between
-    them with its 95% interval. Read through `mlbook.experiments.exp_passkey`, never typed; without
-    a saved record, the registry's sentence saying how to make one."""
+    """ALiBi's passkey retrieval in Experiment 6's saved record, two lines per phase (without
+    fine-tuning, after the brief fine-tune at 4L). First: all-digits accuracy averaged over depths at
+    the trained length and at the longest one (mean ± sd over seeds), and the paired change between
+    them with its 95% interval. Second: the seed split those means hide, for a key at depth 0 (the
+    farthest from the question): at each tested length, the seeds on which it is not retrieved
+    (accuracy below `exp_passkey.RETRIEVES`, by `common.seed_split`), with their accuracy: the split
+    `exp_passkey.seed_splits` lists for ALiBi's key at depth 0. Read through `mlbook.experiments.exp_passkey`,
+    never typed; without a saved record, the registry's sentence saying how to make one."""
     from mlbook.experiments import catalog  # noqa: F401  (registers the experiments)
     from mlbook.experiments import exp_passkey as P
+    from mlbook.experiments.common import seed_split
     from mlbook.experiments.registry import headline, load_result
 
     record = load_result("passkey", budget)
@@ -106,6 +111,9 @@ def passkey_alibi_lines(budget: str = "full") -> str:
         return headline("passkey", budget)
     r = record["results"]
     L, T = r["lengths"][0], r["lengths"][-1]
+    if float(r["depths"][0]) != 0.0:
+        raise ValueError("the record's first key depth must be 0 (the farthest from the question), "
+                         f"got {r['depths'][0]}")
     lines = []
     for phase in r["phases"]:
         s = P.summary(record, phase, "alibi")
@@ -115,4 +123,16 @@ def passkey_alibi_lines(budget: str = "full") -> str:
         lines.append(f"ALiBi {when}: all digits right at {L} {P.pm(s['accuracy'][0], 2)}, at {T} "
                      f"{P.pm(s['accuracy'][-1], 2)}; {T} minus {L} {P.pm(change, 2)} ({change['verdict']}, "
                      f"{len(r['seeds'])} seeds)")
+        seeds = r["results"][phase]["alibi"]  # one dict per seed: accuracy[length][depth]
+        lost = []
+        for i, n in enumerate(r["lengths"]):
+            far = [float(x["accuracy"][i][0]) for x in seeds]  # (S,) key at depth 0, at length n
+            below = seed_split(far, P.RETRIEVES)["below"]
+            if below:
+                who = " and ".join(", ".join(f"{seeds[j]['seed']} ({far[j]:.2f})" for j in below).rsplit(", ", 1))
+                lost.append(f"at {n} on seed{'s' if len(below) > 1 else ''} {who}")
+        far_key = "  key at depth 0, the farthest from the question"
+        lines.append(f"{far_key}, not retrieved (below {P.RETRIEVES:g}): " + ", ".join(lost)
+                     + "; every other seed and length at or above" if lost else
+                     f"{far_key}: retrieved ({P.RETRIEVES:g} or above) on every seed at every length")
     return "\n".join(lines)
