@@ -296,15 +296,21 @@ def test_passkey_reading_names_the_seeds_whose_farthest_key_is_lost() -> None:
     assert reading.change["zero_shot"]["mean"] == pytest.approx((0.0 - 0.5 + 0.0 - 0.375 + 0.0) / 5)
     verdict = reading.verdict()
     assert verdict.startswith("ALiBi at 4x its training length")
-    assert "zero-shot: not lower on average at 5 seeds, the farthest key lost on seeds 1 and 3" in verdict
-    assert "after the fine-tune: not lower on average at 5 seeds, the farthest key kept on every seed" in verdict
+    d = reading.change["zero_shot"]
+    assert d["verdict"] == "indistinguishable"
+    ci = f"[{d['ci95'][0]:.2f}, {d['ci95'][1]:.2f}]"
+    assert (f"zero-shot: cannot tell the average's change from zero at 5 seeds ({d['mean']:+.2f} {ci}), "
+            "the farthest key lost on seeds 1 and 3") in verdict
+    assert "after the fine-tune: the average the same on every seed, the farthest key kept on every seed" in verdict
+    assert "not lower" not in verdict  # the rule's words: an interval that spans 0 is "cannot tell", not "no drop"
     assert "-0.00" not in repr(reading) and "+0.00" not in repr(reading)
 
 
 def test_passkey_reading_says_lower_when_every_seed_drops() -> None:
     reading = I.passkey_reading(_passkey_record([0.0, 0.1, 0.0, 0.2, 0.05], [1.0] * 5))
     assert reading.change["zero_shot"]["verdict"] == "lower"
-    assert "zero-shot: lower on average, the farthest key lost on seeds 0, 1, 2, 3 and 4" in reading.verdict()
+    assert "zero-shot: lower on average (" in reading.verdict()
+    assert "the farthest key lost on seeds 0, 1, 2, 3 and 4" in reading.verdict()
 
 
 def test_passkey_reading_refuses_an_unknown_method_and_a_non_record() -> None:

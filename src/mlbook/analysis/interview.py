@@ -823,11 +823,19 @@ class PasskeyReading:
         return out
 
     def verdict(self) -> str:
-        """Per phase: whether the average falls from the trained length, and where the farthest key is lost."""
+        """Per phase: the average's change from the trained length in the verdict rule's words (lower, higher, or
+        cannot tell at this number of seeds, with its interval; "the same on every seed" when no seed changes),
+        and where the farthest key is lost."""
         parts = []
         for phase in self.per_seed:
-            avg = ("lower on average" if self.change[phase]["verdict"] == "lower"
-                   else f"not lower on average at {len(self.seeds)} seeds")
+            d = self.change[phase]
+            ci = f"({_two(d['mean'], True)} [{_two(d['ci95'][0])}, {_two(d['ci95'][1])}])"
+            if all(x == 0.0 for x in d["per_seed"]):
+                avg = "the average the same on every seed"
+            elif d["verdict"] in ("lower", "higher"):
+                avg = f"{d['verdict']} on average {ci}"
+            else:
+                avg = f"cannot tell the average's change from zero at {len(self.seeds)} seeds {ci}"
             lost = self.far_lost(phase)
             far = f"the farthest key lost on {_seed_list(lost)}" if lost else "the farthest key kept on every seed"
             parts.append(f"{_PHASE_NAMES.get(phase, phase)}: {avg}, {far}")
