@@ -582,8 +582,8 @@ def headline(record: dict[str, Any]) -> str:
     methods = r["methods"]
     z = {m: summary(record, "zero_shot", m) for m in methods}
 
-    def d(x: dict[str, Any]) -> str:
-        return f"{pm(x, 2)} ({x['verdict']})"
+    def d(x: dict[str, Any], digits: int = 2) -> str:
+        return f"{pm(x, digits)} ({x['verdict']})"
 
     lines = [
         f"{n} seed{'s' if n != 1 else ''}; fine-tune: {r['finetune']['steps']} steps at {r['finetune_len']} on "
@@ -595,7 +595,7 @@ def headline(record: dict[str, Any]) -> str:
         ch = {m: length_change(record, phase, m) for m in methods}
         lines.append(f"{T} minus {L}, {_PHASE[phase]}, mean [95% interval]: accuracy "
                      + "; ".join(f"{SHORT[m]} {d(ch[m]['accuracy'])}" for m in methods) + "; corpus loss "
-                     + "; ".join(f"{SHORT[m]} {d(ch[m]['loss'])}" for m in methods) + ".")
+                     + "; ".join(f"{SHORT[m]} {d(ch[m]['loss'], 3)}" for m in methods) + ".")
     pairs = [(a, b) for a, b in (("rope_yarn", "rope_pi"), ("rope_ntk", "rope_pi"), ("rope_yarn", "rope"),
                                  ("alibi", "rope_yarn"), ("alibi", "rope")) if a in methods and b in methods]
     for phase in r["phases"]:
