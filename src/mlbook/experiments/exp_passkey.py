@@ -431,7 +431,8 @@ def comparison_table(record: dict[str, Any], group: str | None = None, digits: i
     rows = ["| a − b | measure | mean difference [95% interval] | verdict |", "|---|---|---|---|"]
     for c in comparisons(record):
         if group is None or c["group"] == group:
-            rows.append(f"| {c['a']} − {c['b']} | {c['measure']} | {pm(c, digits)} | {c['verdict']} |")
+            shown = max(digits, 3) if c["measure"] == "corpus loss" else digits  # a loss interval near 0 needs 3
+            rows.append(f"| {c['a']} − {c['b']} | {c['measure']} | {pm(c, shown)} | {c['verdict']} |")
     return "\n".join(rows)
 
 
@@ -529,13 +530,13 @@ def patterns_table(record: dict[str, Any]) -> str:
     rows = ["| claim | measured (mean difference [95% interval]) | verdict |", "|---|---|---|"]
     flat = [(p, m) for p in r["phases"] for m in methods if pattern(record, p, m) == "flat loss, lower retrieval"]
     measured = "; ".join(f"{SHORT[m]} {_PHASE[p]}, {T} − {L}: accuracy {pm(length_change(record, p, m)['accuracy'], 2)}, "
-                         f"loss {pm(length_change(record, p, m)['loss'], 2)}" for p, m in flat)
+                         f"loss {pm(length_change(record, p, m)['loss'], 3)}" for p, m in flat)
     rows.append(f"| retrieval can fail while perplexity looks fine ([section 4](11_systems.ipynb)) | "
                 f"{measured or 'no method and phase with a lower accuracy and a loss that is not higher'} | "
                 + (f"**agrees** for {_who(record, flat)}" if flat else f"**not shown** at {k} seeds") + " |")
     d = length_change(record, "zero_shot", "rope")
     rows.append(f"| unmodified RoPE fails past $L$ | RoPE zero-shot, {T} − {L}: accuracy {pm(d['accuracy'], 2)}, loss "
-                f"{pm(d['loss'], 2)} | "
+                f"{pm(d['loss'], 3)} | "
                 + ("**agrees**" + ("; here the loss warns too" if d["loss"]["verdict"] == "higher" else "")
                    if d["accuracy"]["verdict"] == "lower" else f"**not shown** at {k} seeds") + " |")
     if "alibi" in methods:
