@@ -309,7 +309,7 @@ def verdict_line(record: dict[str, Any]) -> str:
         said = []
         for x in alibi:
             o = x["outcome"]
-            word = o if o in ("higher", "lower") else (
+            word = (o if x["survives"] else f"{o} before Holm's correction only") if o in ("higher", "lower") else (
                 "within the after-data margin" if x["survives"] else "cannot tell at this scale")
             said.append(f"{word} at {x['claim']['factor']:g}L ({pm(x['diff'], 3)})")
         parts.append(f"; ALiBi minus the model trained at {T}, tail − head: " + ", ".join(said))
@@ -441,6 +441,9 @@ def claims_verdict(record: dict[str, Any]) -> str:
             o = r["outcome"]
             word = ("cannot tell at this scale" if o == "cannot tell" else
                     f"not within ±{r['claim']['margin']:g} (after-data margin)" if o == "equivalent" and not r["survives"]
+                    # A direction the step-down never tested (a failed equivalence claim's one-sided interval, or
+                    # a difference that does not survive Holm) is said to hold before the correction only.
+                    else f"{o} before Holm's correction only" if o in ("higher", "lower") and not r["survives"]
                     else o)
             words.append(f"{word} at {r['claim']['factor']:g}L ({pm(r['diff'], 3)})")
         text += " ALiBi against the model trained at 4L, tail − head: " + "; ".join(words) + "."
