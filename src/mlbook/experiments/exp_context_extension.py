@@ -359,7 +359,9 @@ def verdict_line(record: dict[str, Any]) -> str:
     worse = [T_i for i, T_i in longer if _tmh_vs_zero(record, "none", "before", i)["verdict"] == "higher"]
     if worse:
         fine = [T_i for _, T_i in longer if T_i < worse[0]]
-        text += f", and unmodified RoPE degrades at {worse[0]}" + (f" but not at {', '.join(map(str, fine))}" if fine else "")
+        # Shorter lengths are not called fine: a "no degradation" verdict is one the Holm-gated rule does not give.
+        text += f", and unmodified RoPE degrades at {worse[0]}" + (
+            f" (at {', '.join(map(str, fine))} we cannot tell after Holm's correction)" if fine else "")
     else:
         text += ", and unmodified RoPE shows no degradation past L at these lengths"
     rows = decided_claims(record)
