@@ -83,7 +83,12 @@ def test_permutation_verdict_line_follows_the_rule_for_each_comparison(perm_reco
     assert "2 seeds" in line and line.endswith(".")
     assert "encoder is at a level we cannot tell at this scale from the bidirectional guesser" in line
     assert "trained without positions is above the causal guesser" in line
-    assert "zeroed is below the causal guesser and below the GPT trained without positions" in line
+    assert ("zeroed is below the causal guesser (a measurement: zero-ablation cannot test whether position survives "
+            "through the mask) and below the GPT trained without positions") in line
+    table = PE.registered_claims_table(rec)
+    zeroed = [r for r in table.splitlines() if r.startswith("| with the table zeroed")]
+    assert len(zeroed) == 1 and "**not decided**: zero-ablation cannot test this (the measurement: " in zeroed[0]
+    assert "contradicted" not in zeroed[0] and zeroed[0].endswith(") |")
     cmp = PE.comparisons(rec)
     assert [cmp[k]["verdict"] for k in ("encoder_none - guesser", "gpt_none - guesser", "gpt_zeroed - guesser")] == [
         "indistinguishable", "higher", "lower"]

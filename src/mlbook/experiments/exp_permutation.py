@@ -456,12 +456,17 @@ def verdict_line(record: dict[str, Any]) -> str:
         v = cmp[key]["verdict"]
         return _RELATION[{"higher": "lower", "lower": "higher"}.get(v, v) if flip else v]
 
+    # The encoder against the bag of symbols is decided by its equivalence claim, where the record has one.
+    bag = [x for x in decided_claims(record) if x["claim"]["id"] == "encoder_bag"]
+    encoder = (f"matches, within ±{bag[0]['claim']['margin']:g} (a margin chosen after the data),"
+               if bag and bag[0]["survives"] else f"is {rel('encoder_none - guesser')}")
     return (f"In probe accuracy over {n} seeds (paired 95% intervals), the encoder with learned positions is "
             f"{rel('encoder_learned - encoder_none')} the encoder without, and the GPT with learned positions is "
             f"{rel('gpt_learned - gpt_none')} the GPT trained without; against an order-blind guesser that sees "
-            f"what the model sees, the position-free encoder is {rel('encoder_none - guesser')} the bidirectional "
+            f"what the model sees, the position-free encoder {encoder} the bidirectional "
             f"guesser, the GPT trained without positions is {rel('gpt_none - guesser')} the causal guesser, and "
-            f"the GPT with its table zeroed is {rel('gpt_zeroed - guesser')} the causal guesser and "
+            f"the GPT with its table zeroed is {rel('gpt_zeroed - guesser')} the causal guesser (a measurement: "
+            f"zero-ablation cannot test whether position survives through the mask) and "
             f"{rel('gpt_none - gpt_zeroed', flip=True)} the GPT trained without positions."
             + _holm_sentence(record))
 
@@ -588,7 +593,22 @@ def _claim_label(c: dict[str, Any]) -> str:
 def registered_claims_table(record: dict[str, Any]) -> str:
     """Markdown: every claim with its mean difference [95%] (90% against the margin for the equivalence claim) and its
     verdict after Holm's correction over the page's family."""
-    return _rows_table(decided_claims(record), 3, _claim_label)
+    table = _rows_table(decided_claims(record), 3, _claim_label)
+    # A claim the design cannot test keeps its measurement but gets no verdict: zeroing the table after training
+    # removes position from a model that learned to rely on it, which says nothing about what survives without it.
+    lines = table.split("\n")
+    for c in record["config"].get("claims", []):
+        why = UNTESTED.get(c["id"])
+        for i, line in enumerate(lines):
+            if why and line.startswith(f"| {c['text']} ") and line.count(" | **") == 1:
+                head, verdict = line.rsplit(" | **", 1)
+                measured = verdict.split("**: ", 1)[-1].removesuffix(" |")
+                lines[i] = f"{head} | **not decided**: {why} (the measurement: {measured}) |"
+    return "\n".join(lines)
+
+
+# Claims whose comparison cannot decide them, with the reason the table prints instead of a verdict.
+UNTESTED = {"zeroed_survives": "zero-ablation cannot test this"}
 
 
 def claims_verdict(record: dict[str, Any]) -> str:
