@@ -145,7 +145,8 @@ def test_passkey_verdict_line_names_each_pattern_by_the_rule() -> None:
 
 def test_passkey_figures_have_a_panel_per_method_and_the_phase_knob_changes_them(passkey_record) -> None:
     fig = V.fig_passkey_heatmaps(passkey_record, "zero_shot")
-    assert len(fig.data) == len(passkey_record["results"]["methods"])
+    r = passkey_record["results"]
+    assert len(fig.data) == 1 and len(fig.data[0].y) == len(r["methods"]) * len(r["lengths"])
     fig = V.fig_passkey_vs_loss(passkey_record, "finetuned")
     assert len(fig.data) == 2 * len(passkey_record["results"]["methods"])
     slider = grid_slider(lambda phase: V.fig_passkey_vs_loss(passkey_record, phase), "phase", ["zero_shot", "finetuned"])

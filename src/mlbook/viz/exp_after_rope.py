@@ -57,10 +57,10 @@ def fig_after_rope_lengths(record: dict[str, Any], method: str = "all") -> go.Fi
     fig.update_yaxes(title="accuracy (fraction)", range=[0, 1.05], row=1, col=2)
     n = len(r["seeds"])
     # the legend above the panels: below them it ran into the slider's labels on a desktop column
-    fig.update_layout(height=560, margin=dict(t=170, b=60),
+    fig.update_layout(height=660, margin=dict(t=250, b=60),
                       title=dict(text=f"Trained at L = {L}: loss and retrieval past L<br><sup>mean ± sd over "
                                       f"{n} seed{'s' if n != 1 else ''}; dotted line: L</sup>", y=0.985, yanchor="top", pad=dict(t=16)),
-                      legend=dict(orientation="h", y=1.14, yanchor="bottom", x=0))
+                      legend=dict(orientation="h", y=1.10, yanchor="bottom", x=0))
     return fig
 
 

@@ -27,30 +27,32 @@ def _passkey_finetune(record: dict[str, Any]) -> str:
 
 
 def fig_passkey_heatmaps(record: dict[str, Any], phase: str = "zero_shot") -> go.Figure:
-    """All-digits passkey accuracy on the (context length x key depth) grid, one panel per method,
-    mean over seeds (hover: ± sd)."""
+    """All-digits passkey accuracy on the (context length x key depth) grid of every method, mean over seeds
+    (hover: ± sd): one heatmap whose rows are the methods' lengths, method by method, so that five or more
+    methods stay readable on a phone."""
     r = record_results(record, "passkey")
     if phase not in r["phases"]:
         raise ValueError(f"phase must be one of {', '.join(r['phases'])}, got {phase!r}")
     methods = r["methods"]
-    fig = make_subplots(rows=1, cols=len(methods), subplot_titles=[r["labels"][m] for m in methods],
-                        shared_yaxes=True, horizontal_spacing=0.03)
     depths = [f"{d:g}" for d in r["depths"]]
-    lengths = [str(n) for n in r["lengths"]]
-    for c, m in enumerate(methods, start=1):
+    rows, z, sd = [], [], []
+    for m in methods:
         g = exp_passkey.grid(record, phase, m)
-        z = np.asarray(g["mean"])  # (lengths, depths)
-        sd = np.nan_to_num(np.asarray(g["sd"]))
-        fig.add_trace(go.Heatmap(z=np.round(z, 3), x=depths, y=lengths, zmin=0, zmax=1, colorscale=SEQUENTIAL,
-                                 showscale=c == len(methods), colorbar=dict(title="accuracy"),
-                                 text=np.round(z, 2), texttemplate="%{text}", customdata=np.round(sd, 2),
-                                 hovertemplate="depth %{x}<br>length %{y}<br>accuracy %{z:.2f} ± %{customdata}"
-                                               "<extra></extra>"), row=1, col=c)
-        fig.update_xaxes(title="key depth", tickangle=0, row=1, col=c)
-    fig.update_yaxes(title="context length (tokens)", row=1, col=1)
+        for i, n in enumerate(r["lengths"]):
+            rows.append(f"{exp_passkey.SHORT[m]} · {n}")
+            z.append(g["mean"][i])
+            sd.append(g["sd"][i])
+    z_arr = np.round(np.asarray(z), 3)  # (methods x lengths, depths)
+    sd_arr = np.round(np.nan_to_num(np.asarray(sd)), 2)
+    fig = go.Figure(go.Heatmap(z=z_arr, x=depths, y=rows, zmin=0, zmax=1, colorscale=SEQUENTIAL,
+                               colorbar=dict(title="accuracy"), text=np.round(z_arr, 2), texttemplate="%{text}",
+                               customdata=sd_arr,
+                               hovertemplate="%{y}, depth %{x}<br>accuracy %{z:.2f} ± %{customdata}<extra></extra>"))
+    fig.update_xaxes(title="key depth (0: start of the context, 1: next to the question)", tickangle=0)
+    fig.update_yaxes(title="method · context length", autorange="reversed")
     what = "no fine-tuning" if phase == "zero_shot" else _passkey_finetune(record)
-    return finish_layout(fig, height=420, title=f"Passkey accuracy, all five digits right; mean over {seeds_text(r)}",
-                         subtitle=f"{what}; key depth 0 = start of the context, 1 = next to the question")
+    return finish_layout(fig, height=160 + 24 * len(rows),
+                         title=f"Passkey accuracy, all five digits right; mean over {seeds_text(r)}", subtitle=what)
 
 
 def fig_passkey_vs_loss(record: dict[str, Any], phase: str = "zero_shot") -> go.Figure:
