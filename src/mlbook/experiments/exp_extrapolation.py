@@ -23,7 +23,7 @@ from typing import Any
 
 import torch
 
-from mlbook.experiments.claims import claims_table as _rows_table, split_seeds_line
+from mlbook.experiments.claims import claims_table as rows_table, split_seeds_line
 from mlbook.experiments.claims import decide, survivors_line
 from mlbook.experiments.common import (
     findings,
@@ -427,7 +427,7 @@ def _claim_label(c: dict[str, Any]) -> str:
 def registered_claims_table(record: dict[str, Any]) -> str:
     """Markdown: every claim with its mean difference [95%] (and 90% against the margin for equivalence
     claims) and its verdict after Holm's correction over the page's family."""
-    return _rows_table(decided_claims(record), 3, _claim_label)
+    return rows_table(decided_claims(record), 3, _claim_label)
 
 
 def claims_verdict(record: dict[str, Any]) -> str:

@@ -37,7 +37,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from mlbook.experiments.claims import claims_table as _rows_table, split_seeds_line
+from mlbook.experiments.claims import claims_table as rows_table, split_seeds_line
 from mlbook.experiments.claims import decide, survivors_line
 from mlbook.experiments.common import Timer, findings, last_mean, mean_sd, paired, pm, seeds_of, wrap_text
 from mlbook.experiments.registry import register
@@ -593,7 +593,7 @@ def _claim_label(c: dict[str, Any]) -> str:
 def registered_claims_table(record: dict[str, Any]) -> str:
     """Markdown: every claim with its mean difference [95%] (90% against the margin for the equivalence claim) and its
     verdict after Holm's correction over the page's family."""
-    table = _rows_table(decided_claims(record), 3, _claim_label)
+    table = rows_table(decided_claims(record), 3, _claim_label)
     # A claim the design cannot test keeps its measurement but gets no verdict: zeroing the table after training
     # removes position from a model that learned to rely on it, which says nothing about what survives without it.
     lines = table.split("\n")

@@ -31,7 +31,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from mlbook.experiments.claims import claims_table as _rows_table, split_seeds_line
+from mlbook.experiments.claims import claims_table as rows_table, split_seeds_line
 from mlbook.experiments.claims import decide, survivors_line
 from mlbook.experiments.common import CORPUS, Timer, findings, build_gpt, last_mean, mean_sd, paired, pm, seeds_of
 from mlbook.experiments.common import ngram_curve
@@ -606,7 +606,7 @@ def _claim_label(c: dict[str, Any]) -> str:
 
 def registered_claims_table(record: dict[str, Any]) -> str:
     """Markdown: every claim with its mean difference [95%] and its verdict after Holm over the page's family."""
-    return _rows_table(decided_claims(record), 4, _claim_label)
+    return rows_table(decided_claims(record), 4, _claim_label)
 
 
 def claims_verdict(record: dict[str, Any]) -> str:

@@ -24,7 +24,7 @@ from typing import Any
 
 import torch
 
-from mlbook.experiments.claims import claims_table as _rows_table, split_seeds_line
+from mlbook.experiments.claims import claims_table as rows_table, split_seeds_line
 from mlbook.experiments.claims import decide, survivors_line
 from mlbook.experiments.common import Timer, findings, last_mean, mean_sd, paired, pm, seeds_of, wrap_text
 from mlbook.experiments.registry import register
@@ -476,7 +476,7 @@ def _claim_label(c: dict[str, Any]) -> str:
 
 def registered_claims_table(record: dict[str, Any]) -> str:
     """Markdown: every claim with its mean difference [95%] and its verdict after Holm over the family."""
-    return _rows_table(decided_claims(record), 3, _claim_label)
+    return rows_table(decided_claims(record), 3, _claim_label)
 
 
 def claims_verdict(record: dict[str, Any]) -> str:
